@@ -1,0 +1,37 @@
+# One-command setup: `make test` and `make demo` create .venv and install what they need.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: install test demo proto java clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "Python >= 3.10 is required"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip uv
+	$(VENV)/bin/uv pip install --python $(PY) --quiet -e '.[spark,dev]'
+	touch $(STAMP)
+
+install: $(STAMP) java
+
+# Spark needs Java 17 or newer; install Debian's JRE when it is missing or too old.
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+		echo "installing a Java 17 runtime (found: $${v:-none})"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; \
+	fi
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: install
+	$(PY) -m airflow_pulsar.demo
+
+proto: $(STAMP)
+	$(PY) proto/generate.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

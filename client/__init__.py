@@ -1,0 +1,1 @@
+"""Pure-Python Apache Pulsar client; never imports airflow."""

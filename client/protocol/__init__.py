@@ -1,0 +1,1 @@
+"""Pulsar binary protocol: frames, commands, checksums, batches, compression, message ids."""

@@ -1,0 +1,59 @@
+"""Building and inspecting BaseCommand envelopes.
+
+In Pulsar's schema every command's field number in BaseCommand equals its ``Type`` value, so the
+envelope field can be found from the type alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .PulsarApi_pb2 import BaseCommand
+
+PROTOCOL_VERSION = 20
+
+_FIELD_BY_TYPE: dict[int, str] = {
+    field.number: field.name for field in BaseCommand.DESCRIPTOR.fields if field.message_type is not None
+}
+
+
+def type_name(command_type: int) -> str:
+    """The Pulsar name of a command type, e.g. ``SEND``, or its number if unknown."""
+    try:
+        return BaseCommand.Type.Name(command_type)
+    except ValueError:
+        return str(command_type)
+
+
+def field_name(command_type: int) -> str:
+    """The BaseCommand field carrying a command of this type."""
+    try:
+        return _FIELD_BY_TYPE[command_type]
+    except KeyError:
+        raise ValueError(f"command type {type_name(command_type)} has no body we speak") from None
+
+
+def make(command_type: int, **fields: Any) -> BaseCommand:
+    """Build a BaseCommand of ``command_type`` whose body has ``fields`` set.
+
+    Repeated and message fields take lists and messages; ``None`` values are left unset.
+    """
+    command = BaseCommand(type=command_type)
+    body = getattr(command, field_name(command_type))
+    body.SetInParent()
+    for name, value in fields.items():
+        if value is None:
+            continue
+        target = getattr(body, name)
+        if hasattr(target, "CopyFrom") and not isinstance(value, (list, tuple)):
+            target.CopyFrom(value)
+        elif hasattr(target, "extend"):
+            target.extend(value)
+        else:
+            setattr(body, name, value)
+    return command
+
+
+def body(command: BaseCommand) -> Any:
+    """The typed body of a BaseCommand (``command.send`` for SEND, ...)."""
+    return getattr(command, field_name(command.type))

@@ -1,0 +1,193 @@
+"""Pulsar wire frames: encoding, and an incremental decoder for a byte stream.
+
+A simple frame is ``[u32 total][u32 command size][BaseCommand]``. A payload frame (SEND, MESSAGE)
+adds, after the command, an optional ``[0x0e02][u32 size][BrokerEntryMetadata]`` and then
+``[0x0e01][u32 crc32c][u32 metadata size][MessageMetadata][payload]``, where the checksum covers
+everything from the metadata size to the end of the frame. We call that covered part the *entry
+region*: the broker stores it verbatim and forwards it with the same checksum.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .checksum import crc32c
+from .PulsarApi_pb2 import BaseCommand, MessageMetadata
+
+MAGIC_CRC32C = 0x0E01
+MAGIC_BROKER_ENTRY_METADATA = 0x0E02
+
+# Pulsar allows a frame this much larger than max_message_size for command and metadata.
+FRAME_OVERHEAD = 10 * 1024
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+
+_U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
+_HEADER = struct.Struct(">II")
+_CHECKSUM_HEADER = struct.Struct(">HI")
+
+
+class FrameError(ValueError):
+    """A frame that cannot be decoded; the connection that sent it cannot be trusted further."""
+
+
+class FrameTooLargeError(FrameError):
+    """A frame whose declared size exceeds the connection's limit."""
+
+
+class ChecksumError(FrameError):
+    """A payload frame whose CRC32C does not match its contents."""
+
+
+@dataclass(slots=True)
+class Frame:
+    """One decoded frame.
+
+    ``entry`` is the checksum-covered region ``[u32 metadata size][metadata][payload]`` of a
+    payload frame (``None`` for simple frames); ``checksum`` its CRC32C as sent.
+    """
+
+    command: BaseCommand
+    entry: bytes | None = None
+    checksum: int | None = None
+    broker_entry_metadata: bytes | None = None
+
+
+def encode_command(command: BaseCommand) -> bytes:
+    """Encode a simple (payload-less) frame."""
+    body = command.SerializeToString()
+    return _HEADER.pack(len(body) + 4, len(body)) + body
+
+
+def encode_entry(metadata: MessageMetadata | bytes, payload: bytes) -> bytes:
+    """Build the checksum-covered entry region from metadata and (already compressed) payload."""
+    meta = metadata if isinstance(metadata, (bytes, bytearray)) else metadata.SerializeToString()
+    return _U32.pack(len(meta)) + meta + payload
+
+
+def encode_payload_command(
+    command: BaseCommand,
+    entry: bytes,
+    checksum: int | None = None,
+    broker_entry_metadata: bytes | None = None,
+) -> bytes:
+    """Encode a payload frame around an entry region; the checksum is computed when not given."""
+    if checksum is None:
+        checksum = crc32c(entry)
+    body = command.SerializeToString()
+    extra = 0
+    bem_part = b""
+    if broker_entry_metadata is not None:
+        bem_part = _U16.pack(MAGIC_BROKER_ENTRY_METADATA) + _U32.pack(len(broker_entry_metadata)) + broker_entry_metadata
+        extra = len(bem_part)
+    total = 4 + len(body) + extra + 6 + len(entry)
+    return b"".join(
+        (_HEADER.pack(total, len(body)), body, bem_part, _CHECKSUM_HEADER.pack(MAGIC_CRC32C, checksum), entry)
+    )
+
+
+def split_entry(entry: bytes | memoryview) -> tuple[MessageMetadata, memoryview]:
+    """Parse an entry region into its MessageMetadata and a view of the payload."""
+    view = memoryview(entry)
+    if len(view) < 4:
+        raise FrameError(f"entry of {len(view)} bytes is too short for a metadata size")
+    (meta_size,) = _U32.unpack_from(view, 0)
+    if meta_size > len(view) - 4:
+        raise FrameError(f"metadata size {meta_size} runs past the end of a {len(view)}-byte entry")
+    metadata = MessageMetadata()
+    try:
+        metadata.ParseFromString(view[4 : 4 + meta_size])
+    except Exception as exc:  # protobuf raises DecodeError, a plain Exception subclass
+        raise FrameError(f"malformed MessageMetadata: {exc}") from exc
+    return metadata, view[4 + meta_size :]
+
+
+class FrameDecoder:
+    """Incremental decoder: feed it bytes as they arrive, get back whole frames.
+
+    It keeps at most one partial frame buffered and rejects a frame larger than
+    ``max_frame_size`` as soon as its size prefix arrives, before buffering it.
+    """
+
+    __slots__ = ("_buf", "_pos", "max_frame_size", "verify_checksum")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_MESSAGE_SIZE + FRAME_OVERHEAD, verify_checksum: bool = True):
+        self._buf = bytearray()
+        self._pos = 0
+        self.max_frame_size = max_frame_size
+        self.verify_checksum = verify_checksum
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Append ``data`` and return every frame it completes, in order."""
+        buf = self._buf
+        if self._pos and self._pos == len(buf):
+            buf.clear()
+            self._pos = 0
+        buf += data
+        frames: list[Frame] = []
+        pos = self._pos
+        end = len(buf)
+        while end - pos >= 4:
+            (total,) = _U32.unpack_from(buf, pos)
+            if total > self.max_frame_size:
+                raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {self.max_frame_size} bytes")
+            if end - pos - 4 < total:
+                break
+            frames.append(self._decode(bytes(buf[pos + 4 : pos + 4 + total])))
+            pos += 4 + total
+        # Compact once the consumed prefix dominates, so memory stays bounded by one frame.
+        if pos > 65536 and pos * 2 > end:
+            del buf[:pos]
+            pos = 0
+        self._pos = pos
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received that do not yet form a whole frame."""
+        return len(self._buf) - self._pos
+
+    def _decode(self, frame: bytes) -> Frame:
+        return decode_frame(frame, self.verify_checksum)
+
+
+def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
+    """Decode one frame given without its leading total-size field."""
+    size = len(frame)
+    if size < 4:
+        raise FrameError(f"frame of {size} bytes has no command size")
+    (cmd_size,) = _U32.unpack_from(frame, 0)
+    if cmd_size > size - 4:
+        raise FrameError(f"command size {cmd_size} exceeds the frame's {size - 4} remaining bytes")
+    command = BaseCommand()
+    try:
+        command.ParseFromString(frame[4 : 4 + cmd_size])
+    except Exception as exc:  # protobuf's DecodeError
+        raise FrameError(f"malformed BaseCommand: {exc}") from exc
+    if not command.HasField("type"):
+        raise FrameError("BaseCommand without a known type")
+    pos = 4 + cmd_size
+    if pos == size:
+        return Frame(command)
+    broker_entry_metadata = None
+    if size - pos >= 6 and _U16.unpack_from(frame, pos)[0] == MAGIC_BROKER_ENTRY_METADATA:
+        (bem_size,) = _U32.unpack_from(frame, pos + 2)
+        if bem_size > size - pos - 6:
+            raise FrameError(f"broker entry metadata size {bem_size} runs past the end of the frame")
+        broker_entry_metadata = frame[pos + 6 : pos + 6 + bem_size]
+        pos += 6 + bem_size
+    if size - pos < 10:
+        raise FrameError(f"payload section of {size - pos} bytes is too short")
+    magic, checksum = _CHECKSUM_HEADER.unpack_from(frame, pos)
+    if magic != MAGIC_CRC32C:
+        raise FrameError(f"unexpected magic 0x{magic:04x} where 0x0e01 was expected")
+    entry = frame[pos + 6 :]
+    if verify_checksum:
+        actual = crc32c(entry)
+        if actual != checksum:
+            raise ChecksumError(f"checksum mismatch: frame says 0x{checksum:08x}, contents give 0x{actual:08x}")
+    (meta_size,) = _U32.unpack_from(entry, 0)
+    if meta_size > len(entry) - 4:
+        raise FrameError(f"metadata size {meta_size} runs past the end of the frame")
+    return Frame(command, entry, checksum, broker_entry_metadata)

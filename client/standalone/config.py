@@ -1,0 +1,56 @@
+"""Settings of the standalone broker and its command line."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
+
+
+@dataclass
+class BrokerConfig:
+    """Everything the standalone broker can be told at start."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 6650
+    http_port: int = 8080
+    fsync: bool = True
+    dedup: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    keepalive_seconds: float = 30.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the broker's options to ``parser`` (shared by ``airflow-pulsar standalone`` and ``-m``)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=6650, help="binary protocol port; 0 picks a free one")
+    parser.add_argument("--http-port", type=int, default=8080, help="admin REST port; 0 picks a free one")
+    parser.add_argument("--data-dir", type=Path, required=True, help="directory for the broker's database")
+    parser.add_argument("--no-fsync", action="store_true", help="do not fsync commits (faster, not crash-safe)")
+    parser.add_argument("--dedup", action="store_true", help="deduplicate sends by producer name and sequence id")
+    parser.add_argument(
+        "--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE, help="largest message in bytes"
+    )
+
+
+def from_arguments(args: argparse.Namespace) -> BrokerConfig:
+    """Build a BrokerConfig from parsed arguments."""
+    return BrokerConfig(
+        data_dir=args.data_dir,
+        host=args.host,
+        port=args.port,
+        http_port=args.http_port,
+        fsync=not args.no_fsync,
+        dedup=args.dedup,
+        max_message_size=args.max_message_size,
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of bytes, got {text}")
+    return value

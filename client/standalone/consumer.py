@@ -1,0 +1,90 @@
+"""A consumer attached to a subscription, as the broker sees it: permits and pending entries."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .rates import RateMeter
+from .storage import StoredEntry
+
+if TYPE_CHECKING:
+    from .subscription import Subscription
+
+
+class MessageSink(Protocol):
+    """What a consumer needs from its connection."""
+
+    def send_message(
+        self, consumer_id: int, ledger_id: int, entry: StoredEntry, redelivery_count: int, ack_set: list[int] | None
+    ) -> None: ...
+
+    def close_consumer(self, consumer_id: int) -> None: ...
+
+    def active_consumer_change(self, consumer_id: int, is_active: bool) -> None: ...
+
+    @property
+    def remote_address(self) -> str: ...
+
+
+class ServerConsumer:
+    """One consumer: the permits its client granted and the entries it holds unacknowledged.
+
+    Permits count messages, not entries: a batch costs its size and may drive them negative, as
+    in Pulsar, so the client's next FLOW has to make up the difference first.
+    """
+
+    def __init__(
+        self,
+        subscription: Subscription,
+        sink: MessageSink,
+        consumer_id: int,
+        name: str,
+        priority: int = 0,
+        key_shared_meta: Any = None,
+    ):
+        self.subscription = subscription
+        self.sink = sink
+        self.consumer_id = consumer_id
+        self.name = name
+        self.priority = priority
+        self.key_shared_meta = key_shared_meta
+        self.permits = 0
+        self.pending: dict[int, int] = {}  # entry id -> messages in it
+        self.connected_since = time.time()
+        self.msg_out = 0
+        self.bytes_out = 0
+        self.unacked_messages = 0
+        self.out_rate = RateMeter()
+
+    def deliver(self, entry: StoredEntry, ledger_id: int, redelivery_count: int, ack_set: list[int] | None) -> None:
+        """Send one entry and charge its messages against the permits."""
+        self.permits -= entry.num_messages
+        self.pending[entry.entry_id] = entry.num_messages
+        self.unacked_messages += entry.num_messages
+        self.msg_out += entry.num_messages
+        self.bytes_out += len(entry.data)
+        self.out_rate.record(entry.num_messages, len(entry.data))
+        self.sink.send_message(self.consumer_id, ledger_id, entry, redelivery_count, ack_set)
+
+    def settle(self, entry_id: int) -> None:
+        """Forget a pending entry once acknowledged or taken back for redelivery."""
+        count = self.pending.pop(entry_id, None)
+        if count is not None:
+            self.unacked_messages -= count
+
+    def stats(self) -> dict[str, Any]:
+        """The consumer's entry in Pulsar's subscription stats."""
+        msg_rate, byte_rate = self.out_rate.rates()
+        return {
+            "consumerName": self.name,
+            "availablePermits": self.permits,
+            "unackedMessages": self.unacked_messages,
+            "msgOutCounter": self.msg_out,
+            "bytesOutCounter": self.bytes_out,
+            "priorityLevel": self.priority,
+            "address": self.sink.remote_address,
+            "connectedSince": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_since)),
+            "msgRateOut": msg_rate,
+            "msgThroughputOut": byte_rate,
+        }

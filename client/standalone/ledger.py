@@ -1,0 +1,116 @@
+"""A topic partition's entry log: appends, reads through a tail cache, and message counting.
+
+Entry ids are dense from 0. Alongside the entries the ledger keeps prefix sums of message counts
+and sizes, so the backlog between any two positions is two lookups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from array import array
+from collections.abc import Callable
+
+from .storage import Storage, StoredEntry
+
+# Tail entries kept in memory so consumers that keep up never touch the database.
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+
+
+class Ledger:
+    """The entries of one topic partition."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        ledger_id: int,
+        index: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ):
+        self.storage = storage
+        self.ledger_id = ledger_id
+        self._cum_messages = array("q", [0])
+        self._cum_bytes = array("q", [0])
+        for entry_id, num_messages, size in index:
+            # A failed commit can leave a hole; it counts as an empty entry.
+            while len(self._cum_messages) <= entry_id:
+                self._push_index(0, 0)
+            self._push_index(num_messages, size)
+        self.next_entry_id = len(self._cum_messages) - 1
+        self._cache: dict[int, StoredEntry] = {}
+        self._cache_size = 0
+        self.cache_bytes = cache_bytes
+        self.on_committed: list[Callable[[], None]] = []
+
+    def _push_index(self, num_messages: int, size: int) -> None:
+        self._cum_messages.append(self._cum_messages[-1] + num_messages)
+        self._cum_bytes.append(self._cum_bytes[-1] + size)
+
+    @property
+    def last_entry_id(self) -> int:
+        """The newest committed entry, -1 when there is none."""
+        return len(self._cum_messages) - 2
+
+    @property
+    def total_messages(self) -> int:
+        """Messages in every committed entry."""
+        return self._cum_messages[-1]
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes in every committed entry."""
+        return self._cum_bytes[-1]
+
+    def messages_in(self, first: int, last: int) -> int:
+        """Messages in the entries ``first..last`` (inclusive, clamped to what is committed)."""
+        last = min(last, self.last_entry_id)
+        first = max(first, 0)
+        return self._cum_messages[last + 1] - self._cum_messages[first] if last >= first else 0
+
+    def bytes_in(self, first: int, last: int) -> int:
+        """Bytes in the entries ``first..last`` (inclusive, clamped)."""
+        last = min(last, self.last_entry_id)
+        first = max(first, 0)
+        return self._cum_bytes[last + 1] - self._cum_bytes[first] if last >= first else 0
+
+    def entry_messages(self, entry_id: int) -> int:
+        """The message count of one committed entry."""
+        return self._cum_messages[entry_id + 1] - self._cum_messages[entry_id]
+
+    def append(self, entry: StoredEntry, producer_name: str | None, sequence_id: int | None) -> asyncio.Future[None]:
+        """Assign the next entry id to ``entry`` and queue it; the future resolves when committed."""
+        entry.entry_id = self.next_entry_id
+        self.next_entry_id += 1
+        future = self.storage.append(self.ledger_id, entry, producer_name, sequence_id)
+        future.add_done_callback(lambda f: self._committed(entry, f))
+        return future
+
+    def _committed(self, entry: StoredEntry, future: asyncio.Future[None]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self._push_index(0, 0)
+            return
+        self._push_index(entry.num_messages, len(entry.data))
+        self._cache[entry.entry_id] = entry
+        self._cache_size += len(entry.data)
+        while self._cache_size > self.cache_bytes and self._cache:
+            oldest = next(iter(self._cache))
+            self._cache_size -= len(self._cache.pop(oldest).data)
+        for listener in self.on_committed:
+            listener()
+
+    def read(self, first: int, limit: int) -> list[StoredEntry]:
+        """Up to ``limit`` committed entries from ``first`` on, in order."""
+        last = min(self.last_entry_id, first + limit - 1)
+        if last < first:
+            return []
+        cache = self._cache
+        if first in cache and last in cache:
+            try:
+                return [cache[e] for e in range(first, last + 1)]
+            except KeyError:  # a hole left by a failed commit
+                pass
+        return self.storage.read_entries(self.ledger_id, first, last, limit)
+
+    def entry_at_or_after(self, publish_time: int) -> int:
+        """The first entry published at or after ``publish_time``; past the end if none."""
+        found = self.storage.first_entry_at_or_after(self.ledger_id, publish_time)
+        return self.last_entry_id + 1 if found is None else found

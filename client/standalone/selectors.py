@@ -1,0 +1,147 @@
+"""Which consumer of a subscription gets the next entry, one policy per subscription type."""
+
+from __future__ import annotations
+
+import bisect
+from typing import Protocol
+
+from ..hashing import murmur3_32
+from ..protocol.PulsarApi_pb2 import CommandSubscribe, KeySharedMode
+from .consumer import ServerConsumer
+from .storage import StoredEntry
+
+# Pulsar's Key_Shared hash space: sticky ranges cover 0..65535.
+KEY_HASH_RANGE = 65536
+NO_KEY = b"NONE_KEY"
+_POINTS_PER_CONSUMER = 100
+
+
+class ConsumerSelector(Protocol):
+    """Chooses the consumer for an entry, or None when no suitable consumer has permits."""
+
+    consumers: list[ServerConsumer]
+
+    def add(self, consumer: ServerConsumer) -> None: ...
+
+    def remove(self, consumer: ServerConsumer) -> None: ...
+
+    def pick(self, entry: StoredEntry) -> ServerConsumer | None: ...
+
+
+class SingleActiveSelector:
+    """Exclusive and Failover: one active consumer receives everything.
+
+    The active one is the first by (priority level, consumer name); on a partition of a
+    partitioned topic it is the one at ``partition mod consumers``, which spreads the partitions.
+    """
+
+    def __init__(self, partition: int = -1):
+        self.consumers: list[ServerConsumer] = []
+        self.partition = partition
+        self.active: ServerConsumer | None = None
+
+    def add(self, consumer: ServerConsumer) -> None:
+        self.consumers.append(consumer)
+        self._elect()
+
+    def remove(self, consumer: ServerConsumer) -> None:
+        self.consumers.remove(consumer)
+        self._elect()
+
+    def _elect(self) -> None:
+        ranked = sorted(self.consumers, key=lambda c: (c.priority, c.name))
+        if not ranked:
+            self.active = None
+            return
+        index = self.partition % len(ranked) if self.partition >= 0 else 0
+        self.active = ranked[index]
+
+    def pick(self, entry: StoredEntry) -> ServerConsumer | None:
+        active = self.active
+        return active if active is not None and active.permits > 0 else None
+
+
+class RoundRobinSelector:
+    """Shared: entries rotate over the consumers with permits, highest priority level first."""
+
+    def __init__(self) -> None:
+        self.consumers: list[ServerConsumer] = []
+        self._next = 0
+
+    def add(self, consumer: ServerConsumer) -> None:
+        self.consumers.append(consumer)
+
+    def remove(self, consumer: ServerConsumer) -> None:
+        self.consumers.remove(consumer)
+
+    def pick(self, entry: StoredEntry) -> ServerConsumer | None:
+        consumers = self.consumers
+        count = len(consumers)
+        best: ServerConsumer | None = None
+        for step in range(count):
+            candidate = consumers[(self._next + step) % count]
+            if candidate.permits > 0 and (best is None or candidate.priority < best.priority):
+                best = candidate
+                if candidate.priority == 0:
+                    break
+        if best is not None:
+            self._next = (consumers.index(best) + 1) % count
+        return best
+
+
+class KeySharedSelector:
+    """Key_Shared: each key hash belongs to one consumer.
+
+    AUTO_SPLIT places every consumer at many points of a hash ring (consistent hashing, so a
+    joining or leaving consumer moves only a share of the keys); STICKY uses the hash ranges the
+    consumers declared.
+    """
+
+    def __init__(self) -> None:
+        self.consumers: list[ServerConsumer] = []
+        self._ring: list[int] = []
+        self._owners: list[ServerConsumer] = []
+
+    def add(self, consumer: ServerConsumer) -> None:
+        self.consumers.append(consumer)
+        self._rebuild()
+
+    def remove(self, consumer: ServerConsumer) -> None:
+        self.consumers.remove(consumer)
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        points = []
+        for consumer in self.consumers:
+            for i in range(_POINTS_PER_CONSUMER):
+                points.append((murmur3_32(f"{consumer.name}{consumer.consumer_id}{i}"), consumer.consumer_id, consumer))
+        points.sort(key=lambda p: (p[0], p[1]))
+        self._ring = [p[0] for p in points]
+        self._owners = [p[2] for p in points]
+
+    def owner(self, key: bytes | None) -> ServerConsumer | None:
+        """The consumer that owns a key, whatever its permits."""
+        if not self.consumers:
+            return None
+        key_hash = murmur3_32(key or NO_KEY)
+        sticky = key_hash % KEY_HASH_RANGE
+        for consumer in self.consumers:
+            meta = consumer.key_shared_meta
+            if meta is not None and meta.keySharedMode == KeySharedMode.STICKY:
+                if any(r.start <= sticky <= r.end for r in meta.hashRanges):
+                    return consumer
+        index = bisect.bisect_left(self._ring, key_hash)
+        return self._owners[index % len(self._owners)] if self._owners else None
+
+    def pick(self, entry: StoredEntry) -> ServerConsumer | None:
+        owner = self.owner(entry.sticky_key)
+        return owner if owner is not None and owner.permits > 0 else None
+
+
+def selector_for(sub_type: int, partition: int) -> ConsumerSelector:
+    """The selector for a CommandSubscribe.SubType value."""
+    if sub_type == CommandSubscribe.Shared:
+        return RoundRobinSelector()
+    if sub_type == CommandSubscribe.Key_Shared:
+        return KeySharedSelector()
+    return SingleActiveSelector(partition)

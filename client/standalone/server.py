@@ -1,0 +1,97 @@
+"""Starting and stopping the standalone broker: binary protocol server plus admin HTTP server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from aiohttp import web
+
+from .admin_http import AdminApi
+from .config import BrokerConfig, add_arguments, from_arguments
+from .connection import ServerConnection
+from .service import BrokerService
+
+log = logging.getLogger(__name__)
+
+READY_PREFIX = "airflow-pulsar standalone ready:"
+
+
+class StandaloneBroker:
+    """A running broker: start it inside an event loop, stop it to flush and close."""
+
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.service = BrokerService(config)
+        self._server: asyncio.base_events.Server | None = None
+        self._runner: web.AppRunner | None = None
+        self._connections: set[ServerConnection] = set()
+
+    async def start(self) -> None:
+        """Load storage, bind both ports, and fill in the service and web URLs."""
+        loop = asyncio.get_running_loop()
+        self.service.start(loop)
+        self._server = await loop.create_server(self._new_connection, self.config.host, self.config.port)
+        port = self._server.sockets[0].getsockname()[1]
+        self._runner = web.AppRunner(AdminApi(self.service).app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.host, self.config.http_port)
+        await site.start()
+        http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.service.service_url = f"pulsar://{self.config.host}:{port}"
+        self.service.web_service_url = f"http://{self.config.host}:{http_port}"
+
+    def _new_connection(self) -> ServerConnection:
+        connection = ServerConnection(self.service)
+        self._connections.add(connection)
+        return connection
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection, and commit what is queued."""
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections):
+            connection.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        # Let queued writes resolve before the storage closes.
+        await asyncio.sleep(0)
+        self.service.close()
+
+
+async def serve(config: BrokerConfig) -> None:
+    """Run the broker until SIGTERM or SIGINT."""
+    broker = StandaloneBroker(config)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(
+        f"{READY_PREFIX} service_url={broker.service.service_url} web_service_url={broker.service.web_service_url}",
+        flush=True,
+    )
+    await stop.wait()
+    log.info("stopping")
+    await broker.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``airflow-pulsar standalone`` and ``python -m airflow_pulsar.client.standalone``."""
+    parser = argparse.ArgumentParser(
+        prog="airflow-pulsar standalone", description="Run the embedded Pulsar standalone broker."
+    )
+    add_arguments(parser)
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(serve(from_arguments(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

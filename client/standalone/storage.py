@@ -1,0 +1,294 @@
+"""Durable storage for the standalone broker: SQLite in WAL mode with group commit.
+
+Reads run on the caller's (event loop) thread through their own connection; every write goes to
+one writer thread that commits whatever has queued up in a single transaction, so one fsync
+covers a whole group of sends and acks. A write's future resolves only after its commit (and
+fsync, unless switched off), which is what lets the broker send a receipt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS topics (
+    name TEXT PRIMARY KEY,
+    ledger_id INTEGER NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS partitioned_topics (
+    name TEXT PRIMARY KEY,
+    partitions INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entries (
+    ledger_id INTEGER NOT NULL,
+    entry_id INTEGER NOT NULL,
+    publish_time INTEGER NOT NULL,
+    num_messages INTEGER NOT NULL,
+    checksum INTEGER NOT NULL,
+    producer_name TEXT,
+    sequence_id INTEGER,
+    sticky_key BLOB,
+    data BLOB NOT NULL,
+    PRIMARY KEY (ledger_id, entry_id)
+);
+CREATE TABLE IF NOT EXISTS cursors (
+    ledger_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (ledger_id, name)
+);
+"""
+
+_INSERT_ENTRY = (
+    "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, checksum, producer_name,"
+    " sequence_id, sticky_key, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SAVE_CURSOR = "INSERT OR REPLACE INTO cursors (ledger_id, name, state) VALUES (?, ?, ?)"
+
+
+@dataclass(slots=True)
+class StoredEntry:
+    """One entry (a single message or a whole batch) as kept on disk.
+
+    ``data`` is the checksum-covered region ``[u32 metadata size][metadata][payload]``.
+    """
+
+    entry_id: int
+    publish_time: int
+    num_messages: int
+    checksum: int
+    sticky_key: bytes | None
+    data: bytes
+
+
+@dataclass(slots=True)
+class _Write:
+    sql: str
+    params: tuple[Any, ...]
+    waiters: list[asyncio.Future[None]]
+
+
+class Storage:
+    """The broker's database: topics, entries and cursors."""
+
+    def __init__(self, data_dir: str | Path, *, fsync: bool = True):
+        self.path = Path(data_dir) / "broker.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fsync = fsync
+        self._reader = self._connect()
+        self._reader.executescript(_SCHEMA)
+        self._queue: list[_Write] = []
+        # Cursor states coalesce: only the newest state of a cursor needs writing.
+        self._cursor_writes: dict[tuple[int, str], _Write] = {}
+        self._cond = threading.Condition()
+        self._closing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self.commits = 0
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # FULL syncs the WAL on every commit; with group commit that is one fsync per group.
+        conn.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
+        return conn
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the writer thread; futures resolve on ``loop``."""
+        self._loop = loop
+        self._thread = threading.Thread(target=self._write_loop, name="storage-writer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Commit what is queued, stop the writer and close both connections."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+        self._reader.close()
+
+    # ---- reads (caller's thread) ----
+
+    def load_topics(self) -> dict[str, int]:
+        """Every non-partitioned topic (or partition) with its ledger id."""
+        return dict(self._reader.execute("SELECT name, ledger_id FROM topics"))
+
+    def load_partitioned_topics(self) -> dict[str, int]:
+        """Every partitioned topic with its partition count."""
+        return dict(self._reader.execute("SELECT name, partitions FROM partitioned_topics"))
+
+    def load_entry_index(self, ledger_id: int) -> list[tuple[int, int, int]]:
+        """(entry id, message count, size in bytes) of every entry of a ledger, in order."""
+        return self._reader.execute(
+            "SELECT entry_id, num_messages, length(data) FROM entries WHERE ledger_id = ? ORDER BY entry_id",
+            (ledger_id,),
+        ).fetchall()
+
+    def load_cursors(self, ledger_id: int) -> dict[str, dict[str, Any]]:
+        """Every durable cursor of a ledger with its saved state."""
+        rows = self._reader.execute("SELECT name, state FROM cursors WHERE ledger_id = ?", (ledger_id,))
+        return {name: json.loads(state) for name, state in rows}
+
+    def last_sequence_ids(self, ledger_id: int) -> dict[str, int]:
+        """The highest persisted sequence id of each producer name, for deduplication."""
+        rows = self._reader.execute(
+            "SELECT producer_name, max(sequence_id) FROM entries WHERE ledger_id = ? AND producer_name IS NOT NULL"
+            " GROUP BY producer_name",
+            (ledger_id,),
+        )
+        return dict(rows)
+
+    def read_entries(self, ledger_id: int, first: int, last: int, limit: int) -> list[StoredEntry]:
+        """Up to ``limit`` entries with ids in ``[first, last]``, in order."""
+        rows = self._reader.execute(
+            "SELECT entry_id, publish_time, num_messages, checksum, sticky_key, data FROM entries"
+            " WHERE ledger_id = ? AND entry_id BETWEEN ? AND ? ORDER BY entry_id LIMIT ?",
+            (ledger_id, first, last, limit),
+        )
+        return [StoredEntry(*row) for row in rows]
+
+    def first_entry_at_or_after(self, ledger_id: int, publish_time: int) -> int | None:
+        """The first entry published at or after ``publish_time`` (ms), if any."""
+        row = self._reader.execute(
+            "SELECT min(entry_id) FROM entries WHERE ledger_id = ? AND publish_time >= ?", (ledger_id, publish_time)
+        ).fetchone()
+        return row[0]
+
+    # ---- writes (group-committed) ----
+
+    def append(
+        self,
+        ledger_id: int,
+        entry: StoredEntry,
+        producer_name: str | None,
+        sequence_id: int | None,
+    ) -> asyncio.Future[None]:
+        """Queue an entry; the future resolves once it is committed."""
+        return self._submit(
+            _INSERT_ENTRY,
+            (
+                ledger_id,
+                entry.entry_id,
+                entry.publish_time,
+                entry.num_messages,
+                entry.checksum,
+                producer_name,
+                sequence_id,
+                entry.sticky_key,
+                entry.data,
+            ),
+        )
+
+    def save_cursor(self, ledger_id: int, name: str, state: dict[str, Any]) -> asyncio.Future[None]:
+        """Queue a cursor's state, replacing any older state of it not yet written."""
+        future = self._new_future()
+        params = (ledger_id, name, json.dumps(state, separators=(",", ":")))
+        with self._cond:
+            pending = self._cursor_writes.get((ledger_id, name))
+            if pending is not None:
+                pending.params = params
+                pending.waiters.append(future)
+            else:
+                write = _Write(_SAVE_CURSOR, params, [future])
+                self._cursor_writes[(ledger_id, name)] = write
+                self._queue.append(write)
+                self._cond.notify()
+        return future
+
+    def delete_cursor(self, ledger_id: int, name: str) -> asyncio.Future[None]:
+        """Queue the removal of a cursor."""
+        with self._cond:
+            self._cursor_writes.pop((ledger_id, name), None)
+        return self._submit("DELETE FROM cursors WHERE ledger_id = ? AND name = ?", (ledger_id, name))
+
+    def create_topic(self, name: str, ledger_id: int) -> asyncio.Future[None]:
+        """Queue the creation of a topic (or partition) with its ledger id."""
+        return self._submit("INSERT OR IGNORE INTO topics (name, ledger_id) VALUES (?, ?)", (name, ledger_id))
+
+    def set_partitions(self, name: str, partitions: int) -> asyncio.Future[None]:
+        """Queue the creation or update of a partitioned topic's metadata."""
+        return self._submit(
+            "INSERT OR REPLACE INTO partitioned_topics (name, partitions) VALUES (?, ?)", (name, partitions)
+        )
+
+    def delete_partitioned(self, name: str) -> asyncio.Future[None]:
+        """Queue the removal of a partitioned topic's metadata."""
+        return self._submit("DELETE FROM partitioned_topics WHERE name = ?", (name,))
+
+    def delete_topic(self, name: str, ledger_id: int) -> asyncio.Future[None]:
+        """Queue the removal of a topic with its entries and cursors."""
+        self._submit("DELETE FROM entries WHERE ledger_id = ?", (ledger_id,))
+        self._submit("DELETE FROM cursors WHERE ledger_id = ?", (ledger_id,))
+        return self._submit("DELETE FROM topics WHERE name = ?", (name,))
+
+    def _new_future(self) -> asyncio.Future[None]:
+        assert self._loop is not None, "Storage.start() was not called"
+        return self._loop.create_future()
+
+    def _submit(self, sql: str, params: tuple[Any, ...]) -> asyncio.Future[None]:
+        future = self._new_future()
+        with self._cond:
+            if self._closing:
+                raise RuntimeError("storage is closed")
+            self._queue.append(_Write(sql, params, [future]))
+            self._cond.notify()
+        return future
+
+    def _write_loop(self) -> None:
+        conn = self._connect()
+        try:
+            while True:
+                with self._cond:
+                    while not self._queue and not self._closing:
+                        self._cond.wait()
+                    if not self._queue:
+                        return
+                    group, self._queue = self._queue, []
+                    self._cursor_writes.clear()
+                error = self._commit(conn, group)
+                self.commits += 1
+                assert self._loop is not None
+                try:
+                    self._loop.call_soon_threadsafe(_resolve, group, error)
+                except RuntimeError:  # the loop is already closed at shutdown
+                    pass
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _commit(conn: sqlite3.Connection, group: list[_Write]) -> BaseException | None:
+        try:
+            conn.execute("BEGIN")
+            run_start = 0
+            # Consecutive writes of the same statement go through one executemany.
+            for index in range(1, len(group) + 1):
+                if index == len(group) or group[index].sql != group[run_start].sql:
+                    if index - run_start == 1:
+                        conn.execute(group[run_start].sql, group[run_start].params)
+                    else:
+                        conn.executemany(group[run_start].sql, [w.params for w in group[run_start:index]])
+                    run_start = index
+            conn.execute("COMMIT")
+            return None
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return exc
+
+
+def _resolve(group: list[_Write], error: BaseException | None) -> None:
+    for write in group:
+        for future in write.waiters:
+            if future.done():
+                continue
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)

@@ -1,0 +1,315 @@
+"""A subscription on one topic partition: its cursor, its consumers, and dispatch by permits.
+
+Dispatch sends one entry (a message or a whole batch) per MESSAGE to a consumer chosen by the
+subscription type's selector, as long as that consumer has permits. Entries taken back from a
+consumer (redelivery, disconnect) go to the *replay* set and are sent again, in entry order,
+before anything new is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.PulsarApi_pb2 import CommandSubscribe
+from .consumer import ServerConsumer
+from .cursor import Cursor, bits_to_words
+from .rates import RateMeter
+from .selectors import KeySharedSelector, SingleActiveSelector, selector_for
+from .storage import StoredEntry
+
+if TYPE_CHECKING:
+    from .topic import Topic
+
+SUB_TYPE_NAMES = {
+    CommandSubscribe.Exclusive: "Exclusive",
+    CommandSubscribe.Shared: "Shared",
+    CommandSubscribe.Failover: "Failover",
+    CommandSubscribe.Key_Shared: "Key_Shared",
+}
+_READ_BATCH = 100
+# Key_Shared entries waiting for a busy consumer; past this, reading new entries pauses.
+_MAX_REPLAY = 10_000
+
+
+class SubscriptionError(Exception):
+    """A request the subscription refuses; ``code`` is a Pulsar ServerError name."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class Subscription:
+    """Dispatch state of one subscription on one topic partition."""
+
+    def __init__(self, topic: Topic, cursor: Cursor, sub_type: int):
+        self.topic = topic
+        self.ledger = topic.ledger
+        self.cursor = cursor
+        self.sub_type = sub_type
+        self.selector = selector_for(sub_type, topic.name.partition)
+        self.read_position = cursor.mark_delete + 1
+        self.replay: set[int] = set()
+        self.redelivery_counts: dict[int, int] = {}
+        self.holder: dict[int, ServerConsumer] = {}  # entry id -> consumer it is out with
+        self._dispatching = False
+        self._again = False
+        self.msg_out = 0
+        self.bytes_out = 0
+        self.out_rate = RateMeter()
+        self.redeliver_rate = RateMeter()
+
+    @property
+    def name(self) -> str:
+        """The subscription name."""
+        return self.cursor.name
+
+    @property
+    def consumers(self) -> list[ServerConsumer]:
+        """The attached consumers, in arrival order."""
+        return self.selector.consumers
+
+    # ---- consumers ----
+
+    def check_can_add(self, sub_type: int) -> None:
+        """Raise SubscriptionError if a consumer of ``sub_type`` may not join now."""
+        if not self.consumers:
+            return
+        if sub_type != self.sub_type:
+            raise SubscriptionError(
+                "ConsumerBusy",
+                f"subscription {self.name} is of type {SUB_TYPE_NAMES.get(self.sub_type)}, "
+                f"not {SUB_TYPE_NAMES.get(sub_type)}",
+            )
+        if sub_type == CommandSubscribe.Exclusive:
+            raise SubscriptionError("ConsumerBusy", f"exclusive subscription {self.name} already has a consumer")
+
+    def add_consumer(self, consumer: ServerConsumer, sub_type: int) -> None:
+        """Attach a consumer (check_can_add first); the type follows the first consumer."""
+        if not self.consumers and sub_type != self.sub_type:
+            self.sub_type = sub_type
+            self.selector = selector_for(sub_type, self.topic.name.partition)
+        before = self._active()
+        self.selector.add(consumer)
+        self._after_membership_change(before, consumer)
+
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
+        """Detach a consumer; what it held unacknowledged is redelivered to the others."""
+        if consumer not in self.consumers:
+            return
+        before = self._active()
+        self.selector.remove(consumer)
+        self._take_back(consumer, list(consumer.pending), count_redelivery=False)
+        self._after_membership_change(before, None)
+        self.dispatch()
+
+    def _active(self) -> ServerConsumer | None:
+        return self.selector.active if isinstance(self.selector, SingleActiveSelector) else None
+
+    def _after_membership_change(self, before: ServerConsumer | None, joined: ServerConsumer | None) -> None:
+        if self.sub_type != CommandSubscribe.Failover:
+            return
+        active = self._active()
+        if active is not before and before is not None and before in self.consumers:
+            # The old active consumer's unacknowledged entries move to the new one.
+            self._take_back(before, list(before.pending), count_redelivery=False)
+        for consumer in self.consumers:
+            if active is not before or consumer is joined:
+                consumer.sink.active_consumer_change(consumer.consumer_id, consumer is active)
+
+    def _take_back(self, consumer: ServerConsumer, entry_ids: list[int], count_redelivery: bool) -> None:
+        for entry_id in entry_ids:
+            if entry_id not in consumer.pending:
+                continue
+            consumer.settle(entry_id)
+            self.holder.pop(entry_id, None)
+            if not self.cursor.is_acked(entry_id):
+                self.replay.add(entry_id)
+                # As in Pulsar, only Shared and Key_Shared count redeliveries (for dead-lettering).
+                if count_redelivery and self.sub_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
+                    self.redelivery_counts[entry_id] = self.redelivery_counts.get(entry_id, 0) + 1
+                    self.redeliver_rate.record(self.ledger.entry_messages(entry_id), 0)
+
+    # ---- flow and dispatch ----
+
+    def flow(self, consumer: ServerConsumer, permits: int) -> None:
+        """The client granted ``permits`` more messages."""
+        consumer.permits += permits
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        """Send entries to consumers while permits allow; safe to call from anywhere."""
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                self._dispatch_replay()
+                self._dispatch_new()
+        finally:
+            self._dispatching = False
+
+    def _dispatch_replay(self) -> None:
+        if not self.replay:
+            return
+        for entry_id in sorted(self.replay):
+            if self.cursor.is_acked(entry_id) or entry_id in self.holder:
+                self.replay.discard(entry_id)
+                continue
+            if not any(c.permits > 0 for c in self.consumers):
+                return
+            entries = self.ledger.read(entry_id, 1)
+            if not entries:
+                self.replay.discard(entry_id)
+                continue
+            if self._send(entries[0]):
+                self.replay.discard(entry_id)
+
+    def _dispatch_new(self) -> None:
+        selector = self.selector
+        key_shared = isinstance(selector, KeySharedSelector)
+        # Key_Shared keeps per-key order: a consumer with entries still waiting in the replay
+        # set gets nothing newer until those went out.
+        waiting_owners = self._replay_owners() if key_shared else set()
+        while self.read_position <= self.ledger.last_entry_id:
+            if not any(c.permits > 0 for c in self.consumers):
+                return
+            for entry in self.ledger.read(self.read_position, _READ_BATCH):
+                entry_id = entry.entry_id
+                if self.cursor.is_acked(entry_id) or entry_id in self.holder:
+                    self.read_position = entry_id + 1
+                    continue
+                if key_shared:
+                    owner = selector.owner(entry.sticky_key)
+                    if owner is None or id(owner) in waiting_owners or not self._send(entry):
+                        if len(self.replay) >= _MAX_REPLAY:
+                            return
+                        self.replay.add(entry_id)
+                        waiting_owners.add(id(owner))
+                elif not self._send(entry):
+                    return
+                self.read_position = entry_id + 1
+
+    def _replay_owners(self) -> set[int]:
+        selector = self.selector
+        assert isinstance(selector, KeySharedSelector)
+        owners = set()
+        for entry_id in self.replay:
+            waiting = self.ledger.read(entry_id, 1)
+            if waiting:
+                owners.add(id(selector.owner(waiting[0].sticky_key)))
+        return owners
+
+    def _send(self, entry: StoredEntry) -> bool:
+        consumer = self.selector.pick(entry)
+        if consumer is None:
+            return False
+        bits = self.cursor.unacked_bits(entry.entry_id)
+        ack_set = bits_to_words(bits, entry.num_messages) if bits is not None else None
+        self.holder[entry.entry_id] = consumer
+        consumer.deliver(entry, self.ledger.ledger_id, self.redelivery_counts.get(entry.entry_id, 0), ack_set)
+        self.msg_out += entry.num_messages
+        self.bytes_out += len(entry.data)
+        self.out_rate.record(entry.num_messages, len(entry.data))
+        return True
+
+    # ---- acknowledgement ----
+
+    def ack(self, entry_id: int, ack_set: list[int] | None, batch_size: int) -> bool:
+        """Individual ack of an entry, or of some batch indexes when ``ack_set`` is given."""
+        if ack_set:
+            changed = self.cursor.ack_batch_indexes(entry_id, ack_set, batch_size)
+            if not self.cursor.is_acked(entry_id):
+                return changed
+        else:
+            changed = self.cursor.ack(entry_id)
+        self._settle(entry_id)
+        return changed
+
+    def ack_cumulative(self, entry_id: int, ack_set: list[int] | None, batch_size: int) -> bool:
+        """Cumulative ack up to an entry; with ``ack_set``, up to some index inside it."""
+        if self.sub_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
+            raise SubscriptionError(
+                "ActionNotAllowed",
+                f"cumulative acknowledgement is not allowed on {SUB_TYPE_NAMES[self.sub_type]} subscription {self.name}",
+            )
+        if ack_set:
+            changed = self.cursor.ack_cumulative(entry_id - 1)
+            changed = self.cursor.ack_batch_indexes(entry_id, ack_set, batch_size) or changed
+        else:
+            changed = self.cursor.ack_cumulative(entry_id)
+        for held in [e for e in self.holder if self.cursor.is_acked(e)]:
+            self._settle(held)
+        self.replay = {e for e in self.replay if not self.cursor.is_acked(e)}
+        return changed
+
+    def _settle(self, entry_id: int) -> None:
+        holder = self.holder.pop(entry_id, None)
+        if holder is not None:
+            holder.settle(entry_id)
+        self.redelivery_counts.pop(entry_id, None)
+
+    def redeliver(self, consumer: ServerConsumer, entry_ids: list[int] | None) -> None:
+        """Take back some or all of a consumer's unacknowledged entries and send them again."""
+        self._take_back(consumer, list(consumer.pending) if entry_ids is None else entry_ids, count_redelivery=True)
+        self.dispatch()
+
+    def seek(self, entry_id: int) -> None:
+        """Move the cursor so that ``entry_id`` is the next entry delivered."""
+        self.cursor.reset(entry_id - 1)
+        self.read_position = entry_id
+        self.replay.clear()
+        self.redelivery_counts.clear()
+        for consumer in self.consumers:
+            for held in list(consumer.pending):
+                consumer.settle(held)
+        self.holder.clear()
+
+    def persist(self) -> asyncio.Future[None] | None:
+        """Queue the cursor's state for storage if durable; the future resolves when saved."""
+        if not self.cursor.durable:
+            return None
+        return self.topic.storage.save_cursor(self.ledger.ledger_id, self.name, self.cursor.state())
+
+    # ---- stats ----
+
+    def backlog(self) -> tuple[int, int]:
+        """(messages, bytes) not yet acknowledged."""
+        cursor = self.cursor
+        ledger = self.ledger
+        first = cursor.mark_delete + 1
+        messages = ledger.messages_in(first, ledger.last_entry_id)
+        size = ledger.bytes_in(first, ledger.last_entry_id)
+        for entry_id in cursor.acked:
+            messages -= ledger.entry_messages(entry_id)
+            size -= ledger.bytes_in(entry_id, entry_id)
+        for entry_id, bits in cursor.batch_unacked.items():
+            if entry_id <= ledger.last_entry_id:
+                messages -= ledger.entry_messages(entry_id) - bin(bits).count("1")
+        return messages, size
+
+    def stats(self) -> dict[str, Any]:
+        """The subscription's entry in Pulsar's topic stats."""
+        messages, size = self.backlog()
+        msg_rate, byte_rate = self.out_rate.rates()
+        redeliver_rate, _ = self.redeliver_rate.rates()
+        return {
+            "msgBacklog": messages,
+            "msgBacklogNoDelayed": messages,
+            "backlogSize": size,
+            "unackedMessages": sum(c.unacked_messages for c in self.consumers),
+            "type": SUB_TYPE_NAMES.get(self.sub_type, "Exclusive"),
+            "msgRateOut": msg_rate,
+            "msgThroughputOut": byte_rate,
+            "msgRateRedeliver": redeliver_rate,
+            "msgOutCounter": self.msg_out,
+            "bytesOutCounter": self.bytes_out,
+            "isDurable": self.cursor.durable,
+            "markDeletePosition": f"{self.ledger.ledger_id}:{self.cursor.mark_delete}",
+            "readPosition": f"{self.ledger.ledger_id}:{self.read_position}",
+            "consumers": [c.stats() for c in self.consumers],
+        }

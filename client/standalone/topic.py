@@ -1,0 +1,244 @@
+"""A topic partition on the broker: producers, deduplication, subscriptions and stats."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..protocol.frames import split_entry
+from ..protocol.PulsarApi_pb2 import ProducerAccessMode
+from ..topic_name import TopicName
+from .cursor import Cursor
+from .ledger import Ledger
+from .rates import RateMeter
+from .storage import Storage, StoredEntry
+from .subscription import Subscription, SubscriptionError
+
+ACCESS_MODE_NAMES = {v: k for k, v in ProducerAccessMode.items()}
+
+
+class ProducerSink(Protocol):
+    """What a producer needs from its connection."""
+
+    def close_producer(self, producer_id: int) -> None: ...
+
+    @property
+    def remote_address(self) -> str: ...
+
+
+@dataclass(eq=False)
+class ServerProducer:
+    """A producer attached to a topic."""
+
+    sink: ProducerSink
+    producer_id: int
+    name: str
+    access_mode: int = ProducerAccessMode.Shared
+    connected_since: float = field(default_factory=time.time)
+    msg_in: int = 0
+    bytes_in: int = 0
+    in_rate: RateMeter = field(default_factory=RateMeter)
+
+    def stats(self) -> dict[str, Any]:
+        """The producer's entry in Pulsar's ``publishers`` list."""
+        msg_rate, byte_rate = self.in_rate.rates()
+        return {
+            "producerId": self.producer_id,
+            "producerName": self.name,
+            "accessMode": ACCESS_MODE_NAMES.get(self.access_mode, "Shared"),
+            "msgRateIn": msg_rate,
+            "msgThroughputIn": byte_rate,
+            "address": self.sink.remote_address,
+            "connectedSince": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_since)),
+        }
+
+
+DUPLICATE = (-1, -1)
+
+
+class Topic:
+    """One topic partition (or non-partitioned topic)."""
+
+    def __init__(
+        self,
+        name: TopicName,
+        storage: Storage,
+        ledger: Ledger,
+        *,
+        dedup: bool,
+        cursors: dict[str, dict[str, Any]] | None = None,
+        last_sequence_ids: dict[str, int] | None = None,
+    ):
+        self.name = name
+        self.storage = storage
+        self.ledger = ledger
+        self.dedup = dedup
+        self.producers: list[ServerProducer] = []
+        self.subscriptions: dict[str, Subscription] = {}
+        for sub_name, state in (cursors or {}).items():
+            self.subscriptions[sub_name] = Subscription(self, Cursor.from_state(sub_name, state), 0)
+        # Deduplication: highest sequence id accepted and highest committed, per producer name.
+        self._persisted_seq: dict[str, int] = dict(last_sequence_ids or {})
+        self._pushed_seq: dict[str, int] = dict(self._persisted_seq)
+        self._last_append: dict[str, asyncio.Future[None]] = {}
+        self.topic_epoch = 0
+        self._exclusive_waiters: list[asyncio.Future[None]] = []
+        self.msg_in = 0
+        self.bytes_in = 0
+        self.in_rate = RateMeter()
+        ledger.on_committed.append(self._dispatch_all)
+
+    # ---- producers ----
+
+    def last_sequence_id(self, producer_name: str) -> int:
+        """The highest committed sequence id of a producer name, -1 if none (or dedup off)."""
+        return self._persisted_seq.get(producer_name, -1) if self.dedup else -1
+
+    async def add_producer(self, producer: ServerProducer) -> None:
+        """Attach a producer, enforcing its access mode (may wait for WaitForExclusive)."""
+        mode = producer.access_mode
+        exclusive = [p for p in self.producers if p.access_mode != ProducerAccessMode.Shared]
+        if mode == ProducerAccessMode.Shared:
+            if exclusive:
+                raise SubscriptionError("ProducerBusy", f"topic {self.name} has an exclusive producer {exclusive[0].name}")
+        elif mode == ProducerAccessMode.ExclusiveWithFencing:
+            for other in list(self.producers):
+                self.remove_producer(other)
+                other.sink.close_producer(other.producer_id)
+            self.topic_epoch += 1
+        elif mode == ProducerAccessMode.WaitForExclusive:
+            while self.producers:
+                waiter = asyncio.get_running_loop().create_future()
+                self._exclusive_waiters.append(waiter)
+                await waiter
+            self.topic_epoch += 1
+        elif self.producers:
+            raise SubscriptionError("ProducerBusy", f"topic {self.name} already has producers; Exclusive access refused")
+        else:
+            self.topic_epoch += 1
+        self.producers.append(producer)
+
+    def remove_producer(self, producer: ServerProducer) -> None:
+        """Detach a producer and let a waiting exclusive producer in."""
+        if producer in self.producers:
+            self.producers.remove(producer)
+        if not self.producers:
+            while self._exclusive_waiters:
+                waiter = self._exclusive_waiters.pop(0)
+                if not waiter.done():
+                    waiter.set_result(None)
+                    break
+
+    def publish(
+        self,
+        producer: ServerProducer,
+        sequence_id: int,
+        highest_sequence_id: int,
+        num_messages: int,
+        checksum: int,
+        data: bytes,
+        done: Callable[[tuple[int, int] | None, BaseException | None], None],
+    ) -> None:
+        """Append one entry durably, then call ``done((ledger id, entry id), None)``.
+
+        A duplicate (dedup on) gets ``(-1, -1)``, after the original is committed if it is
+        still in flight; a storage failure gets ``done(None, error)``.
+        """
+        name = producer.name
+        highest = max(sequence_id, highest_sequence_id)
+        if self.dedup:
+            if highest <= self._pushed_seq.get(name, -1):
+                in_flight = self._last_append.get(name)
+                if highest > self._persisted_seq.get(name, -1) and in_flight is not None and not in_flight.done():
+                    in_flight.add_done_callback(lambda _: done(DUPLICATE, None))
+                else:
+                    done(DUPLICATE, None)
+                return
+            self._pushed_seq[name] = highest
+        metadata, _ = split_entry(data)
+        key = metadata.ordering_key if metadata.HasField("ordering_key") else None
+        if key is None and metadata.HasField("partition_key"):
+            key = metadata.partition_key.encode()
+        entry = StoredEntry(-1, metadata.publish_time, num_messages, checksum, key, data)
+        future = self.ledger.append(entry, name, highest)
+        if self.dedup:
+            self._last_append[name] = future
+
+        def committed(f: asyncio.Future[None]) -> None:
+            error = f.exception()
+            if error is not None:
+                if self.dedup:
+                    self._pushed_seq[name] = self._persisted_seq.get(name, -1)
+                done(None, error)
+                return
+            if self.dedup and highest > self._persisted_seq.get(name, -1):
+                self._persisted_seq[name] = highest
+            size = len(data)
+            producer.msg_in += num_messages
+            producer.bytes_in += size
+            producer.in_rate.record(num_messages, size)
+            self.msg_in += num_messages
+            self.bytes_in += size
+            self.in_rate.record(num_messages, size)
+            done((self.ledger.ledger_id, entry.entry_id), None)
+
+        future.add_done_callback(committed)
+
+    # ---- subscriptions ----
+
+    def subscription(self, name: str, sub_type: int, durable: bool, start_entry: int | None) -> Subscription:
+        """The named subscription, created at ``start_entry`` (next entry to deliver) if new."""
+        existing = self.subscriptions.get(name)
+        if existing is not None:
+            return existing
+        if start_entry is None:
+            start_entry = self.ledger.last_entry_id + 1
+        subscription = Subscription(self, Cursor(name, durable, start_entry - 1), sub_type)
+        self.subscriptions[name] = subscription
+        return subscription
+
+    def remove_subscription(self, name: str) -> asyncio.Future[None] | None:
+        """Forget a subscription; for a durable one returns the storage future."""
+        subscription = self.subscriptions.pop(name, None)
+        if subscription is None or not subscription.cursor.durable:
+            return None
+        return self.storage.delete_cursor(self.ledger.ledger_id, name)
+
+    def _dispatch_all(self) -> None:
+        for subscription in list(self.subscriptions.values()):
+            if subscription.consumers:
+                subscription.dispatch()
+
+    # ---- stats ----
+
+    def last_entry_batch_size(self) -> int:
+        """The message count of the newest entry (0 if the topic is empty)."""
+        last = self.ledger.last_entry_id
+        return self.ledger.entry_messages(last) if last >= 0 else 0
+
+    def stats(self) -> dict[str, Any]:
+        """Pulsar's topic stats document (a subset of its fields, with its names)."""
+        msg_rate_in, byte_rate_in = self.in_rate.rates()
+        subscriptions = {name: sub.stats() for name, sub in self.subscriptions.items()}
+        return {
+            "msgRateIn": msg_rate_in,
+            "msgThroughputIn": byte_rate_in,
+            "msgRateOut": sum(s["msgRateOut"] for s in subscriptions.values()),
+            "msgThroughputOut": sum(s["msgThroughputOut"] for s in subscriptions.values()),
+            "msgInCounter": self.msg_in,
+            "bytesInCounter": self.bytes_in,
+            "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
+            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
+            "averageMsgSize": self.bytes_in / self.msg_in if self.msg_in else 0.0,
+            "storageSize": self.ledger.total_bytes,
+            "backlogSize": max((s["backlogSize"] for s in subscriptions.values()), default=0),
+            "entriesAddedCounter": self.ledger.last_entry_id + 1,
+            "publishers": [p.stats() for p in self.producers],
+            "subscriptions": subscriptions,
+            "replication": {},
+            "deduplicationStatus": "Enabled" if self.dedup else "Disabled",
+            "topicEpoch": self.topic_epoch,
+        }
