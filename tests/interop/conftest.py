@@ -1,0 +1,44 @@
+"""Fixtures for the interop suite: official ``pulsar-client`` clients for the broker under test.
+
+Every client is made with short timeouts so that a broker bug fails a test in seconds instead of
+hanging it, and is closed after the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pulsar
+import pytest
+
+from interop_helpers import OPERATION_TIMEOUT
+
+
+@pytest.fixture
+def client_factory(broker: Any) -> Iterator[Callable[..., pulsar.Client]]:
+    """Make official clients for the module's broker (or the one given); all closed after the test."""
+    made: list[pulsar.Client] = []
+
+    def make(target: Any = None) -> pulsar.Client:
+        client = pulsar.Client(
+            (target or broker).service_url,
+            operation_timeout_seconds=OPERATION_TIMEOUT,
+            connection_timeout_ms=5000,
+            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn),
+        )
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        try:
+            client.close()
+        except pulsar.PulsarException:
+            pass  # already closed, or its broker is gone
+
+
+@pytest.fixture
+def client(client_factory: Callable[..., pulsar.Client]) -> pulsar.Client:
+    """One official client connected to the module's broker."""
+    return client_factory()

@@ -1,0 +1,68 @@
+"""Small helpers shared by the interop tests (importable because tests/interop has no __init__)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pulsar
+
+OPERATION_TIMEOUT = 10
+RECEIVE_TIMEOUT_MS = 5000
+
+
+def full_name(topic: str) -> str:
+    """The fully qualified name of a short topic name in public/default."""
+    return f"persistent://public/default/{topic}"
+
+
+def receive_n(consumer: Any, count: int, timeout_ms: int = RECEIVE_TIMEOUT_MS) -> list[pulsar.Message]:
+    """Receive exactly ``count`` messages (each within the timeout), failing otherwise."""
+    return [consumer.receive(timeout_millis=timeout_ms) for _ in range(count)]
+
+
+def read_n(reader: pulsar.Reader, count: int, timeout_ms: int = RECEIVE_TIMEOUT_MS) -> list[pulsar.Message]:
+    """Read exactly ``count`` messages from a reader."""
+    return [reader.read_next(timeout_millis=timeout_ms) for _ in range(count)]
+
+
+def assert_nothing_more(receive: Callable[..., pulsar.Message], timeout_ms: int = 300) -> None:
+    """Assert that ``receive`` (a consumer's receive or a reader's read_next) times out."""
+    try:
+        message = receive(timeout_millis=timeout_ms)
+    except pulsar.Timeout:
+        return
+    raise AssertionError(f"unexpected message {message.data()!r} {message.message_id()}")
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s (last value {last!r})")
+
+
+def backlog(broker: Any, topic: str, subscription: str) -> int:
+    """The subscription's msgBacklog from the admin stats."""
+    return broker.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"]
+
+
+def wait_backlog(broker: Any, topic: str, subscription: str, expected: int, timeout: float = 10.0) -> None:
+    """Wait until the admin stats show ``expected`` as the backlog (the client groups its acks)."""
+    wait_until(lambda: backlog(broker, topic, subscription) == expected, timeout)
+
+
+def id_key(message_id: Any) -> tuple[int, int, int, int]:
+    """A comparable tuple for a message id: (ledger, entry, partition, batch index)."""
+    return (message_id.ledger_id(), message_id.entry_id(), message_id.partition(), message_id.batch_index())
+
+
+def data_of(messages: list[pulsar.Message]) -> list[bytes]:
+    """The payloads of some messages, in order."""
+    return [m.data() for m in messages]
