@@ -39,11 +39,22 @@ log = logging.getLogger(__name__)
 SERVER_VERSION = "airflow-pulsar-standalone"
 T = BaseCommand.Type
 _LATEST = 0x7FFFFFFFFFFFFFFF
+_U64 = 0xFFFFFFFFFFFFFFFF
 
 
 def _signed(value: int) -> int:
     """Message id fields are uint64 on the wire but signed in clients: -1 arrives as 2**64 - 1."""
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _message_id(ledger_id: int, entry_id: int, partition: int = -1, batch_index: int = -1) -> MessageIdData:
+    """A MessageIdData; a negative ledger or entry (-1: none yet, or a duplicate) goes out as uint64."""
+    message_id = MessageIdData(ledgerId=ledger_id & _U64, entryId=entry_id & _U64)
+    if partition >= 0:
+        message_id.partition = partition
+    if batch_index >= 0:
+        message_id.batch_index = batch_index
+    return message_id
 
 
 class _Rejected(Exception):
@@ -335,7 +346,8 @@ class ServerConnection(asyncio.Protocol):
                 T.SEND_RECEIPT,
                 producer_id=producer_id,
                 sequence_id=sequence_id,
-                message_id=MessageIdData(ledgerId=position[0], entryId=position[1]),
+                # A duplicate's (-1, -1) must wrap: the fields are uint64.
+                message_id=MessageIdData(ledgerId=position[0] & _U64, entryId=position[1] & _U64),
                 highest_sequence_id=highest,
             )
 
@@ -515,11 +527,11 @@ class ServerConnection(asyncio.Protocol):
         _, subscription = found
         topic = subscription.topic
         ledger = topic.ledger
-        last = MessageIdData(ledgerId=ledger.ledger_id, entryId=ledger.last_entry_id)
+        partition = topic.name.partition
         size = topic.last_entry_batch_size()
-        if size > 1:
-            last.batch_index = size - 1
-        mark_delete = MessageIdData(ledgerId=ledger.ledger_id, entryId=subscription.cursor.mark_delete)
+        # As Pulsar: the last index of a batch (clients compare batch indexes), -1 otherwise.
+        last = _message_id(ledger.ledger_id, ledger.last_entry_id, partition, size - 1 if size > 1 else -1)
+        mark_delete = _message_id(ledger.ledger_id, subscription.cursor.mark_delete, partition)
         self._send(
             T.GET_LAST_MESSAGE_ID_RESPONSE,
             request_id=body.request_id,
@@ -591,13 +603,20 @@ class ServerConnection(asyncio.Protocol):
     # ---- MessageSink ----
 
     def send_message(
-        self, consumer_id: int, ledger_id: int, entry: StoredEntry, redelivery_count: int, ack_set: list[int] | None
+        self,
+        consumer_id: int,
+        ledger_id: int,
+        partition: int,
+        entry: StoredEntry,
+        redelivery_count: int,
+        ack_set: list[int] | None,
     ) -> None:
         """Deliver one entry to a consumer on this connection."""
         command = commands.make(
             T.MESSAGE,
             consumer_id=consumer_id,
-            message_id=MessageIdData(ledgerId=ledger_id, entryId=entry.entry_id),
+            # Clients take the partition of a received id from here (-1 when not a partition).
+            message_id=MessageIdData(ledgerId=ledger_id, entryId=entry.entry_id, partition=partition),
             redelivery_count=redelivery_count or None,
             ack_set=ack_set,
         )

@@ -16,7 +16,13 @@ class MessageSink(Protocol):
     """What a consumer needs from its connection."""
 
     def send_message(
-        self, consumer_id: int, ledger_id: int, entry: StoredEntry, redelivery_count: int, ack_set: list[int] | None
+        self,
+        consumer_id: int,
+        ledger_id: int,
+        partition: int,
+        entry: StoredEntry,
+        redelivery_count: int,
+        ack_set: list[int] | None,
     ) -> None: ...
 
     def close_consumer(self, consumer_id: int) -> None: ...
@@ -49,6 +55,7 @@ class ServerConsumer:
         self.name = name
         self.priority = priority
         self.key_shared_meta = key_shared_meta
+        self.partition = subscription.topic.name.partition
         self.permits = 0
         self.pending: dict[int, int] = {}  # entry id -> messages in it
         self.connected_since = time.time()
@@ -65,7 +72,7 @@ class ServerConsumer:
         self.msg_out += entry.num_messages
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))
-        self.sink.send_message(self.consumer_id, ledger_id, entry, redelivery_count, ack_set)
+        self.sink.send_message(self.consumer_id, ledger_id, self.partition, entry, redelivery_count, ack_set)
 
     def settle(self, entry_id: int) -> None:
         """Forget a pending entry once acknowledged or taken back for redelivery."""

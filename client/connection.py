@@ -1,0 +1,381 @@
+"""One TCP (or TLS) connection to a broker: handshake, request ids, and a reader thread.
+
+Writes happen on the caller's thread under a lock; a single reader thread per connection decodes
+frames and routes them: responses to the waiting request's future, receipts to producers,
+messages to consumers. When the connection is lost every pending request fails and every
+producer and consumer on it is told, so each can reconnect on its own schedule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import socket
+import ssl
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Protocol
+
+from .auth import Authentication
+from .exceptions import ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
+from .protocol import commands
+from .protocol.commands import PROTOCOL_VERSION
+from .protocol.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command
+from .protocol.PulsarApi_pb2 import (
+    AuthData,
+    BaseCommand,
+    CommandLookupTopicResponse,
+    CommandPartitionedTopicMetadataResponse,
+    FeatureFlags,
+)
+from .timer import Timer, TimerHandle
+
+log = logging.getLogger(__name__)
+
+T = BaseCommand.Type
+CLIENT_VERSION = "airflow-pulsar-0.1.0"
+_RECV_SIZE = 256 * 1024
+
+
+class ProducerHandler(Protocol):
+    """What a connection calls on a producer registered with it."""
+
+    def handle_receipt(self, body: Any) -> None: ...
+
+    def handle_send_error(self, body: Any) -> None: ...
+
+    def handle_broker_close(self) -> None: ...
+
+    def connection_lost(self, connection: Connection) -> None: ...
+
+
+class ConsumerHandler(Protocol):
+    """What a connection calls on a consumer registered with it."""
+
+    def handle_message(self, body: Any, frame: Frame) -> None: ...
+
+    def handle_active_change(self, is_active: bool) -> None: ...
+
+    def handle_end_of_topic(self) -> None: ...
+
+    def handle_broker_close(self) -> None: ...
+
+    def connection_lost(self, connection: Connection) -> None: ...
+
+
+class Connection:
+    """A connection to one broker, shared by every producer and consumer placed on it."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        timer: Timer,
+        tls_context: ssl.SSLContext | None = None,
+        authentication: Authentication | None = None,
+        connection_timeout: float = 10.0,
+        keepalive_seconds: float = 30.0,
+    ):
+        self.host = host
+        self.port = port
+        self.address = f"{host}:{port}"
+        self._timer = timer
+        self._tls_context = tls_context
+        self._auth = authentication
+        self._connection_timeout = connection_timeout
+        self._keepalive_seconds = keepalive_seconds
+        self._sock: socket.socket | None = None
+        self._write_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._requests: dict[int, Future[Any]] = {}
+        self._request_ids = itertools.count(1)
+        self.producers: dict[int, ProducerHandler] = {}
+        self.consumers: dict[int, ConsumerHandler] = {}
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self.server_version = ""
+        self.closed = False
+        self._last_received = time.monotonic()
+        self._keepalive: TimerHandle | None = None
+        self._decoder = FrameDecoder(DEFAULT_MAX_MESSAGE_SIZE + FRAME_OVERHEAD)
+
+    # ---- lifecycle ----
+
+    def open(self) -> None:
+        """Connect, authenticate and wait for CONNECTED; raises ConnectError or AuthenticationError."""
+        deadline = time.monotonic() + self._connection_timeout
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self._connection_timeout)
+        except OSError as exc:
+            raise ConnectError(f"cannot connect to {self.address}: {exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            if self._tls_context is not None:
+                sock = self._tls_context.wrap_socket(sock, server_hostname=self.host)
+            sock.sendall(encode_command(self._connect_command()))
+            connected = self._await_connected(sock, deadline)
+        except (OSError, FrameError) as exc:
+            sock.close()
+            raise ConnectError(f"handshake with {self.address} failed: {exc}") from exc
+        except PulsarException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        self.server_version = connected.server_version
+        if connected.HasField("max_message_size"):
+            self.max_message_size = connected.max_message_size
+            self._decoder.max_frame_size = connected.max_message_size + FRAME_OVERHEAD
+        self._sock = sock
+        self._last_received = time.monotonic()
+        threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
+        self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
+
+    def _connect_command(self) -> BaseCommand:
+        auth_name = self._auth.auth_method_name if self._auth else "none"
+        auth_data = self._auth.auth_data() if self._auth else None
+        return commands.make(
+            T.CONNECT,
+            client_version=CLIENT_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            auth_method_name=auth_name,
+            auth_data=auth_data,
+            feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
+        )
+
+    def _await_connected(self, sock: socket.socket, deadline: float) -> Any:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ConnectError(f"no CONNECTED from {self.address} within {self._connection_timeout:.0f} s")
+            sock.settimeout(remaining)
+            data = sock.recv(_RECV_SIZE)
+            if not data:
+                raise ConnectError(f"{self.address} closed the connection during the handshake")
+            for frame in self._decoder.feed(data):
+                command = frame.command
+                if command.type == T.CONNECTED:
+                    return command.connected
+                if command.type == T.ERROR:
+                    result = result_for_server_error(command.error.error)
+                    raise exception_for(result, f"{self.address} refused the connection: {command.error.message}")
+                if command.type == T.AUTH_CHALLENGE and self._auth is not None:
+                    sock.sendall(encode_command(self._auth_response()))
+                    continue
+                raise ConnectError(f"{self.address} sent {commands.type_name(command.type)} before CONNECTED")
+
+    def _auth_response(self) -> BaseCommand:
+        assert self._auth is not None
+        return commands.make(
+            T.AUTH_RESPONSE,
+            client_version=CLIENT_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            response=AuthData(auth_method_name=self._auth.auth_method_name, auth_data=self._auth.auth_data()),
+        )
+
+    def close(self) -> None:
+        """Close the socket; the reader thread then fails what is pending."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._sock.close()
+
+    def _check_alive(self) -> None:
+        if time.monotonic() - self._last_received > 2 * self._keepalive_seconds:
+            log.warning("no traffic from %s for %.0f s; closing", self.address, 2 * self._keepalive_seconds)
+            self.close()
+        else:
+            self.send_command(commands.make(T.PING))
+
+    # ---- writing ----
+
+    def send(self, data: bytes) -> bool:
+        """Write whole frames; False if the connection is gone (the reader thread will notice)."""
+        sock = self._sock
+        if sock is None or self.closed:
+            return False
+        try:
+            with self._write_lock:
+                sock.sendall(data)
+            return True
+        except OSError as exc:
+            log.info("write to %s failed: %s", self.address, exc)
+            self.close()
+            return False
+
+    def send_command(self, command: BaseCommand) -> bool:
+        """Write one simple command."""
+        return self.send(encode_command(command))
+
+    def new_request_id(self) -> int:
+        """A request id unique on this connection."""
+        return next(self._request_ids)
+
+    def request(self, command_type: int, **fields: Any) -> Future[Any]:
+        """Send a request; the future resolves to the response's body or fails with its error."""
+        request_id = self.new_request_id()
+        future: Future[Any] = Future()
+        with self._lock:
+            if self.closed:
+                future.set_exception(ConnectError(f"connection to {self.address} is closed"))
+                return future
+            self._requests[request_id] = future
+        if not self.send_command(commands.make(command_type, request_id=request_id, **fields)):
+            self._fail_request(request_id, ConnectError(f"connection to {self.address} is closed"))
+        return future
+
+    def call(self, command_type: int, timeout: float, **fields: Any) -> Any:
+        """Send a request and wait up to ``timeout`` seconds for its response body."""
+        future = self.request(command_type, **fields)
+        try:
+            return future.result(timeout)
+        except FutureTimeout:
+            future.cancel()
+            raise Timeout(
+                f"{commands.type_name(command_type)} to {self.address} got no response within {timeout:g} s"
+            ) from None
+
+    def _fail_request(self, request_id: int, error: BaseException) -> None:
+        with self._lock:
+            future = self._requests.pop(request_id, None)
+        if future is not None and not future.done():
+            future.set_exception(error)
+
+    def _resolve(self, request_id: int, body: Any = None, error: BaseException | None = None) -> None:
+        with self._lock:
+            future = self._requests.pop(request_id, None)
+        if future is None or future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(body)
+
+    # ---- reading ----
+
+    def _read_loop(self) -> None:
+        sock = self._sock
+        assert sock is not None
+        error: BaseException | None = None
+        try:
+            while True:
+                data = sock.recv(_RECV_SIZE)
+                if not data:
+                    break
+                self._last_received = time.monotonic()
+                for frame in self._decoder.feed(data):
+                    self._dispatch(frame)
+        except FrameError as exc:
+            log.error("malformed frame from %s: %s", self.address, exc)
+            error = ConnectError(f"malformed frame from {self.address}: {exc}")
+        except OSError as exc:
+            error = ConnectError(f"connection to {self.address} lost: {exc}")
+        finally:
+            self._lost(error or ConnectError(f"connection to {self.address} closed"))
+
+    def _lost(self, error: BaseException) -> None:
+        self.close()
+        with self._lock:
+            requests, self._requests = self._requests, {}
+            producers = list(self.producers.values())
+            consumers = list(self.consumers.values())
+            self.producers.clear()
+            self.consumers.clear()
+        for future in requests.values():
+            if not future.done():
+                future.set_exception(error)
+        for handler in (*producers, *consumers):
+            try:
+                handler.connection_lost(self)
+            except Exception:  # one handler's failure must not keep the others from reconnecting
+                log.exception("connection_lost handler failed")
+
+    def _dispatch(self, frame: Frame) -> None:
+        command = frame.command
+        kind = command.type
+        if kind == T.MESSAGE:
+            body = command.message
+            consumer = self.consumers.get(body.consumer_id)
+            if consumer is not None:
+                consumer.handle_message(body, frame)
+        elif kind == T.SEND_RECEIPT:
+            producer = self.producers.get(command.send_receipt.producer_id)
+            if producer is not None:
+                producer.handle_receipt(command.send_receipt)
+        elif kind == T.SEND_ERROR:
+            producer = self.producers.get(command.send_error.producer_id)
+            if producer is not None:
+                producer.handle_send_error(command.send_error)
+        elif kind == T.PING:
+            self.send_command(commands.make(T.PONG))
+        elif kind == T.PONG:
+            pass
+        elif kind == T.ERROR:
+            body = command.error
+            self._resolve(
+                body.request_id, error=exception_for(result_for_server_error(body.error), body.message or "")
+            )
+        elif kind == T.PRODUCER_SUCCESS:
+            if command.producer_success.producer_ready:
+                self._resolve(command.producer_success.request_id, command.producer_success)
+        elif kind == T.LOOKUP_RESPONSE:
+            body = command.lookupTopicResponse
+            if body.response == CommandLookupTopicResponse.Failed:
+                self._resolve(body.request_id, error=_response_error(body.error, body.message, Result.LookupError))
+            else:
+                self._resolve(body.request_id, body)
+        elif kind == T.PARTITIONED_METADATA_RESPONSE:
+            body = command.partitionMetadataResponse
+            if body.response == CommandPartitionedTopicMetadataResponse.Failed:
+                self._resolve(body.request_id, error=_response_error(body.error, body.message, Result.LookupError))
+            else:
+                self._resolve(body.request_id, body)
+        elif kind in (T.CONSUMER_STATS_RESPONSE, T.GET_SCHEMA_RESPONSE):
+            body = commands.body(command)
+            if body.HasField("error_code"):
+                self._resolve(body.request_id, error=_response_error(body.error_code, body.error_message))
+            else:
+                self._resolve(body.request_id, body)
+        elif kind == T.ACK_RESPONSE:
+            body = command.ackResponse
+            if body.HasField("error"):
+                self._resolve(body.request_id, error=_response_error(body.error, body.message))
+            else:
+                self._resolve(body.request_id, body)
+        elif kind in (T.SUCCESS, T.GET_LAST_MESSAGE_ID_RESPONSE, T.GET_TOPICS_OF_NAMESPACE_RESPONSE):
+            body = commands.body(command)
+            self._resolve(body.request_id, body)
+        elif kind == T.CLOSE_PRODUCER:
+            producer = self.producers.pop(command.close_producer.producer_id, None)
+            if producer is not None:
+                producer.handle_broker_close()
+        elif kind == T.CLOSE_CONSUMER:
+            consumer = self.consumers.pop(command.close_consumer.consumer_id, None)
+            if consumer is not None:
+                consumer.handle_broker_close()
+        elif kind == T.ACTIVE_CONSUMER_CHANGE:
+            consumer = self.consumers.get(command.active_consumer_change.consumer_id)
+            if consumer is not None:
+                consumer.handle_active_change(command.active_consumer_change.is_active)
+        elif kind == T.REACHED_END_OF_TOPIC:
+            consumer = self.consumers.get(command.reachedEndOfTopic.consumer_id)
+            if consumer is not None:
+                consumer.handle_end_of_topic()
+        elif kind == T.AUTH_CHALLENGE and self._auth is not None:
+            self.send_command(self._auth_response())
+        else:
+            log.warning("ignoring unexpected %s from %s", commands.type_name(kind), self.address)
+
+
+def _response_error(error: int, message: str, default: Result = Result.UnknownError) -> PulsarException:
+    result = result_for_server_error(error)
+    return exception_for(default if result is Result.UnknownError else result, message)
