@@ -10,7 +10,7 @@ DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "default"
 
 # Pulsar allows letters, digits and -=:._ in tenant and namespace names.
-_NAME_PART = re.compile(r"^[-=:.\w]+$")
+_NAME_PART = re.compile(r"[-=:.\w]+", re.ASCII)
 _DOMAINS = ("persistent", "non-persistent")
 
 
@@ -49,13 +49,14 @@ class TopicName:
             raise InvalidTopicNameError(f"invalid topic name {name!r}: expected tenant/namespace/topic")
         tenant, namespace, local = parts
         for label, value in (("tenant", tenant), ("namespace", namespace)):
-            if not _NAME_PART.match(value):
+            if not _NAME_PART.fullmatch(value):
                 raise InvalidTopicNameError(f"invalid topic name {name!r}: bad {label} {value!r}")
         if not local or local.strip() != local or any(c in local for c in "\n\r\0"):
             raise InvalidTopicNameError(f"invalid topic name {name!r}: bad local name {local!r}")
         partition = -1
         base, sep, index = local.rpartition(PARTITION_SUFFIX)
-        if sep and base and index.isdigit():
+        # Only a canonical decimal index names a partition, as in Pulsar ("-partition-01" does not).
+        if sep and base and index.isascii() and index.isdigit() and str(int(index)) == index and int(index) < 2**31:
             partition = int(index)
         return cls(domain, tenant, namespace, local, partition)
 

@@ -167,6 +167,9 @@ def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
         raise FrameError(f"malformed BaseCommand: {exc}") from exc
     if not command.HasField("type"):
         raise FrameError("BaseCommand without a known type")
+    if not command.IsInitialized():
+        missing = ", ".join(command.FindInitializationErrors())
+        raise FrameError(f"{BaseCommand.Type.Name(command.type)} is missing required fields: {missing}")
     pos = 4 + cmd_size
     if pos == size:
         return Frame(command)

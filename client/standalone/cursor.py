@@ -88,7 +88,8 @@ class Cursor:
         full = (1 << batch_size) - 1 if batch_size > 0 else -1
         before = self.batch_unacked.get(entry_id, full)
         after = before & words_to_bits(unacked_words)
-        if batch_size > 0 and after & full == 0:
+        # The official client leaves batch_size out: no bit left set then means all acknowledged.
+        if after == 0 or (batch_size > 0 and after & full == 0):
             return self.ack(entry_id)
         if after == before:
             return False
