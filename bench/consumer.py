@@ -1,0 +1,101 @@
+"""Consumer throughput: our consumer against the official client's, on the same backlog, one run.
+
+The official producer (batching on, 100-byte messages) writes a backlog; then each consumer
+drains it on its own subscription with the same settings (receiver queue 1000, Exclusive, an
+individual ack per message), once with ``receive`` and once with ``batch_receive``. Usage::
+
+    python bench/consumer.py [--messages N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pulsar
+
+from airflow_pulsar.client import consumer as ours_consumer
+from airflow_pulsar.client.client import Client
+from airflow_pulsar.client.standalone.process import BrokerProcess
+
+PAYLOAD = b"x" * 100
+TOPIC = "bench-consume"
+BATCH_LIMIT = 1000
+
+
+def produce_backlog(client: pulsar.Client, messages: int) -> None:
+    """Write the backlog with the official producer, batching on."""
+    producer = client.create_producer(
+        TOPIC, batching_enabled=True, batching_max_messages=1000, batching_max_publish_delay_ms=10,
+        max_pending_messages=50_000, block_if_queue_full=True,
+    )
+    for _ in range(messages):
+        producer.send_async(PAYLOAD, None)
+    producer.flush()
+    producer.close()
+
+
+def drain(consumer: Any, messages: int, batch: bool) -> float:
+    """Receive and acknowledge ``messages``; messages per second."""
+    start = time.perf_counter()
+    received = 0
+    if batch:
+        while received < messages:
+            for message in consumer.batch_receive():
+                consumer.acknowledge(message)
+                received += 1
+    else:
+        while received < messages:
+            consumer.acknowledge(consumer.receive(10_000))
+            received += 1
+    return messages / (time.perf_counter() - start)
+
+
+def run(name: str, subscribe: Callable[[str, bool], Any], messages: int, batch: bool) -> float:
+    consumer = subscribe(f"{name}-{'batch' if batch else 'receive'}", batch)
+    rate = drain(consumer, messages, batch)
+    consumer.close()
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-") as data_dir:
+        broker = BrokerProcess(Path(data_dir), "--no-fsync").start()
+        try:
+            official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+            ours = Client(broker.service_url, operation_timeout_seconds=30)
+            produce_backlog(official, args.messages)
+
+            def theirs_subscribe(subscription: str, batch: bool) -> Any:
+                return official.subscribe(
+                    TOPIC, subscription, initial_position=pulsar.InitialPosition.Earliest, receiver_queue_size=1000,
+                    batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
+                )
+
+            def ours_subscribe(subscription: str, batch: bool) -> Any:
+                return ours.subscribe(
+                    TOPIC, subscription, initial_position=ours_consumer.InitialPosition.Earliest, receiver_queue_size=1000,
+                    batch_receive_policy=ours_consumer.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
+                )
+
+            print(f"backlog: {args.messages} messages of {len(PAYLOAD)} bytes, batching on")
+            for batch in (False, True):
+                mode = "batch_receive" if batch else "receive"
+                theirs = run("official", theirs_subscribe, args.messages, batch)
+                mine = run("ours", ours_subscribe, args.messages, batch)
+                print(f"{mode:>13}: official {theirs:>10,.0f} msg/s   ours {mine:>10,.0f} msg/s   ratio {mine / theirs:.2f}")
+            ours.close()
+            official.close()
+        finally:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The consumer side of the client: subscribe, create_reader, and what they return.
+
+``subscribe`` and ``create_reader`` take the official ``pulsar.Client`` methods' keyword
+arguments, with the same names and defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..exceptions import InvalidConfiguration
+from ..protocol.message_id import MessageId
+from ..topic_name import TopicName
+from .consumer import Consumer, PartitionConsumer
+from .dead_letter import ConsumerDeadLetterPolicy
+from .message import Message
+from .multi_topics import MultiTopicsConsumer, partitions_of
+from .reader import Reader, check_start, reader_settings
+from .receiver_queue import ReceiverQueue
+from .settings import (
+    ConsumerBatchReceivePolicy,
+    ConsumerKeySharedPolicy,
+    ConsumerSettings,
+    ConsumerType,
+    InitialPosition,
+    KeySharedMode,
+)
+from .stats import ConsumerStats
+
+__all__ = [
+    "Consumer",
+    "ConsumerBatchReceivePolicy",
+    "ConsumerDeadLetterPolicy",
+    "ConsumerKeySharedPolicy",
+    "ConsumerStats",
+    "ConsumerType",
+    "InitialPosition",
+    "KeySharedMode",
+    "Message",
+    "MessageId",
+    "Reader",
+    "create_reader",
+    "subscribe",
+]
+
+
+def subscribe(client: Any, topic: str | list[str] | re.Pattern[str], subscription_name: str, **settings: Any) -> Consumer:
+    """Subscribe to a topic, a list of topics or a compiled regex pattern (``pulsar.Client.subscribe``)."""
+    config = ConsumerSettings(subscription_name, **settings)
+    return _open(client, topic, config)
+
+
+def _open(client: Any, topic: Any, config: ConsumerSettings, start: MessageId | None = None) -> Consumer:
+    if isinstance(topic, re.Pattern) or (isinstance(topic, list) and topic):
+        if isinstance(topic, list) and not all(isinstance(t, str) for t in topic):
+            raise InvalidConfiguration(f"topic list must hold str names, got {topic!r}")
+        return MultiTopicsConsumer(client, topic, config, start)
+    if not isinstance(topic, str) or not topic:
+        raise InvalidConfiguration(f"topic must be a str, a non-empty list of str or a re.Pattern, got {topic!r}")
+    partitions = partitions_of(client, topic)
+    if len(partitions) > 1 or partitions[0][1] >= 0 and TopicName.parse(topic).partition < 0:
+        return MultiTopicsConsumer(client, [topic], config, start)
+    name, partition = partitions[0]
+    consumer = Consumer(client, name, config, ReceiverQueue())
+    consumer._add_child(PartitionConsumer(client, name, partition, config, consumer._queue, config.receiver_queue_size, start))
+    consumer._start()
+    return consumer
+
+
+def create_reader(
+    client: Any,
+    topic: str,
+    start_message_id: MessageId,
+    reader_listener: Any = None,
+    receiver_queue_size: int = 1000,
+    reader_name: str | None = None,
+    subscription_role_prefix: str | None = None,
+    is_read_compacted: bool = False,
+    start_message_id_inclusive: bool = False,
+) -> Reader:
+    """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``)."""
+    start = check_start(start_message_id)
+    if not isinstance(topic, str) or not topic:
+        raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
+    config = reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive)
+    reader = Reader(None, start)
+    if reader_listener is not None:
+        if not callable(reader_listener):
+            raise InvalidConfiguration(f"reader_listener must be callable, got {reader_listener!r}")
+        config.message_listener = lambda _consumer, message: reader_listener(reader, message)
+    if len(partitions_of(client, topic)) > 1 and start not in (MessageId.earliest, MessageId.latest):
+        raise InvalidConfiguration("a reader of a partitioned topic starts at MessageId.earliest or MessageId.latest")
+    reader._consumer = _open(client, topic, config, start)
+    return reader

@@ -1,0 +1,128 @@
+"""Dead-letter handling, entirely client-side as in the official clients.
+
+A message that arrives with ``redelivery_count >= max_redeliver_count`` is remembered. When it is
+due for redelivery again (nack or ack timeout), it is published to the dead-letter topic with
+``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` properties and acknowledged instead. The broker only
+counts redeliveries (Shared and Key_Shared subscriptions).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..exceptions import InvalidConfiguration, PulsarException
+from .message import Message
+
+log = logging.getLogger(__name__)
+
+REAL_TOPIC = "REAL_TOPIC"
+ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+
+
+class ConsumerDeadLetterPolicy:
+    """After ``max_redeliver_count`` redeliveries a message goes to ``dead_letter_topic``.
+
+    The topic defaults to ``<topic>-<subscription>-DLQ``; ``initial_subscription_name`` is created
+    on it first so that nothing published there is lost before someone subscribes.
+    """
+
+    def __init__(self, max_redeliver_count: int, dead_letter_topic: str | None = None, initial_subscription_name: str | None = None):
+        if not isinstance(max_redeliver_count, int) or max_redeliver_count < 1:
+            raise InvalidConfiguration(f"max_redeliver_count must be an int greater than 0, got {max_redeliver_count!r}")
+        self.max_redeliver_count = max_redeliver_count
+        self.dead_letter_topic = dead_letter_topic
+        self.initial_subscription_name = initial_subscription_name
+
+    def __repr__(self) -> str:
+        return f"ConsumerDeadLetterPolicy({self.max_redeliver_count}, {self.dead_letter_topic!r})"
+
+
+class DeadLetterProcessor:
+    """Remembers messages at their last redelivery and diverts them when they come due again.
+
+    ``open_producer(topic)`` gives a producer (``send(data, **keywords)``, ``close()``);
+    ``subscribe_initial(topic, name)`` creates the initial subscription; ``ack(message)``
+    acknowledges an original once it is safely in the dead-letter topic.
+    """
+
+    def __init__(
+        self,
+        policy: ConsumerDeadLetterPolicy,
+        topic: str,
+        subscription: str,
+        open_producer: Callable[[str], Any],
+        subscribe_initial: Callable[[str, str], None],
+        ack: Callable[[Message], None],
+    ):
+        self.policy = policy
+        self.topic = policy.dead_letter_topic or f"{topic}-{subscription}-DLQ"
+        self._open_producer = open_producer
+        self._subscribe_initial = subscribe_initial
+        self._ack = ack
+        self._lock = threading.Lock()
+        self._last_chance: dict[tuple[int, int], list[Message]] = {}
+        self._producer: Any = None
+        self.diverted = 0
+
+    def remember(self, ledger: int, entry: int, messages: list[Message], redelivery_count: int) -> None:
+        """Note an entry's messages when this is their last permitted delivery."""
+        if redelivery_count >= self.policy.max_redeliver_count and messages:
+            with self._lock:
+                self._last_chance[(ledger, entry)] = messages
+
+    def forget(self, ledger: int, entry: int) -> None:
+        """The entry was acknowledged after all."""
+        with self._lock:
+            self._last_chance.pop((ledger, entry), None)
+
+    def split(self, keys: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[Message]]:
+        """Split entries due for redelivery into (those to redeliver, messages to dead-letter)."""
+        redeliver: list[tuple[int, int]] = []
+        doomed: list[Message] = []
+        with self._lock:
+            for key in keys:
+                messages = self._last_chance.pop(key, None)
+                if messages is None:
+                    redeliver.append(key)
+                else:
+                    doomed.extend(messages)
+        return redeliver, doomed
+
+    def divert(self, messages: list[Message]) -> None:
+        """Publish to the dead-letter topic and acknowledge the originals (blocking)."""
+        try:
+            producer = self._producer_for_topic()
+            for message in messages:
+                properties = message.properties()
+                properties[REAL_TOPIC] = message.topic_name()
+                properties[ORIGIN_MESSAGE_ID] = str(message.message_id())
+                keywords: dict[str, Any] = {"properties": properties}
+                if message.partition_key():
+                    keywords["partition_key"] = message.partition_key()
+                if message.event_timestamp():
+                    keywords["event_timestamp"] = message.event_timestamp()
+                producer.send(message.data(), **keywords)
+                self._ack(message)
+                self.diverted += 1
+        except PulsarException as exc:
+            # Not acknowledged, so the broker redelivers it after a reconnect; try again then.
+            log.error("could not move %d message(s) to %s: %s", len(messages), self.topic, exc)
+
+    def _producer_for_topic(self) -> Any:
+        if self._producer is None:
+            if self.policy.initial_subscription_name:
+                self._subscribe_initial(self.topic, self.policy.initial_subscription_name)
+            self._producer = self._open_producer(self.topic)
+        return self._producer
+
+    def close(self) -> None:
+        """Close the dead-letter producer, if one was opened."""
+        if self._producer is not None:
+            try:
+                self._producer.close()
+            except PulsarException as exc:
+                log.warning("closing the dead-letter producer failed: %s", exc)
+            self._producer = None

@@ -1,0 +1,114 @@
+"""Consumers over several partitions: a partitioned topic, a list of topics, or a regex pattern.
+
+Every partition gets its own PartitionConsumer, all feeding one receiver queue, so ``receive``
+merges them as they arrive. Each partition's queue is ``min(receiver_queue_size,
+max_total_receiver_queue_size_across_partitions / partitions)``. A pattern consumer looks for new
+matching topics every ``pattern_auto_discovery_period`` seconds and subscribes to them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any
+
+from ..exceptions import InvalidConfiguration, PulsarException
+from ..protocol.message_id import MessageId
+from ..protocol.PulsarApi_pb2 import BaseCommand, CommandGetTopicsOfNamespace
+from ..topic_name import TopicName
+from .consumer import Consumer, PartitionConsumer
+from .receiver_queue import ReceiverQueue
+from .settings import ConsumerSettings
+
+log = logging.getLogger(__name__)
+
+T = BaseCommand.Type
+
+
+def partitions_of(client: Any, topic: str) -> list[tuple[str, int]]:
+    """(topic name, partition index) of each partition, or [(topic, -1)] when not partitioned."""
+    name = TopicName.parse(topic)
+    count = client.partition_count(str(name))
+    if count == 0:
+        return [(str(name), name.partition)]
+    return [(str(name.partition_name(i)), i) for i in range(count)]
+
+
+class MultiTopicsConsumer(Consumer):
+    """A Consumer over the partitions of one or more topics, or of every topic matching a pattern."""
+
+    def __init__(
+        self,
+        client: Any,
+        topics: list[str] | re.Pattern[str],
+        settings: ConsumerSettings,
+        start_message_id: MessageId | None = None,
+    ):
+        label = topics.pattern if isinstance(topics, re.Pattern) else ",".join(topics)
+        super().__init__(client, label, settings, ReceiverQueue())
+        self._pattern = topics if isinstance(topics, re.Pattern) else None
+        self._start_message_id = start_message_id
+        self._stop = threading.Event()
+        names = self._matching_topics() if self._pattern is not None else list(topics)
+        self._topics = set(names)
+        try:
+            self._subscribe_partitions([p for topic in names for p in partitions_of(client, topic)])
+        except BaseException:
+            for child in self._children.values():
+                child.close()
+            raise
+        if self._pattern is not None:
+            threading.Thread(target=self._discover, name=f"pulsar-pattern-{label}", daemon=True).start()
+        self._start()
+
+    def _subscribe_partitions(self, partitions: list[tuple[str, int]]) -> None:
+        settings = self._settings
+        total = len(partitions) + len(self._children)
+        if settings.receiver_queue_size == 0 and total > 1:
+            raise InvalidConfiguration("receiver_queue_size=0 (zero queue) works on one non-partitioned topic only")
+        per_partition = min(settings.receiver_queue_size, max(settings.max_total_receiver_queue_size_across_partitions // max(total, 1), 1))
+        for topic, partition in partitions:
+            if topic in self._children:
+                continue
+            self._add_child(
+                PartitionConsumer(self._client, topic, partition, settings, self._queue, per_partition, self._start_message_id, topic)
+            )
+
+    # ---- pattern discovery ----
+
+    def _matching_topics(self) -> list[str]:
+        assert self._pattern is not None
+        namespace = _namespace_of(self._pattern.pattern)
+        response = self._client.service_connection().call(
+            T.GET_TOPICS_OF_NAMESPACE,
+            self._client.operation_timeout,
+            namespace=namespace,
+            mode=CommandGetTopicsOfNamespace.PERSISTENT,
+        )
+        bases = {str(TopicName.parse(topic).base) for topic in response.topics}
+        return sorted(topic for topic in bases if self._pattern.fullmatch(topic))
+
+    def _discover(self) -> None:
+        while not self._stop.wait(self._settings.pattern_auto_discovery_period):
+            try:
+                new = [t for t in self._matching_topics() if t not in self._topics]
+                if new:
+                    log.info("pattern %s: subscribing to new topics %s", self._topic_label, new)
+                    self._subscribe_partitions([p for topic in new for p in partitions_of(self._client, topic)])
+                    self._topics.update(new)
+            except PulsarException as exc:
+                log.warning("pattern %s: topic discovery failed: %s", self._topic_label, exc)
+
+    def _finish_close(self) -> None:
+        self._stop.set()
+        super()._finish_close()
+
+
+def _namespace_of(pattern: str) -> str:
+    """``tenant/namespace`` of a topic pattern such as ``persistent://public/default/orders-.*``."""
+    rest = pattern.split("://", 1)[1] if "://" in pattern else pattern
+    parts = rest.split("/")
+    if len(parts) < 3 or any(ch in "".join(parts[:2]) for ch in "*+?[](){}|\\^$"):
+        raise InvalidConfiguration(f"topic pattern {pattern!r} must name its tenant and namespace literally")
+    return f"{parts[0]}/{parts[1]}"

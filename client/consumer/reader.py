@@ -1,0 +1,108 @@
+"""Readers: a non-durable, exclusive subscription that starts at a chosen message id.
+
+The broker starts delivery at the start entry itself; the partition consumer drops what lies
+before the start id (or at it, unless ``start_message_id_inclusive``), batch index included. A
+reader of a partitioned topic reads every partition, from earliest or latest.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..exceptions import InvalidConfiguration
+from ..protocol.message_id import MessageId
+from .consumer import Consumer, PartitionConsumer
+from .message import Message
+from .settings import ConsumerSettings, ConsumerType
+
+
+class Reader:
+    """Mirrors ``pulsar.Reader``: read_next, has_message_available, seek, close."""
+
+    def __init__(self, consumer: Consumer | None, start_message_id: MessageId):
+        self._consumer: Consumer = consumer  # type: ignore[assignment]  # set by create_reader
+        self._start = start_message_id
+
+    def topic(self) -> str:
+        """The topic read."""
+        return self._consumer.topic()
+
+    def read_next(self, timeout_millis: int | None = None) -> Message:
+        """The next message; raises Timeout after ``timeout_millis`` (None: wait forever)."""
+        message = self._consumer.receive(timeout_millis)
+        # Acked cumulatively, so the broker forgets what it has delivered (the cursor is not stored).
+        message._owner.acks.add_cumulative(message._id.ledger_id(), message._id.entry_id())  # type: ignore[union-attr]
+        return message
+
+    def has_message_available(self) -> bool:
+        """Whether a read_next would find a message now (asks the broker for the last message id)."""
+        if self._consumer._queue.has_messages():
+            return True
+        return any(_child_has_more(child, self._start) for child in self._consumer._children.values())
+
+    def seek(self, messageid: MessageId | int) -> None:
+        """Read from a message id or a publish timestamp (ms) next."""
+        self._consumer.seek(messageid)
+
+    def get_last_message_ids(self) -> dict[str, tuple[MessageId, MessageId | None]]:
+        """Per partition: (last message id, the reader's position)."""
+        return self._consumer.get_last_message_ids()
+
+    def is_connected(self) -> bool:
+        """Whether every partition is subscribed right now."""
+        return self._consumer.is_connected()
+
+    def close(self) -> None:
+        """Close the reader (its subscription vanishes with it)."""
+        self._consumer.close()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _child_has_more(child: PartitionConsumer, start: MessageId) -> bool:
+    last, mark_delete = child.get_last_message_id()
+    if last.entry_id() < 0:
+        return False
+    dequeued = child.last_dequeued
+    if dequeued is None and start == MessageId.latest:
+        return mark_delete is not None and (last.ledger_id(), last.entry_id()) > (mark_delete.ledger_id(), mark_delete.entry_id())
+    reference = dequeued or child._start_id or MessageId.earliest
+    if dequeued is None and child._start_inclusive:
+        return _position(last) >= _position(reference)
+    return _position(last) > _position(reference)
+
+
+def _position(message_id: MessageId) -> tuple[int, int, int]:
+    return (message_id.ledger_id(), message_id.entry_id(), message_id.batch_index())
+
+
+def reader_settings(
+    receiver_queue_size: int,
+    reader_name: str | None,
+    subscription_role_prefix: str | None,
+    is_read_compacted: bool,
+    start_message_id_inclusive: bool,
+) -> ConsumerSettings:
+    """The consumer settings behind a reader."""
+    prefix = subscription_role_prefix or "reader"
+    return ConsumerSettings(
+        subscription_name=f"{prefix}-{os.urandom(5).hex()}",
+        consumer_type=ConsumerType.Exclusive,
+        receiver_queue_size=receiver_queue_size,
+        consumer_name=reader_name,
+        is_read_compacted=is_read_compacted,
+        start_message_id_inclusive=start_message_id_inclusive,
+        durable=False,
+    )
+
+
+def check_start(start_message_id: Any) -> MessageId:
+    """The start id, or a clear error."""
+    if not isinstance(start_message_id, MessageId):
+        raise InvalidConfiguration(f"start_message_id must be a MessageId, got {start_message_id!r}")
+    return start_message_id

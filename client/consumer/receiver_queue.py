@@ -1,0 +1,216 @@
+"""The receiver queue and the permits that keep it filled (seed 000).
+
+The connection's reader thread appends whole entries, still packed, to the queue; the thread that
+calls ``receive`` unpacks them (a batch into its messages) and takes messages off the front. Each
+message the application takes gives its partition consumer a permit back, and once half a queue's
+worth has built up the consumer sends them to the broker in one FLOW. A consumer whose available
+permits never grow is one whose application has stopped taking messages: the "stuck" consumer.
+
+Entries carry the *epoch* of their partition consumer; bumping the epoch (on reconnect, seek or
+redeliver-all) drops everything queued for it without touching the other partitions' entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .message import Message
+
+if TYPE_CHECKING:
+    from .consumer import PartitionConsumer
+
+
+class QueuedEntry(NamedTuple):
+    """One MESSAGE command as the reader thread queued it: not parsed beyond the command."""
+
+    owner: PartitionConsumer
+    epoch: int
+    command: Any  # CommandMessage
+    entry: bytes  # [metadata size][MessageMetadata][payload]
+
+
+class Permits:
+    """Flow-control permits of one partition consumer.
+
+    ``available`` counts messages the application has taken since the last FLOW; they are sent in
+    one FLOW as soon as they reach half the queue size (every message for a queue of 0 or 1).
+    """
+
+    def __init__(self, queue_size: int, send_flow: Callable[[int], bool]):
+        self.queue_size = queue_size
+        self.threshold = max(queue_size // 2, 1)
+        self.available = 0
+        self.flows_sent = 0
+        self.permits_sent = 0
+        self._send_flow = send_flow
+        self._lock = threading.Lock()
+
+    def grant_initial(self) -> None:
+        """After a (re)subscribe the broker knows no permits: offer a whole queue again."""
+        with self._lock:
+            self.available = 0
+        if self.queue_size > 0:
+            self._flow(self.queue_size)
+
+    def request_one(self) -> None:
+        """Zero-queue consumers ask for exactly one message per receive."""
+        self._flow(1)
+
+    def returned(self, count: int = 1) -> None:
+        """The application took (or the consumer discarded) ``count`` messages."""
+        with self._lock:
+            available = self.available + count
+            if available < self.threshold or self.queue_size == 0:
+                self.available = available if self.queue_size else 0
+                return
+            self.available = 0
+        self._flow(available)
+
+    def _flow(self, count: int) -> None:
+        # If the connection is down the permits are moot: the resubscribe grants a fresh queue.
+        if self._send_flow(count):
+            self.flows_sent += 1
+            self.permits_sent += count
+
+
+class ReceiverQueue:
+    """Entries from one or more partition consumers, and the messages unpacked from them."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._entries: deque[QueuedEntry] = deque()
+        self._ready: deque[Message] = deque()
+        # Held by whoever is taking messages, so entries unpack in arrival order.
+        self._take_lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._closed = False
+
+    # ---- the reader thread's side ----
+
+    def put(self, item: QueuedEntry) -> None:
+        """Append an entry (called on a connection's reader thread)."""
+        with self._cond:
+            self._entries.append(item)
+            self._cond.notify()
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_wake, future)
+
+    def close(self) -> None:
+        """Wake every waiting receiver; they then see the consumer closed."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_wake, future)
+
+    # ---- the application's side ----
+
+    def take(self, timeout: float | None, before_wait: Callable[[], None] | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` seconds (None: forever); None on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._take_lock:
+            while True:
+                message = self._next_ready()
+                if message is not None:
+                    return message
+                if not self._unpack_next(deadline, before_wait):
+                    return None
+
+    def take_many(self, max_messages: int, max_bytes: int, timeout: float) -> list[Message]:
+        """Messages until ``max_messages`` or ``max_bytes`` (limits <= 0 are off) or the timeout."""
+        deadline = time.monotonic() + timeout
+        taken: list[Message] = []
+        size = 0
+        with self._take_lock:
+            while True:
+                while (max_messages <= 0 or len(taken) < max_messages) and (max_bytes <= 0 or size < max_bytes):
+                    message = self._next_ready()
+                    if message is None:
+                        break
+                    taken.append(message)
+                    size += len(message._data)
+                else:
+                    return taken
+                if not self._unpack_next(deadline, None):
+                    return taken
+
+    def try_take_nowait(self) -> tuple[bool, Message | None]:
+        """For asyncio: (False, None) if another thread is receiving, else (True, message or None)."""
+        if not self._take_lock.acquire(blocking=False):
+            return False, None
+        try:
+            while True:
+                message = self._next_ready()
+                if message is not None or not self._unpack_next(0.0, None):
+                    return True, message
+        finally:
+            self._take_lock.release()
+
+    def wait_async(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        """A future that completes when an entry arrives (at once if one is already queued)."""
+        future: asyncio.Future[None] = loop.create_future()
+        with self._cond:
+            if self._entries or self._ready or self._closed:
+                future.set_result(None)
+            else:
+                self._waiters.append((loop, future))
+        return future
+
+    def has_messages(self) -> bool:
+        """Whether a message or a (possibly stale) entry is queued."""
+        return bool(self._ready) or bool(self._entries)
+
+    def counts(self, owner: PartitionConsumer | None = None) -> tuple[int, int]:
+        """(entries still packed, messages unpacked and ready), for one owner or for all."""
+        with self._cond:
+            entries = sum(1 for e in self._entries if owner is None or (e.owner is owner and e.epoch == owner.epoch))
+        ready = sum(1 for m in list(self._ready) if owner is None or (m._owner is owner and m._epoch == owner.epoch))
+        return entries, ready
+
+    def _next_ready(self) -> Message | None:
+        ready = self._ready
+        while ready:
+            message = ready.popleft()
+            owner = message._owner
+            if message._epoch == owner.epoch:  # type: ignore[union-attr]
+                owner.taken(message)  # type: ignore[union-attr]
+                return message
+            owner.stale_message(message)  # type: ignore[union-attr]
+        return None
+
+    def _unpack_next(self, deadline: float | None, before_wait: Callable[[], None] | None) -> bool:
+        """Move the next current entry's messages to the ready queue; False on timeout or close."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return False
+                if self._entries:
+                    item = self._entries.popleft()
+                    if item.epoch != item.owner.epoch:
+                        item.owner.stale_entry(item)
+                        continue
+                    break
+                if before_wait is not None:
+                    before_wait()
+                if deadline is None:
+                    self._cond.wait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._cond.wait(remaining)
+        # Unpacking happens outside the lock, so the reader thread can keep queueing meanwhile.
+        self._ready.extend(item.owner.unpack(item))
+        return True
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
