@@ -1,0 +1,116 @@
+"""Producer throughput: our producer and the official one, same broker, same settings, one run.
+
+For each case (100 B and 1 KiB messages, 1 and 4 partitions, no compression and LZ4) both
+producers send the same number of messages with ``send_async`` and then ``flush``; the rate is
+messages per second until the last receipt. Settings are identical and explicit on both sides
+(batching on: the official sync API defaults it off). Fsync is off by default so the clients,
+not the disk, are measured. Usage::
+
+    python bench/producer.py [--messages N] [--fsync] [--json bench/results/producer.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pulsar
+
+from airflow_pulsar.client.client import Client
+from airflow_pulsar.client.producer import CompressionType
+from airflow_pulsar.client.standalone.process import BrokerProcess
+
+SETTINGS: dict[str, Any] = {
+    "batching_enabled": True,
+    "batching_max_messages": 1000,
+    "batching_max_allowed_size_in_bytes": 131072,
+    "batching_max_publish_delay_ms": 10,
+    "max_pending_messages": 5000,
+    "max_pending_messages_across_partitions": 50_000,
+    "block_if_queue_full": True,
+    "send_timeout_millis": 60_000,
+}
+CASES = [(size, partitions, codec) for size in (100, 1024) for partitions in (1, 4) for codec in ("NONE", "LZ4")]
+
+
+def _rate(producer: Any, payload: bytes, messages: int) -> float:
+    start = time.perf_counter()
+    for _ in range(messages):
+        producer.send_async(payload, None)
+    producer.flush()
+    return messages / (time.perf_counter() - start)
+
+
+def run_official(broker: BrokerProcess, topic: str, payload: bytes, messages: int, codec: str) -> float:
+    """Messages per second of the official client (C++ core)."""
+    client = pulsar.Client(
+        broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
+    try:
+        producer = client.create_producer(topic, compression_type=getattr(pulsar.CompressionType, codec), **SETTINGS)
+        return _rate(producer, payload, messages)
+    finally:
+        client.close()
+
+
+def run_ours(broker: BrokerProcess, topic: str, payload: bytes, messages: int, codec: str) -> float:
+    """Messages per second of our producer."""
+    with Client(broker.service_url, operation_timeout_seconds=30) as client:
+        producer = client.create_producer(topic, compression_type=CompressionType[codec], **SETTINGS)
+        return _rate(producer, payload, messages)
+
+
+def _topic(broker: BrokerProcess, name: str, partitions: int) -> str:
+    if partitions > 1:
+        path = f"/admin/v2/persistent/public/default/{name}/partitions"
+        broker.admin("PUT", path, content=str(partitions)).raise_for_status()
+    return name
+
+
+def _stored(broker: BrokerProcess, topic: str, partitions: int) -> int:
+    if partitions == 1:
+        return broker.topic_stats(topic)["msgInCounter"]
+    stats = broker.admin("GET", f"/admin/v2/persistent/public/default/{topic}/partitioned-stats").json()
+    return stats["msgInCounter"]
+
+
+def main() -> None:
+    """Run every case for both producers and print msg/s and the ratio ours/official."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000, help="messages per 100-byte case (1 KiB: half)")
+    parser.add_argument("--fsync", action="store_true", help="keep the broker's fsync on")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args()
+    runners: dict[str, Callable[..., float]] = {"official": run_official, "ours": run_ours}
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-producer-") as data_dir:
+        broker = BrokerProcess(Path(data_dir), *([] if args.fsync else ["--no-fsync"])).start()
+        try:
+            for size, partitions, codec in CASES:
+                messages = args.messages if size == 100 else args.messages // 2
+                payload = (b"0123456789abcdef" * (size // 16 + 1))[:size]
+                rates = {}
+                for who, run in runners.items():
+                    topic = _topic(broker, f"bench-{who}-{size}-{partitions}-{codec}", partitions)
+                    rates[who] = run(broker, topic, payload, messages, codec)
+                    stored = _stored(broker, topic, partitions)
+                    if stored != messages:
+                        raise RuntimeError(f"{who}: broker stored {stored} of {messages} messages")
+                ratio = rates["ours"] / rates["official"]
+                results.append({"size": size, "partitions": partitions, "compression": codec, "messages": messages,
+                                **{f"{k}_msg_per_s": round(v) for k, v in rates.items()}, "ratio": round(ratio, 3)})
+                print(f"{size:>5} B  {partitions} partition(s)  {codec:<4}  official {rates['official']:>10,.0f} msg/s  "
+                      f"ours {rates['ours']:>10,.0f} msg/s  ratio {ratio:.2f}", flush=True)
+        finally:
+            broker.stop()
+    if args.json is not None:
+        args.json.write_text(json.dumps({"settings": SETTINGS, "fsync": args.fsync, "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Producer settings: the official ``create_producer`` keyword names, validated once.
+
+Every setting defaults as in ``pulsar.Client.create_producer`` except ``batching_enabled``, which
+is on here (the official sync API turns it off; ours is the primary path and batches). ``None``
+means "not set", so 0 can mean 0.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import InvalidConfiguration
+from ..protocol.compression import CompressionType
+from .routers import HashingScheme, PartitionsRoutingMode
+
+__all__ = ["BatchingType", "ProducerAccessMode", "ProducerConfig"]
+
+
+class ProducerAccessMode(enum.IntEnum):
+    """Who may produce on a topic; values are the wire's ``ProducerAccessMode``."""
+
+    Shared = 0
+    Exclusive = 1
+    WaitForExclusive = 2
+    ExclusiveWithFencing = 3
+
+
+class BatchingType(enum.IntEnum):
+    """How messages are grouped into batches; only ``Default`` (arrival order) is implemented."""
+
+    Default = 0
+    KeyBased = 1
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """Validated producer settings; build with :meth:`from_settings`."""
+
+    producer_name: str | None = None
+    initial_sequence_id: int | None = None
+    send_timeout_millis: int = 30_000
+    compression_type: CompressionType = CompressionType.NONE
+    max_pending_messages: int = 1000
+    max_pending_messages_across_partitions: int = 50_000
+    block_if_queue_full: bool = False
+    batching_enabled: bool = True
+    batching_max_messages: int = 1000
+    batching_max_allowed_size_in_bytes: int = 131_072
+    batching_max_publish_delay_ms: int = 10
+    batching_partition_switch_frequency_by_publish_delay: int = 10
+    batching_type: BatchingType = BatchingType.Default
+    message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution
+    hashing_scheme: HashingScheme = HashingScheme.JavaStringHash
+    message_router: Callable[[Any, int], int] | None = None
+    skip_full_partitions: bool = False
+    chunking_enabled: bool = False
+    access_mode: ProducerAccessMode = ProducerAccessMode.Shared
+    properties: Mapping[str, str] = field(default_factory=dict)
+    interceptors: Sequence[Any] = ()
+    stats_log_interval_seconds: float | None = None
+
+    @classmethod
+    def from_settings(cls, **settings: Any) -> ProducerConfig:
+        """Check every keyword (name, type, range) and fill the defaults; raise naming the bad one."""
+        known = cls.__dataclass_fields__
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise TypeError(f"create_producer() got unexpected keyword argument(s): {', '.join(unknown)}")
+        values = {k: v for k, v in settings.items() if v is not None}
+        for name in ("batching_enabled", "block_if_queue_full", "chunking_enabled", "skip_full_partitions"):
+            if name in values and not isinstance(values[name], bool):
+                raise InvalidConfiguration(f"{name} must be a bool, got {values[name]!r}")
+        for name in ("send_timeout_millis", "batching_max_publish_delay_ms", "initial_sequence_id"):
+            _check_int(values, name, minimum=0)
+        for name in (
+            "max_pending_messages",
+            "max_pending_messages_across_partitions",
+            "batching_max_messages",
+            "batching_max_allowed_size_in_bytes",
+            "batching_partition_switch_frequency_by_publish_delay",
+        ):
+            _check_int(values, name, minimum=1)
+        if "producer_name" in values and not isinstance(values["producer_name"], str):
+            raise InvalidConfiguration(f"producer_name must be a str, got {values['producer_name']!r}")
+        for name, kind in (
+            ("compression_type", CompressionType),
+            ("message_routing_mode", PartitionsRoutingMode),
+            ("hashing_scheme", HashingScheme),
+            ("access_mode", ProducerAccessMode),
+            ("batching_type", BatchingType),
+        ):
+            if name in values:
+                values[name] = _enum(kind, name, values[name])
+        if values.get("batching_type") == BatchingType.KeyBased:
+            raise InvalidConfiguration("batching_type KeyBased is not supported; use BatchingType.Default")
+        router = values.get("message_router")
+        if router is not None and not callable(router):
+            raise InvalidConfiguration(f"message_router must be callable(message, num_partitions), got {router!r}")
+        if router is not None:
+            values["message_routing_mode"] = PartitionsRoutingMode.CustomPartition
+        elif values.get("message_routing_mode") == PartitionsRoutingMode.CustomPartition:
+            raise InvalidConfiguration("message_routing_mode CustomPartition needs a message_router")
+        properties = values.get("properties", {})
+        if not isinstance(properties, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in properties.items()
+        ):
+            raise InvalidConfiguration(f"properties must be a dict of str to str, got {properties!r}")
+        interval = values.get("stats_log_interval_seconds")
+        if interval is not None and not (isinstance(interval, (int, float)) and interval > 0):
+            raise InvalidConfiguration(f"stats_log_interval_seconds must be a positive number, got {interval!r}")
+        values["interceptors"] = tuple(values.get("interceptors", ()))
+        config = cls(**values)
+        if config.batching_enabled and config.chunking_enabled:
+            raise InvalidConfiguration("batching_enabled and chunking_enabled cannot both be True")
+        return config
+
+    @property
+    def send_timeout(self) -> float | None:
+        """The send timeout in seconds; None when 0 turns it off."""
+        return self.send_timeout_millis / 1000 if self.send_timeout_millis else None
+
+
+def _check_int(values: dict[str, Any], name: str, minimum: int) -> None:
+    if name not in values:
+        return
+    value = values[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidConfiguration(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise InvalidConfiguration(f"{name} must be >= {minimum}, got {value}")
+
+
+def _enum(kind: type[enum.IntEnum], name: str, value: Any) -> Any:
+    # Accept the official package's enums too (same numbers), so code written for it works.
+    number = getattr(value, "value", value)
+    try:
+        return kind(int(number))
+    except (TypeError, ValueError):
+        raise InvalidConfiguration(f"{name} must be a {kind.__name__}, got {value!r}") from None

@@ -1,0 +1,320 @@
+"""The user-facing Producer: one partition producer per partition, a router in front.
+
+Mirrors ``pulsar.Producer``: ``send``, ``send_async(content, callback)``, ``flush``, ``close``,
+``topic``, ``producer_name``, ``last_sequence_id``, ``is_connected``; plus ``send_future`` (a
+``concurrent.futures.Future``, awaitable through ``asyncio.wrap_future``) and ``stats``.
+A non-partitioned topic has a single partition producer and no router.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from ..exceptions import InvalidConfiguration, PulsarException, Result, exception_for
+from ..protocol.message_id import MessageId
+from ..topic_name import InvalidTopicNameError, TopicName
+from .config import ProducerConfig
+from .limits import PendingLimit, memory_limit_of
+from .message import OutgoingMessage
+from .partition_producer import PartitionProducer, SendCallback
+from .routers import (
+    CustomRouter,
+    MessageRouter,
+    PartitionsRoutingMode,
+    RoundRobinRouter,
+    SinglePartitionRouter,
+)
+from .stats import ProducerStats
+
+__all__ = ["Producer", "create_producer"]
+
+log = logging.getLogger(__name__)
+
+
+def create_producer(client: Any, topic: str, **settings: Any) -> Producer:
+    """A connected producer on ``topic``; settings as ``pulsar.Client.create_producer``."""
+    if not isinstance(topic, str):
+        raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
+    return Producer(client, topic, ProducerConfig.from_settings(**settings))
+
+
+class Producer:
+    """Publishes to a topic, partitioned or not."""
+
+    def __init__(self, client: Any, topic: str, config: ProducerConfig):
+        try:
+            name = TopicName.parse(topic)
+        except InvalidTopicNameError as exc:
+            raise exception_for(Result.InvalidTopicName, str(exc)) from None
+        self._topic = str(name)
+        self._config = config
+        self._client = client
+        self._stats = ProducerStats()
+        count = client.partition_count(self._topic)
+        memory = memory_limit_of(client)
+        if count:
+            per_partition = max(1, min(config.max_pending_messages, config.max_pending_messages_across_partitions // count))
+            targets = [(str(name.partition_name(i)), i) for i in range(count)]
+        else:
+            per_partition = config.max_pending_messages
+            targets = [(self._topic, -1)]
+        self._partitions = [
+            PartitionProducer(client, target, index, config, PendingLimit(per_partition), memory, self._stats)
+            for target, index in targets
+        ]
+        self._num_partitions = count
+        self._router = self._make_router() if count else None
+        self._interceptors = config.interceptors
+        self._closed = False
+        started: list[PartitionProducer] = []
+        try:
+            for partition in self._partitions:
+                partition.start()
+                started.append(partition)
+        except BaseException:
+            for partition in started:
+                partition.close()
+            raise
+        self._stats_handle = (
+            client.timer.call_every(config.stats_log_interval_seconds, self._log_stats)
+            if config.stats_log_interval_seconds
+            else None
+        )
+        client.register(self)
+
+    def _make_router(self) -> MessageRouter:
+        config = self._config
+        if config.message_router is not None:
+            return CustomRouter(config.message_router)
+        is_full = (lambda i: self._partitions[i].is_full()) if config.skip_full_partitions else None
+        if config.message_routing_mode == PartitionsRoutingMode.UseSinglePartition:
+            return SinglePartitionRouter(config.hashing_scheme, self._num_partitions, is_full)
+        return RoundRobinRouter(
+            config.hashing_scheme,
+            config.batching_enabled,
+            config.batching_max_publish_delay_ms * config.batching_partition_switch_frequency_by_publish_delay,
+            is_full,
+        )
+
+    # ---- sending ----
+
+    def send_async(
+        self,
+        content: bytes,
+        callback: Callable[[Result, MessageId | None], None] | None,
+        properties: Mapping[str, str] | None = None,
+        partition_key: str | None = None,
+        ordering_key: str | None = None,
+        sequence_id: int | None = None,
+        event_timestamp: int | None = None,
+    ) -> None:
+        """Queue a message; ``callback(result, message_id)`` runs on the IO thread when it completes.
+
+        Errors known at once (queue or memory full with ``block_if_queue_full=False``, a closed
+        producer, a message too big) are reported through the callback before this returns.
+        ``None`` ignores the outcome, as the official client allows.
+        """
+        if callback is None:
+            callback = _ignore
+        elif not callable(callback):
+            raise TypeError(f"callback must be callable(result, message_id), got {callback!r}")
+        self._dispatch(content, callback, properties, partition_key, ordering_key, sequence_id, event_timestamp, False)
+
+    def send(
+        self,
+        content: bytes,
+        properties: Mapping[str, str] | None = None,
+        partition_key: str | None = None,
+        ordering_key: str | None = None,
+        sequence_id: int | None = None,
+        event_timestamp: int | None = None,
+    ) -> MessageId:
+        """Publish a message and wait for the broker's receipt; returns its MessageId."""
+        waiter = _Waiter()
+        self._dispatch(content, waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp, True)
+        return waiter.wait()
+
+    def send_future(
+        self,
+        content: bytes,
+        properties: Mapping[str, str] | None = None,
+        partition_key: str | None = None,
+        ordering_key: str | None = None,
+        sequence_id: int | None = None,
+        event_timestamp: int | None = None,
+    ) -> Future[MessageId]:
+        """Queue a message; the future resolves to its MessageId (``await asyncio.wrap_future(f)``)."""
+        waiter = _Waiter()
+        self._dispatch(content, waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp, False)
+        return waiter.future
+
+    def _dispatch(
+        self,
+        content: bytes,
+        callback: SendCallback,
+        properties: Mapping[str, str] | None,
+        partition_key: str | None,
+        ordering_key: str | None,
+        sequence_id: int | None,
+        event_timestamp: int | None,
+        flush: bool,
+    ) -> None:
+        if not isinstance(content, (bytes, bytearray, memoryview)):
+            raise TypeError(f"content must be bytes, got {type(content).__name__}")
+        _check_fields(properties, partition_key, ordering_key, sequence_id, event_timestamp)
+        if self._interceptors:
+            message = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
+            for interceptor in self._interceptors:
+                message = interceptor.before_send(self, message)
+            callback = self._intercepted(callback, message)
+            content, properties, partition_key = message.content, message.props, message.key
+            ordering_key, event_timestamp, sequence_id = message.ordering, message.event_time, message.seq
+        if self._router is None:
+            target = self._partitions[0]
+        else:
+            routed = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
+            target = self._partitions[self._router.choose_partition(routed, self._num_partitions)]
+        target.send_async(
+            bytes(content) if not isinstance(content, bytes) else content,
+            callback,
+            properties,
+            partition_key,
+            ordering_key.encode() if ordering_key is not None else None,
+            event_timestamp,
+            sequence_id,
+            flush,
+        )
+
+    def _intercepted(self, callback: SendCallback, message: OutgoingMessage) -> SendCallback:
+        """Wrap a callback so every interceptor hears of the acknowledgement first."""
+        interceptors = self._interceptors
+
+        def notify(result: Result, message_id: MessageId | None) -> None:
+            for interceptor in interceptors:
+                try:
+                    interceptor.on_send_acknowledgement(self, message, message_id, result)
+                except Exception:  # an interceptor's failure must not lose the user's callback
+                    log.exception("producer interceptor failed")
+
+        if isinstance(callback, _Waiter):
+            return callback.after(notify)
+
+        def acknowledged(result: Result, message_id: MessageId | None) -> None:
+            notify(result, message_id)
+            callback(result, message_id)
+
+        return acknowledged
+
+    # ---- flush, close, state ----
+
+    def flush(self) -> None:
+        """Send every batch now and wait until all messages sent so far are acknowledged or failed."""
+        for partition in self._partitions:
+            partition.flush_batch()
+        for partition in self._partitions:
+            partition.flush()
+
+    def close(self) -> None:
+        """Flush, then close every partition producer."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._stats_handle is not None:
+            self._stats_handle.cancel()
+        try:
+            for partition in self._partitions:
+                partition.close()
+        finally:
+            self._client.unregister(self)
+
+    def topic(self) -> str:
+        """The topic (the partitioned topic's name, not a partition's)."""
+        return self._topic
+
+    def producer_name(self) -> str:
+        """The producer name (of the first partition for a partitioned topic)."""
+        return self._partitions[0].producer_name
+
+    def last_sequence_id(self) -> int:
+        """The highest sequence id acknowledged by the broker, across partitions; -1 if none."""
+        return max(partition.last_sequence_id for partition in self._partitions)
+
+    def is_connected(self) -> bool:
+        """Whether every partition producer is connected."""
+        return not self._closed and all(partition.is_connected() for partition in self._partitions)
+
+    def stats(self) -> dict[str, Any]:
+        """Messages, bytes, batches, mean batch size, compression ratio, pending, latency percentiles."""
+        return self._stats.snapshot(sum(partition.pending_messages() for partition in self._partitions))
+
+    def _log_stats(self) -> None:
+        ProducerStats.log_line(self._topic, self.stats())
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Producer({self._topic!r}, partitions={self._num_partitions})"
+
+
+class _Waiter:
+    """The callback of a sync send or a future send: resolves a Future with the id or the error."""
+
+    __slots__ = ("future", "_then")
+
+    def __init__(self) -> None:
+        self.future: Future[MessageId] = Future()
+        self._then: SendCallback | None = None
+
+    def after(self, first: SendCallback) -> _Waiter:
+        """Run ``first`` (the interceptors) before resolving the future."""
+        self._then = first
+        return self
+
+    def __call__(self, result: Result, message_id: MessageId | None) -> None:
+        if self._then is not None:
+            self._then(result, message_id)
+        if result is Result.Ok:
+            self.future.set_result(message_id)  # type: ignore[arg-type]
+        else:
+            self.future.set_exception(exception_for(result))
+
+    def fail(self, error: PulsarException) -> None:
+        """Fail with the exception itself, keeping its message."""
+        if self._then is not None:
+            self._then(error.result, None)
+        self.future.set_exception(error)
+
+    def wait(self) -> MessageId:
+        """Block until resolved; raise the send's exception on failure."""
+        return self.future.result()
+
+
+def _ignore(result: Result, message_id: MessageId | None) -> None:
+    """The callback of a ``send_async(content, None)``."""
+
+
+def _check_fields(
+    properties: Mapping[str, str] | None,
+    partition_key: str | None,
+    ordering_key: str | None,
+    sequence_id: int | None,
+    event_timestamp: int | None,
+) -> None:
+    if properties is not None and not (
+        isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
+    ):
+        raise TypeError(f"properties must be a dict of str to str, got {properties!r}")
+    if partition_key is not None and not isinstance(partition_key, str):
+        raise TypeError(f"partition_key must be a str, got {partition_key!r}")
+    if ordering_key is not None and not isinstance(ordering_key, str):
+        raise TypeError(f"ordering_key must be a str, got {ordering_key!r}")
+    for name, value in (("sequence_id", sequence_id), ("event_timestamp", event_timestamp)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")

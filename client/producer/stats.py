@@ -1,0 +1,98 @@
+"""Producer statistics: what was sent, how well it batched and compressed, and how fast it was acked.
+
+Updated once per op (a batch, a message or a chunk), never per message, so the hot path pays
+nothing; latencies are kept for the most recent ops only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from typing import Any
+
+__all__ = ["ProducerStats"]
+
+log = logging.getLogger(__name__)
+_LATENCY_WINDOW = 4096
+
+
+class ProducerStats:
+    """Counters of one producer (all its partitions)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.messages_acked = 0
+        self.messages_failed = 0
+        self.payload_bytes = 0
+        self.wire_bytes = 0
+        self.batches = 0
+        self.batched_messages = 0
+        self._latencies: deque[float] = deque(maxlen=_LATENCY_WINDOW)
+
+    def record_written(self, num_messages: int, payload_bytes: int, wire_bytes: int, batched: bool) -> None:
+        """An op was built: its uncompressed and compressed sizes."""
+        with self._lock:
+            self.payload_bytes += payload_bytes
+            self.wire_bytes += wire_bytes
+            if batched:
+                self.batches += 1
+                self.batched_messages += num_messages
+
+    def record_acked(self, num_messages: int, latency_seconds: float) -> None:
+        """An op's receipt arrived ``latency_seconds`` after its first message was sent."""
+        with self._lock:
+            self.messages_acked += num_messages
+            self._latencies.append(latency_seconds * 1000)
+
+    def record_failed(self, num_messages: int) -> None:
+        """Messages failed (error, timeout or close)."""
+        with self._lock:
+            self.messages_failed += num_messages
+
+    def snapshot(self, pending: int) -> dict[str, Any]:
+        """A plain dict of the figures; ``pending`` is supplied by the producer."""
+        with self._lock:
+            latencies = sorted(self._latencies)
+            return {
+                "messages": self.messages_acked,
+                "failed": self.messages_failed,
+                "bytes": self.payload_bytes,
+                "wire_bytes": self.wire_bytes,
+                "batches": self.batches,
+                "mean_batch_size": self.batched_messages / self.batches if self.batches else 0.0,
+                "compression_ratio": self.wire_bytes / self.payload_bytes if self.payload_bytes else 1.0,
+                "pending": pending,
+                "latency_ms": {
+                    "p50": _percentile(latencies, 0.50),
+                    "p95": _percentile(latencies, 0.95),
+                    "p99": _percentile(latencies, 0.99),
+                    "max": latencies[-1] if latencies else 0.0,
+                },
+            }
+
+    @staticmethod
+    def log_line(topic: str, snapshot: dict[str, Any]) -> None:
+        """Log one summary line, as the official client's periodic stats do."""
+        latency = snapshot["latency_ms"]
+        log.info(
+            "producer %s: %d msgs acked, %d failed, %d bytes, %d batches (mean %.1f msgs), "
+            "compression %.2f, %d pending, latency p50 %.1f p99 %.1f max %.1f ms",
+            topic,
+            snapshot["messages"],
+            snapshot["failed"],
+            snapshot["bytes"],
+            snapshot["batches"],
+            snapshot["mean_batch_size"],
+            snapshot["compression_ratio"],
+            snapshot["pending"],
+            latency["p50"],
+            latency["p99"],
+            latency["max"],
+        )
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
