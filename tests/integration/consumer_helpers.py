@@ -1,0 +1,124 @@
+"""Fixtures and helpers of the consumer integration tests: our client, and the official producer.
+
+The official ``pulsar-client`` producer creates the data, so these tests depend on our consumer
+only. Every client has short timeouts so a bug fails a test in seconds instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pulsar
+import pytest
+
+from airflow_pulsar.client.client import Client
+
+TIMEOUT_MS = 5000
+
+
+@pytest.fixture
+def our_client(broker: Any) -> Iterator[Client]:
+    """Our client on the module's broker."""
+    client = Client(broker.service_url, operation_timeout_seconds=10, connection_timeout_ms=3000)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def official(broker: Any) -> Iterator[pulsar.Client]:
+    """The official client on the module's broker (its producer makes the test data)."""
+    client = pulsar.Client(
+        broker.service_url,
+        operation_timeout_seconds=10,
+        connection_timeout_ms=3000,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )
+    yield client
+    client.close()
+
+
+def produce(
+    official: pulsar.Client,
+    topic: str,
+    count: int,
+    *,
+    batch: int = 0,
+    key: Callable[[int], str] | None = None,
+    **producer_settings: Any,
+) -> list[pulsar.MessageId]:
+    """Send ``m0``..``m{count-1}``; with ``batch`` > 0, in batches of exactly that many."""
+    producer = official.create_producer(
+        topic,
+        batching_enabled=batch > 0,
+        batching_max_messages=max(batch, 2),
+        batching_max_publish_delay_ms=60_000,
+        **producer_settings,
+    )
+    ids: list[Any] = [None] * count
+    for i in range(count):
+        keywords: dict[str, Any] = {"properties": {"i": str(i)}, "event_timestamp": 1_000_000 + i}
+        if key is not None:
+            keywords["partition_key"] = key(i)
+        producer.send_async(f"m{i}".encode(), _store(ids, i), **keywords)
+        if batch and (i + 1) % batch == 0:
+            producer.flush()
+    producer.flush()
+    producer.close()
+    return ids
+
+
+def _store(ids: list[Any], index: int) -> Callable[[Any, Any], None]:
+    def callback(result: Any, message_id: Any) -> None:
+        ids[index] = message_id
+
+    return callback
+
+
+def receive_all(consumer: Any, count: int, timeout_ms: int = TIMEOUT_MS) -> list[Any]:
+    """Exactly ``count`` messages, each within the timeout."""
+    return [consumer.receive(timeout_ms) for _ in range(count)]
+
+
+def nothing_more(receive: Callable[[int], Any], timeout_ms: int = 300) -> bool:
+    """Whether ``receive`` times out (no further message)."""
+    from airflow_pulsar.client.exceptions import Timeout
+
+    try:
+        receive(timeout_ms)
+    except Timeout:
+        return True
+    return False
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Poll until ``predicate`` is truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def data(messages: list[Any]) -> list[bytes]:
+    """Payloads, in order."""
+    return [m.data() for m in messages]
+
+
+def backlog(broker: Any, topic: str, subscription: str) -> int:
+    """The subscription's msgBacklog from the admin stats."""
+    return broker.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"]
+
+
+def broker_consumer(broker: Any, topic: str, subscription: str) -> dict[str, Any]:
+    """The broker's stats entry of the subscription's only consumer."""
+    (consumer,) = broker.topic_stats(topic)["subscriptions"][subscription]["consumers"]
+    return consumer
+
+
+def key_of(message_id: Any) -> tuple[int, int, int, int]:
+    """(ledger, entry, partition, batch index) of either client's MessageId."""
+    return (message_id.ledger_id(), message_id.entry_id(), message_id.partition(), message_id.batch_index())
