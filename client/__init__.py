@@ -1,1 +1,69 @@
-"""Pure-Python Apache Pulsar client; never imports airflow."""
+"""Pure-Python Apache Pulsar client; never imports airflow.
+
+The names mirror the official ``pulsar`` package, so switching is one import::
+
+    import airflow_pulsar.client as pulsar
+
+    client = pulsar.Client("pulsar://localhost:6650")
+    producer = client.create_producer("my-topic")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import exceptions
+from .auth import Authentication, AuthenticationToken
+from .client import Client
+from .consumer import (
+    Consumer,
+    ConsumerBatchReceivePolicy,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    ConsumerType,
+    InitialPosition,
+    KeySharedMode,
+    Message,
+    Reader,
+)
+from .exceptions import PulsarException, Result
+from .producer import (
+    BatchingType,
+    CompressionType,
+    HashingScheme,
+    PartitionsRoutingMode,
+    Producer,
+    ProducerAccessMode,
+    recommend_settings,
+)
+from .protocol.message_id import MessageId
+
+__all__ = [
+    "Authentication",
+    "AuthenticationToken",
+    "BatchingType",
+    "Client",
+    "CompressionType",
+    "Consumer",
+    "ConsumerBatchReceivePolicy",
+    "ConsumerDeadLetterPolicy",
+    "ConsumerKeySharedPolicy",
+    "ConsumerType",
+    "HashingScheme",
+    "InitialPosition",
+    "KeySharedMode",
+    "Message",
+    "MessageId",
+    "PartitionsRoutingMode",
+    "Producer",
+    "ProducerAccessMode",
+    "PulsarException",
+    "Reader",
+    "Result",
+    "recommend_settings",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Exception classes by their official names: pulsar.Timeout, pulsar.ProducerQueueIsFull, ...
+    return getattr(exceptions, name)

@@ -149,6 +149,10 @@ class Topic:
         """
         name = producer.name
         highest = max(sequence_id, highest_sequence_id)
+        metadata, _ = split_entry(data)
+        # Every chunk of a chunked message carries the message's sequence id: only the last
+        # chunk records it, so the earlier ones are not mistaken for duplicates.
+        records_sequence = not metadata.HasField("chunk_id") or metadata.chunk_id >= metadata.num_chunks_from_msg - 1
         if self.dedup:
             if highest <= self._pushed_seq.get(name, -1):
                 in_flight = self._last_append.get(name)
@@ -157,24 +161,24 @@ class Topic:
                 else:
                     done(DUPLICATE, None)
                 return
-            self._pushed_seq[name] = highest
-        metadata, _ = split_entry(data)
+            if records_sequence:
+                self._pushed_seq[name] = highest
         key = metadata.ordering_key if metadata.HasField("ordering_key") else None
         if key is None and metadata.HasField("partition_key"):
             key = metadata.partition_key.encode()
         entry = StoredEntry(-1, metadata.publish_time, num_messages, checksum, key, data)
-        future = self.ledger.append(entry, name, highest)
-        if self.dedup:
+        future = self.ledger.append(entry, name, highest if records_sequence else None)
+        if self.dedup and records_sequence:
             self._last_append[name] = future
 
         def committed(f: asyncio.Future[None]) -> None:
             error = f.exception()
             if error is not None:
-                if self.dedup:
+                if self.dedup and records_sequence:
                     self._pushed_seq[name] = self._persisted_seq.get(name, -1)
                 done(None, error)
                 return
-            if self.dedup and highest > self._persisted_seq.get(name, -1):
+            if self.dedup and records_sequence and highest > self._persisted_seq.get(name, -1):
                 self._persisted_seq[name] = highest
             size = len(data)
             producer.msg_in += num_messages

@@ -57,8 +57,10 @@ def test_batches_in_every_codec_reach_the_official_consumer(
     assert_nothing_more(consumer.receive)
 
 
-def test_chunked_messages_are_reassembled(broker_factory: Any, client_factory: Any, topic_name: str) -> None:
-    small = broker_factory("--max-message-size", "20000")
+@pytest.mark.parametrize("dedup", [False, True], ids=["dedup-off", "dedup-on"])
+def test_chunked_messages_are_reassembled(broker_factory: Any, client_factory: Any, topic_name: str, dedup: bool) -> None:
+    # With dedup on, every chunk carries the message's sequence id and none may count as a duplicate.
+    small = broker_factory("--max-message-size", "20000", *(["--dedup"] if dedup else []))
     consumer = client_factory(small).subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
     big = [os.urandom(70_000), os.urandom(45_000)]
     with Client(small.service_url, operation_timeout_seconds=5) as ours:
