@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# The broker-backed tiers are mostly waiting on I/O: two workers keep both cores busy.
+PYTEST_WORKERS ?= 2
 
 .PHONY: install test demo proto java clean
 
@@ -25,7 +27,7 @@ java:
 	fi
 
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 demo: install
 	$(PY) -m airflow_pulsar.demo
