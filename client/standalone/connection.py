@@ -509,6 +509,9 @@ class ServerConnection(asyncio.Protocol):
         for consumer in list(subscription.consumers):
             consumer.sink.close_consumer(consumer.consumer_id)
         subscription.seek(entry)
+        # A reader's subscription went with its consumer; Pulsar keeps a reset cursor under its name,
+        # and the reader needs it: after a seek by time it resubscribes without a start id.
+        subscription.topic.subscriptions.setdefault(subscription.name, subscription)
         saved = subscription.persist()
         if saved is not None:
             await saved

@@ -4,6 +4,10 @@ Dispatch sends one entry (a message or a whole batch) per MESSAGE to a consumer 
 subscription type's selector, as long as that consumer has permits. Entries taken back from a
 consumer (redelivery, disconnect) go to the *replay* set and are sent again, in entry order,
 before anything new is read.
+
+Key_Shared keeps each key in order when keys change hands (a consumer joins or leaves): an entry
+goes to its key's new owner only once no other consumer still holds an unacknowledged entry of
+that key, as with Pulsar's draining hashes.
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ class Subscription:
         self.replay: set[int] = set()
         self.redelivery_counts: dict[int, int] = {}
         self.holder: dict[int, ServerConsumer] = {}  # entry id -> consumer it is out with
+        # Key_Shared: sticky key -> (consumer holding entries of it, how many); entry id -> its key.
+        self._key_holders: dict[bytes | None, tuple[ServerConsumer, int]] = {}
+        self._held_keys: dict[int, bytes | None] = {}
+        self._keys_freed = False
         self._dispatching = False
         self._again = False
         self.msg_out = 0
@@ -123,7 +131,7 @@ class Subscription:
             if entry_id not in consumer.pending:
                 continue
             consumer.settle(entry_id)
-            self.holder.pop(entry_id, None)
+            self._release(entry_id)
             if not self.cursor.is_acked(entry_id):
                 self.replay.add(entry_id)
                 # As in Pulsar, only Shared and Key_Shared count redeliveries (for dead-lettering).
@@ -144,6 +152,7 @@ class Subscription:
             self._again = True
             return
         self._dispatching = True
+        self._keys_freed = False
         try:
             self._again = True
             while self._again:
@@ -208,6 +217,8 @@ class Subscription:
         consumer = self.selector.pick(entry)
         if consumer is None:
             return False
+        if self.sub_type == CommandSubscribe.Key_Shared and not self._hold_key(entry, consumer):
+            return False
         bits = self.cursor.unacked_bits(entry.entry_id)
         ack_set = bits_to_words(bits, entry.num_messages) if bits is not None else None
         self.holder[entry.entry_id] = consumer
@@ -216,6 +227,36 @@ class Subscription:
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))
         return True
+
+    def _hold_key(self, entry: StoredEntry, consumer: ServerConsumer) -> bool:
+        """Record that ``consumer`` holds an entry of its key; False if another consumer still does."""
+        key = entry.sticky_key
+        holder, count = self._key_holders.get(key, (consumer, 0))
+        if holder is not consumer:
+            return False
+        self._key_holders[key] = (consumer, count + 1)
+        self._held_keys[entry.entry_id] = key
+        return True
+
+    def _release(self, entry_id: int) -> ServerConsumer | None:
+        """Forget which consumer holds an entry (and, for Key_Shared, its key); returns that consumer."""
+        consumer = self.holder.pop(entry_id, None)
+        if entry_id in self._held_keys:
+            key = self._held_keys.pop(entry_id)
+            holder, count = self._key_holders[key]
+            if count > 1:
+                self._key_holders[key] = (holder, count - 1)
+            else:
+                del self._key_holders[key]
+                self._keys_freed = True
+        return consumer
+
+    def _dispatch_if_keys_freed(self) -> None:
+        # Entries waiting for their key's previous holder may go now.
+        if self._keys_freed:
+            self._keys_freed = False
+            if self.replay:
+                self.dispatch()
 
     # ---- acknowledgement ----
 
@@ -228,6 +269,7 @@ class Subscription:
         else:
             changed = self.cursor.ack(entry_id)
         self._settle(entry_id)
+        self._dispatch_if_keys_freed()
         return changed
 
     def ack_cumulative(self, entry_id: int, ack_set: list[int] | None, batch_size: int) -> bool:
@@ -245,10 +287,11 @@ class Subscription:
         for held in [e for e in self.holder if self.cursor.is_acked(e)]:
             self._settle(held)
         self.replay = {e for e in self.replay if not self.cursor.is_acked(e)}
+        self._dispatch_if_keys_freed()
         return changed
 
     def _settle(self, entry_id: int) -> None:
-        holder = self.holder.pop(entry_id, None)
+        holder = self._release(entry_id)
         if holder is not None:
             holder.settle(entry_id)
         self.redelivery_counts.pop(entry_id, None)
@@ -268,6 +311,8 @@ class Subscription:
             for held in list(consumer.pending):
                 consumer.settle(held)
         self.holder.clear()
+        self._key_holders.clear()
+        self._held_keys.clear()
 
     def persist(self) -> asyncio.Future[None] | None:
         """Queue the cursor's state for storage if durable; the future resolves when saved."""

@@ -42,3 +42,14 @@ def client_factory(broker: Any) -> Iterator[Callable[..., pulsar.Client]]:
 def client(client_factory: Callable[..., pulsar.Client]) -> pulsar.Client:
     """One official client connected to the module's broker."""
     return client_factory()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def broker_log_is_clean(broker: Any) -> Iterator[None]:
+    """After each module, fail if the broker logged an unhandled exception meanwhile."""
+    start = broker.log_path.stat().st_size if broker.log_path.exists() else 0
+    yield
+    with open(broker.log_path, errors="replace") as log:
+        log.seek(start)
+        text = log.read()
+    assert "Traceback" not in text, f"the broker logged an exception:\n{text[-5000:]}"

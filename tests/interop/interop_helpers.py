@@ -8,8 +8,14 @@ from typing import Any
 
 import pulsar
 
+from airflow_pulsar.client.standalone.process import BrokerProcess
+
 OPERATION_TIMEOUT = 10
 RECEIVE_TIMEOUT_MS = 5000
+
+
+# The client_factory fixture: make(broker=None) -> an official client for that (or the module's) broker.
+ClientFactory = Callable[..., pulsar.Client]
 
 
 def full_name(topic: str) -> str:
@@ -48,12 +54,12 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: fl
     raise AssertionError(f"condition not met within {timeout} s (last value {last!r})")
 
 
-def backlog(broker: Any, topic: str, subscription: str) -> int:
+def backlog(broker: BrokerProcess, topic: str, subscription: str) -> int:
     """The subscription's msgBacklog from the admin stats."""
     return broker.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"]
 
 
-def wait_backlog(broker: Any, topic: str, subscription: str, expected: int, timeout: float = 10.0) -> None:
+def wait_backlog(broker: BrokerProcess, topic: str, subscription: str, expected: int, timeout: float = 10.0) -> None:
     """Wait until the admin stats show ``expected`` as the backlog (the client groups its acks)."""
     wait_until(lambda: backlog(broker, topic, subscription) == expected, timeout)
 
@@ -66,3 +72,37 @@ def id_key(message_id: Any) -> tuple[int, int, int, int]:
 def data_of(messages: list[pulsar.Message]) -> list[bytes]:
     """The payloads of some messages, in order."""
     return [m.data() for m in messages]
+
+
+def produce(
+    client: pulsar.Client, topic: str, count: int, batching: bool = False, gap: float = 0.0
+) -> list[pulsar.MessageId]:
+    """Send m0..m{count-1} and return their ids in send order.
+
+    With batching, in batches of exactly five (flush() sends a short last one; no timer cuts one
+    short). ``gap`` seconds between sends give entries distinct publish times.
+    """
+    producer = client.create_producer(
+        topic, batching_enabled=batching, batching_max_messages=5, batching_max_publish_delay_ms=60_000
+    )
+    ids: list[pulsar.MessageId] = []
+    for i in range(count):
+        if gap:
+            time.sleep(gap)
+            producer.flush()
+        producer.send_async(f"m{i}".encode(), lambda result, msg_id: ids.append(msg_id))
+    producer.flush()
+    producer.close()
+    assert len(ids) == count
+    return ids
+
+
+def create_partitioned(broker: BrokerProcess, topic: str, partitions: int) -> None:
+    """Create a partitioned topic through the admin API, as ``pulsar-admin topics create-partitioned-topic``."""
+    response = broker.admin(
+        "PUT",
+        f"/admin/v2/persistent/public/default/{topic}/partitions",
+        content=str(partitions),
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 204, response.text

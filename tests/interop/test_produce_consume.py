@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 import pulsar
 import pytest
 
 from airflow_pulsar.client.hashing import murmur3_32
-from interop_helpers import assert_nothing_more, data_of, full_name, id_key, read_n, receive_n
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from interop_helpers import (
+    ClientFactory,
+    assert_nothing_more,
+    create_partitioned,
+    data_of,
+    full_name,
+    id_key,
+    read_n,
+    receive_n,
+    wait_until,
+)
 
 pytestmark = pytest.mark.interop
 
@@ -27,6 +39,7 @@ def test_produce_consume_round_trip(client: pulsar.Client, topic_name: str, batc
             lambda result, msg_id: sent_ids.append((result, msg_id)),
             properties={"index": str(i), "kind": "round-trip"},
             partition_key=f"key-{i % 3}",
+            ordering_key=f"order-{i % 2}",
             event_timestamp=1_700_000_000_000 + i,
         )
     producer.flush()
@@ -37,6 +50,7 @@ def test_produce_consume_round_trip(client: pulsar.Client, topic_name: str, batc
     for i, message in enumerate(messages):
         assert message.properties() == {"index": str(i), "kind": "round-trip"}
         assert message.partition_key() == f"key-{i % 3}"
+        assert message.ordering_key() == f"order-{i % 2}"
         assert message.event_timestamp() == 1_700_000_000_000 + i
         assert message.publish_timestamp() > 0
         assert message.producer_name() == producer.producer_name()
@@ -57,6 +71,22 @@ def test_produce_consume_round_trip(client: pulsar.Client, topic_name: str, batc
     assert_nothing_more(consumer.receive)
 
 
+def test_many_messages_through_a_small_receiver_queue(client: pulsar.Client, topic_name: str) -> None:
+    # Batches of 100 against a queue of 10: permits go negative and FLOW has to catch up, many times.
+    consumer = client.subscribe(topic_name, "sub", receiver_queue_size=10)
+    producer = client.create_producer(
+        topic_name, batching_enabled=True, batching_max_messages=100, block_if_queue_full=True
+    )
+    count = 3000
+    for i in range(count):
+        producer.send_async(str(i).encode(), None)
+    producer.flush()
+    received = receive_n(consumer, count)
+    assert [int(m.data()) for m in received] == list(range(count))
+    consumer.acknowledge_cumulative(received[-1])
+    assert_nothing_more(consumer.receive)
+
+
 def test_sync_send_returns_ids_and_empty_payload(client: pulsar.Client, topic_name: str) -> None:
     consumer = client.subscribe(topic_name, "sub")
     producer = client.create_producer(topic_name)
@@ -66,6 +96,17 @@ def test_sync_send_returns_ids_and_empty_payload(client: pulsar.Client, topic_na
     received = receive_n(consumer, 2)
     assert data_of(received) == [b"", b"x" * 100_000]
     assert [id_key(m.message_id()) for m in received] == [id_key(first), id_key(second)]
+
+
+def test_message_just_under_the_size_limit(client: pulsar.Client, topic_name: str) -> None:
+    consumer = client.subscribe(topic_name, "sub")
+    producer = client.create_producer(topic_name)
+    # The broker advertises 5 MiB in CONNECTED; the client checks against that, so both sides agree.
+    largest = bytes(range(256)) * (5 * 4096 - 4)
+    producer.send(largest)
+    assert consumer.receive(timeout_millis=5000).data() == largest
+    with pytest.raises(pulsar.MessageTooBig):
+        producer.send(largest + b"x" * 2048)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +120,9 @@ def test_sync_send_returns_ids_and_empty_payload(client: pulsar.Client, topic_na
     ],
     ids=lambda c: c.name,
 )
-def test_compression_with_batching(broker, client: pulsar.Client, topic_name: str, compression) -> None:
+def test_compression_with_batching(
+    broker: BrokerProcess, client: pulsar.Client, topic_name: str, compression: pulsar.CompressionType
+) -> None:
     consumer = client.subscribe(topic_name, "sub")
     producer = client.create_producer(
         topic_name, compression_type=compression, batching_enabled=True, batching_max_publish_delay_ms=50
@@ -100,18 +143,6 @@ def test_compression_with_batching(broker, client: pulsar.Client, topic_name: st
         assert stored < raw // 2
 
 
-def _create_partitioned(broker, topic: str, partitions: int) -> None:
-    response = broker.admin(
-        "PUT",
-        f"/admin/v2/persistent/public/default/{topic}/partitions",
-        content=str(partitions),
-        headers={"Content-Type": "application/json"},
-    )
-    assert response.status_code in (200, 204), response.text
-    got = broker.admin("GET", f"/admin/v2/persistent/public/default/{topic}/partitions").json()
-    assert got["partitions"] == partitions
-
-
 def _read_partitions(client: pulsar.Client, topic: str, partitions: int, total: int) -> dict[int, list[str]]:
     """Read every partition from the start with a reader on ``<topic>-partition-i``."""
     keys: dict[int, list[str]] = {}
@@ -126,8 +157,14 @@ def _read_partitions(client: pulsar.Client, topic: str, partitions: int, total: 
     return keys
 
 
-def test_partitioned_topic_produce_consume_and_stats(broker, client: pulsar.Client, topic_name: str) -> None:
-    _create_partitioned(broker, topic_name, 4)
+def test_partitioned_topic_produce_consume_and_stats(
+    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+) -> None:
+    create_partitioned(broker, topic_name, 4)
+    assert broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/partitions").json() == {
+        "partitions": 4
+    }
+    assert client.get_topic_partitions(topic_name) == [full_name(f"{topic_name}-partition-{i}") for i in range(4)]
     consumer = client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
     producer = client.create_producer(topic_name, batching_enabled=True, batching_max_publish_delay_ms=20)
     keys = [f"key-{i}" for i in range(16)]
@@ -149,12 +186,16 @@ def test_partitioned_topic_produce_consume_and_stats(broker, client: pulsar.Clie
     for message in received:
         consumer.acknowledge(message)
 
-    stats = broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/partitioned-stats").json()
+    def partitioned_stats() -> dict:
+        return broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/partitioned-stats").json()
+
+    stats = partitioned_stats()
     assert stats["metadata"]["partitions"] == 4
     assert sorted(stats["partitions"]) == [full_name(f"{topic_name}-partition-{i}") for i in range(4)]
     assert stats["msgInCounter"] == len(sent)
     assert sum(p["msgInCounter"] for p in stats["partitions"].values()) == len(sent)
     assert "sub" in stats["subscriptions"]
+    wait_until(lambda: partitioned_stats()["subscriptions"]["sub"]["msgBacklog"] == 0)
 
     placement = _read_partitions(client, topic_name, 4, len(sent))
     # The default router is sticky per key: every key lives in exactly one partition, and the
@@ -164,10 +205,25 @@ def test_partitioned_topic_produce_consume_and_stats(broker, client: pulsar.Clie
     assert all(m.message_id().partition() in homes[m.partition_key()] for m in received)
 
 
-def test_partitioned_placement_by_murmur3_router(broker, client: pulsar.Client, topic_name: str) -> None:
+def test_reader_on_a_partitioned_topic(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+    create_partitioned(broker, topic_name, 3)
+    producer = client.create_producer(topic_name)
+    for i in range(9):
+        producer.send(f"m{i}".encode())
+    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    read = []
+    while reader.has_message_available():
+        read.append(reader.read_next(timeout_millis=5000))
+    assert sorted(data_of(read)) == [f"m{i}".encode() for i in range(9)]
+    assert {m.message_id().partition() for m in read} == {0, 1, 2}
+
+
+def test_partitioned_placement_by_murmur3_router(
+    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+) -> None:
     # The Python client has no hashing_scheme option and its C++ default is BoostHash, which is
     # neither of Pulsar's Java-compatible hashes; route with Murmur3 explicitly (Java's default).
-    _create_partitioned(broker, topic_name, 4)
+    create_partitioned(broker, topic_name, 4)
     producer = client.create_producer(
         topic_name,
         batching_enabled=True,
@@ -186,9 +242,9 @@ def test_partitioned_placement_by_murmur3_router(broker, client: pulsar.Client, 
 
 
 def test_partitioned_topic_reader_on_one_partition_sees_only_it(
-    broker, client: pulsar.Client, topic_name: str
+    broker: BrokerProcess, client: pulsar.Client, topic_name: str
 ) -> None:
-    _create_partitioned(broker, topic_name, 2)
+    create_partitioned(broker, topic_name, 2)
     producer = client.create_producer(
         topic_name, message_router=lambda message, partitions: int(message.partition_key()) % partitions
     )
@@ -197,3 +253,63 @@ def test_partitioned_topic_reader_on_one_partition_sees_only_it(
     reader = client.create_reader(f"{topic_name}-partition-1", pulsar.MessageId.earliest)
     assert data_of(read_n(reader, 3)) == [b"m1", b"m3", b"m5"]
     assert_nothing_more(reader.read_next)
+
+
+def test_deduplication_answers_duplicates(
+    broker_factory: Callable[..., BrokerProcess], client_factory: ClientFactory
+) -> None:
+    dedup_broker = broker_factory("--dedup")
+    client = client_factory(dedup_broker)
+    producer = client.create_producer("dedup", producer_name="the-producer")
+    first = [producer.send(f"m{i}".encode()) for i in range(5)]  # sequence ids 0..4
+    assert [m.entry_id() for m in first] == list(range(5))
+    producer.close()
+    # The broker tells a returning producer where it stopped.
+    producer = client.create_producer("dedup", producer_name="the-producer")
+    assert producer.last_sequence_id() == 4
+    assert producer.send(b"m5").entry_id() == 5
+    producer.close()
+    # Restarting at sequence id 2 resends 2..4: the broker stores nothing and answers (-1, -1).
+    producer = client.create_producer("dedup", producer_name="the-producer", initial_sequence_id=1)
+    duplicates = [producer.send(f"again{i}".encode()) for i in range(2, 6)]
+    assert [(d.ledger_id(), d.entry_id()) for d in duplicates] == [(-1, -1)] * 4
+    assert producer.send(b"m6").entry_id() == 6
+    reader = client.create_reader("dedup", pulsar.MessageId.earliest)
+    assert data_of(read_n(reader, 7)) == [f"m{i}".encode() for i in range(7)]
+    assert_nothing_more(reader.read_next)
+
+
+def test_exclusive_producer_access_mode(client: pulsar.Client, topic_name: str) -> None:
+    owner = client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    with pytest.raises(pulsar.ProducerBusy):
+        client.create_producer(topic_name)
+    with pytest.raises(pulsar.ProducerBusy):
+        client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    owner.send(b"still mine")
+    owner.close()
+    client.create_producer(topic_name).send(b"shared again")
+
+
+def test_string_schema_round_trip(client: pulsar.Client, topic_name: str) -> None:
+    consumer = client.subscribe(topic_name, "sub", schema=pulsar.schema.StringSchema())
+    producer = client.create_producer(topic_name, schema=pulsar.schema.StringSchema())
+    producer.send("héllo")
+    assert consumer.receive(timeout_millis=5000).value() == "héllo"
+
+
+def test_chunked_message_above_max_message_size(
+    broker_factory: Callable[..., BrokerProcess], client_factory: ClientFactory
+) -> None:
+    small = broker_factory("--max-message-size", "20000")
+    client = client_factory(small)
+    consumer = client.subscribe("chunks", "sub")
+    big = bytes(range(256)) * 400  # 102400 bytes: six chunks
+    plain = client.create_producer("chunks")
+    with pytest.raises(pulsar.MessageTooBig):
+        plain.send(big)
+    plain.send(b"small")
+    chunked = client.create_producer("chunks", chunking_enabled=True)
+    chunked.send(big)
+    assert consumer.receive(timeout_millis=5000).data() == b"small"
+    assert consumer.receive(timeout_millis=5000).data() == big
+    assert small.topic_stats("chunks")["entriesAddedCounter"] > 2

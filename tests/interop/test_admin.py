@@ -1,0 +1,188 @@
+"""The admin REST API as official-client traffic changes it: backlog, subscriptions, topics, errors."""
+
+from __future__ import annotations
+
+import pulsar
+import pytest
+
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from interop_helpers import backlog, create_partitioned, full_name, produce, receive_n, wait_backlog, wait_until
+
+pytestmark = pytest.mark.interop
+
+NS = "/admin/v2/persistent/public/default"
+
+
+def test_backlog_with_individual_and_cumulative_acks(
+    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+) -> None:
+    consumer = client.subscribe(topic_name, "sub")
+    produce(client, topic_name, 10, batching=False)
+    assert backlog(broker, topic_name, "sub") == 10
+    messages = receive_n(consumer, 10)
+    sub_stats = broker.topic_stats(topic_name)["subscriptions"]["sub"]
+    assert sub_stats["unackedMessages"] == 10 and sub_stats["msgBacklog"] == 10
+
+    for index in (1, 4, 8):
+        consumer.acknowledge(messages[index])
+    wait_backlog(broker, topic_name, "sub", 7)
+    consumer.acknowledge_cumulative(messages[5])  # 0..5, of which 1 and 4 already acked
+    wait_backlog(broker, topic_name, "sub", 3)  # 6, 7, 9
+    consumer.acknowledge_cumulative(messages[9])
+    wait_backlog(broker, topic_name, "sub", 0)
+    stats = broker.topic_stats(topic_name)
+    assert stats["subscriptions"]["sub"]["unackedMessages"] == 0
+    assert stats["msgInCounter"] == 10 and stats["msgOutCounter"] == 10
+
+
+def test_backlog_with_batches(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+    consumer = client.subscribe(topic_name, "sub")
+    produce(client, topic_name, 20, batching=True)  # four batches of five
+    stats = broker.topic_stats(topic_name)
+    assert stats["msgInCounter"] == 20 and stats["entriesAddedCounter"] == 4
+    assert backlog(broker, topic_name, "sub") == 20
+    messages = receive_n(consumer, 20)
+
+    for message in messages[5:10]:  # all of the second batch
+        consumer.acknowledge(message)
+    wait_backlog(broker, topic_name, "sub", 15)
+    # Part of a batch: without batch index acks the client holds these back until the batch is done.
+    for message in messages[15:17]:
+        consumer.acknowledge(message)
+    # Cumulative inside the third batch: the client acknowledges up to the entry before it.
+    consumer.acknowledge_cumulative(messages[12])
+    wait_backlog(broker, topic_name, "sub", 10)
+    consumer.acknowledge_cumulative(messages[19])
+    wait_backlog(broker, topic_name, "sub", 0)
+
+
+def test_backlog_with_batch_index_acks(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+    consumer = client.subscribe(
+        topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True
+    )
+    produce(client, topic_name, 10, batching=True)
+    messages = receive_n(consumer, 10)
+    for message in messages[0:3]:
+        consumer.acknowledge(message)
+    wait_backlog(broker, topic_name, "sub", 7)
+    for message in messages[3:5]:
+        consumer.acknowledge(message)
+    wait_backlog(broker, topic_name, "sub", 5)
+    consumer.close()
+
+    # The acknowledged indexes of a partly acknowledged batch are not delivered again.
+    consumer = client.subscribe(
+        topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True
+    )
+    consumer.acknowledge(messages[5])
+    wait_backlog(broker, topic_name, "sub", 4)
+    consumer.close()
+    consumer = client.subscribe(
+        topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True
+    )
+    assert [m.data() for m in receive_n(consumer, 4)] == [f"m{i}".encode() for i in range(6, 10)]
+
+
+def test_subscriptions_keep_their_own_backlog(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+    fast = client.subscribe(topic_name, "fast")
+    client.subscribe(topic_name, "slow")
+    produce(client, topic_name, 6, batching=True)
+    for message in receive_n(fast, 6):
+        fast.acknowledge(message)
+    wait_backlog(broker, topic_name, "fast", 0)
+    stats = broker.topic_stats(topic_name)
+    assert stats["subscriptions"]["slow"]["msgBacklog"] == 6
+    assert stats["backlogSize"] == stats["subscriptions"]["slow"]["backlogSize"] > 0
+    assert stats["subscriptions"]["fast"]["backlogSize"] == 0
+
+
+def test_subscriptions_list_create_delete(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+    base = f"{NS}/{topic_name}"
+    produce(client, topic_name, 3, batching=False)
+    assert broker.admin("GET", f"{base}/subscriptions").json() == []
+
+    assert broker.admin("PUT", f"{base}/subscription/at-latest").status_code == 204
+    response = broker.admin(
+        "PUT", f"{base}/subscription/at-earliest", json={"ledgerId": -1, "entryId": -1, "partitionIndex": -1}
+    )
+    assert response.status_code == 204, response.text
+    assert sorted(broker.admin("GET", f"{base}/subscriptions").json()) == ["at-earliest", "at-latest"]
+    again = broker.admin("PUT", f"{base}/subscription/at-latest")
+    assert again.status_code == 409 and again.json()["reason"]
+    assert backlog(broker, topic_name, "at-latest") == 0
+    assert backlog(broker, topic_name, "at-earliest") == 3
+
+    # An official consumer picks up the admin-made subscription where it stands.
+    consumer = client.subscribe(topic_name, "at-earliest")
+    assert [m.data() for m in receive_n(consumer, 3)] == [b"m0", b"m1", b"m2"]
+
+    busy = broker.admin("DELETE", f"{base}/subscription/at-earliest")
+    assert busy.status_code == 412 and busy.json()["reason"]
+    assert broker.admin("DELETE", f"{base}/subscription/at-latest").status_code == 204
+    assert broker.admin("DELETE", f"{base}/subscription/at-earliest?force=true").status_code == 204
+    assert broker.admin("GET", f"{base}/subscriptions").json() == []
+    missing = broker.admin("DELETE", f"{base}/subscription/at-latest")
+    assert missing.status_code == 404 and missing.json()["reason"]
+
+
+def test_unsubscribe_from_the_official_client(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+    consumer = client.subscribe(topic_name, "gone")
+    client.subscribe(topic_name, "kept")
+    consumer.unsubscribe()
+    assert broker.admin("GET", f"{NS}/{topic_name}/subscriptions").json() == ["kept"]
+
+
+def test_topic_list(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+    client.create_producer(topic_name).send(b"x")
+    create_partitioned(broker, f"{topic_name}-p", 2)
+    topics = broker.admin("GET", NS).json()
+    assert full_name(topic_name) in topics
+    assert {full_name(f"{topic_name}-p-partition-{i}") for i in range(2)} <= set(topics)
+    assert full_name(f"{topic_name}-p") in broker.admin("GET", f"{NS}/partitioned").json()
+
+
+def test_consumer_stats_show_the_official_consumer(
+    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+) -> None:
+    consumer = client.subscribe(
+        topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, consumer_name="the-consumer"
+    )
+    producer = client.create_producer(topic_name, producer_name="the-producer")
+    producer.send(b"x")
+    consumer.acknowledge(consumer.receive(timeout_millis=5000))
+    stats = wait_until(lambda: (s := broker.topic_stats(topic_name))["subscriptions"]["sub"]["msgOutCounter"] and s)
+    sub = stats["subscriptions"]["sub"]
+    assert sub["type"] == "Shared"
+    assert [c["consumerName"] for c in sub["consumers"]] == ["the-consumer"]
+    assert [p["producerName"] for p in stats["publishers"]] == ["the-producer"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/v2/persistent/bad$tenant/default/t/stats",
+        "/admin/v2/persistent/public/bad$ns/t/stats",
+        "/admin/v2/persistent/public/default/%20padded/stats",
+    ],
+    ids=["tenant", "namespace", "local-name"],
+)
+def test_bad_topic_name_gives_412_with_reason(broker: BrokerProcess, path: str) -> None:
+    response = broker.admin("GET", path)
+    assert response.status_code == 412
+    assert "invalid topic name" in response.json()["reason"]
+
+
+@pytest.mark.parametrize("suffix", ["stats", "subscriptions", "partitioned-stats"])
+def test_unknown_topic_gives_404_with_reason(broker: BrokerProcess, topic_name: str, suffix: str) -> None:
+    response = broker.admin("GET", f"{NS}/{topic_name}-never-made/{suffix}")
+    assert response.status_code == 404
+    assert topic_name in response.json()["reason"]
+    # Asking did not create it.
+    assert full_name(f"{topic_name}-never-made") not in broker.admin("GET", NS).json()
+
+
+def test_bad_partitions_body_gives_400(broker: BrokerProcess, topic_name: str) -> None:
+    response = broker.admin("PUT", f"{NS}/{topic_name}/partitions", content="four")
+    assert response.status_code == 400 and response.json()["reason"]
+    response = broker.admin("PUT", f"{NS}/{topic_name}/partitions", content="0")
+    assert response.status_code == 400 and response.json()["reason"]
