@@ -229,17 +229,23 @@ class ServerConnection(asyncio.Protocol):
     def _on_ping(self, body: Any) -> None:
         self._send(T.PONG)
 
-    def _on_lookup(self, body: Any) -> None:
+    def _topic_or_refuse(self, body: Any, response_type: int, failed: int) -> TopicName | None:
+        """Parse a lookup's topic; a bad name is answered in the response's own error fields,
+        which is where the official client looks for it (not in an ERROR frame)."""
         try:
-            TopicName.parse(body.topic)
+            return TopicName.parse(body.topic)
         except InvalidTopicNameError as exc:
             self._send(
-                T.LOOKUP_RESPONSE,
+                response_type,
                 request_id=body.request_id,
-                response=CommandLookupTopicResponse.Failed,
+                response=failed,
                 error=ServerError.InvalidTopicName,
                 message=str(exc),
             )
+            return None
+
+    def _on_lookup(self, body: Any) -> None:
+        if self._topic_or_refuse(body, T.LOOKUP_RESPONSE, CommandLookupTopicResponse.Failed) is None:
             return
         self._send(
             T.LOOKUP_RESPONSE,
@@ -251,16 +257,10 @@ class ServerConnection(asyncio.Protocol):
         )
 
     def _on_partitioned_metadata(self, body: Any) -> None:
-        try:
-            name = TopicName.parse(body.topic)
-        except InvalidTopicNameError as exc:
-            self._send(
-                T.PARTITIONED_METADATA_RESPONSE,
-                request_id=body.request_id,
-                response=CommandPartitionedTopicMetadataResponse.Failed,
-                error=ServerError.InvalidTopicName,
-                message=str(exc),
-            )
+        name = self._topic_or_refuse(
+            body, T.PARTITIONED_METADATA_RESPONSE, CommandPartitionedTopicMetadataResponse.Failed
+        )
+        if name is None:
             return
         self._send(
             T.PARTITIONED_METADATA_RESPONSE,
