@@ -1,4 +1,5 @@
-"""``make demo``: start the embedded broker, create a topic, and make a produce/consume round trip.
+"""``make demo``: start the embedded broker, create a topic, and make a produce/consume round trip
+with the bundled client.
 
 The broker's data and log stay under ``var/demo/`` so they can be looked at afterwards.
 """
@@ -9,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import airflow_pulsar.client as pulsar
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
 DATA_DIR = Path("var/demo/broker")
@@ -18,15 +20,11 @@ SUBSCRIPTION = "demo"
 
 def main() -> int:
     """Run the round trip and print what happened; exits non-zero if anything is missing."""
-    import pulsar  # the round trip uses the official client until the bundled one lands
-
     broker = BrokerProcess(DATA_DIR).start()
     print(f"broker running: {broker.service_url} (admin {broker.web_url}, data {DATA_DIR.resolve()})")
     try:
         broker.admin("PUT", f"/admin/v2/persistent/public/default/{TOPIC}/partitions", content="4")
-        client = pulsar.Client(
-            broker.service_url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)
-        )
+        client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
         consumer = client.subscribe(TOPIC, SUBSCRIPTION, initial_position=pulsar.InitialPosition.Earliest)
         producer = client.create_producer(TOPIC, batching_enabled=True)
         sent = [f"event-{i}-{time.time_ns()}".encode() for i in range(100)]
