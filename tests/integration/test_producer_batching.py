@@ -13,7 +13,8 @@ import pytest
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.exceptions import AlreadyClosed, MessageTooBig, Result
 from airflow_pulsar.client.hashing import java_string_hash, murmur3_32
-from airflow_pulsar.client.producer import HashingScheme, PartitionsRoutingMode
+from airflow_pulsar.client.producer import HashingScheme, OutgoingMessage, PartitionsRoutingMode
+from airflow_pulsar.client.protocol.message_id import MessageId
 
 
 @pytest.fixture
@@ -172,3 +173,23 @@ def test_custom_router_and_single_partition(client: Client, broker: Any, topic_n
     assert [routed.send(b"x" * size).partition() for size in (1, 2, 3, 4)] == [1, 2, 3, 0]
     single = client.create_producer(topic_name, message_routing_mode=PartitionsRoutingMode.UseSinglePartition)
     assert len({single.send(b"s").partition() for _ in range(8)}) == 1
+
+
+def test_interceptors_rewrite_messages_and_hear_each_receipt(client: Client, topic_name: str) -> None:
+    heard: list[tuple[bytes, Any, Result]] = []
+
+    class Tagging:
+        def before_send(self, producer: Any, message: OutgoingMessage) -> OutgoingMessage:
+            return OutgoingMessage(message.data() + b"!", {"tagged": "yes"}, message.partition_key())
+
+        def on_send_acknowledgement(self, producer: Any, message: OutgoingMessage, message_id: Any, result: Result) -> None:
+            heard.append((message.data(), message_id, result))
+
+    producer = client.create_producer(topic_name, interceptors=[Tagging()])
+    reader = client.create_reader(topic_name, MessageId.earliest)
+    ids = _send_all(producer, [b"a", b"b"])
+    assert [(data, result) for data, _, result in heard] == [(b"a!", Result.Ok), (b"b!", Result.Ok)]
+    assert [message_id for _, message_id, _ in heard] == ids
+    received = [reader.read_next(5000) for _ in range(2)]
+    assert [m.data() for m in received] == [b"a!", b"b!"]
+    assert all(m.properties() == {"tagged": "yes"} for m in received)
