@@ -125,7 +125,7 @@ class PartitionConsumer:
         """The first subscribe: retried while its errors are retryable, until the operation timeout."""
         self.client.with_retries(f"subscribe to {self.topic}", self._subscribe_once)
 
-    def _subscribe_once(self) -> None:
+    def _subscribe_once(self, reconnect: bool = False) -> None:
         connection = self.client.lookup(self.topic)
         self.epoch += 1
         self._connection_epoch = self.epoch
@@ -138,6 +138,8 @@ class PartitionConsumer:
             connection.consumers.pop(self.consumer_id, None)
             raise
         self._connection = connection
+        if reconnect:  # counted before permits go out, so it precedes any redelivered message
+            self.reconnects += 1
         self._ready.set()
         self.permits.grant_initial()
         self.acks.flush()
@@ -214,8 +216,7 @@ class PartitionConsumer:
         backoff = Backoff()
         while not self._closing:
             try:
-                self._subscribe_once()
-                self.reconnects += 1
+                self._subscribe_once(reconnect=True)
                 log.info("consumer %s resubscribed to %s", self.consumer_name, self.topic)
                 return
             except PulsarException as exc:
