@@ -32,7 +32,7 @@ from ..exceptions import (
     result_for_server_error,
 )
 from ..protocol import commands
-from ..protocol.batch import encode_single
+from ..protocol.batch import encode_single, set_message_fields
 from ..protocol.checksum import crc32c
 from ..protocol.compression import CompressionType, compress
 from ..protocol.frames import encode_entry, encode_payload_command
@@ -343,14 +343,7 @@ class PartitionProducer:
         event_timestamp: int | None,
     ) -> None:
         metadata = self._new_metadata(sequence_id, len(content))
-        if properties:
-            metadata.properties.extend(KeyValue(key=k, value=v) for k, v in properties.items())
-        if partition_key is not None:
-            metadata.partition_key = partition_key
-        if ordering_key is not None:
-            metadata.ordering_key = ordering_key
-        if event_timestamp is not None:
-            metadata.event_time = event_timestamp
+        set_message_fields(metadata, properties, partition_key, ordering_key, event_timestamp)
         payload = compress(self._compression, content)
         size = len(content)
         self._stats.record_written(1, size, len(payload), False)

@@ -15,6 +15,7 @@ means nothing in the batch was acknowledged.
 from __future__ import annotations
 
 import struct
+from typing import Any
 from collections.abc import Iterator, Mapping, Sequence
 
 from google.protobuf.message import DecodeError
@@ -38,6 +39,24 @@ class BatchFormatError(ValueError):
     """A batch payload does not match its framing or its declared message count."""
 
 
+def set_message_fields(
+    meta: Any,
+    properties: Mapping[str, str] | None,
+    partition_key: str | None,
+    ordering_key: bytes | None,
+    event_time: int | None,
+) -> None:
+    """Set the per-message fields that MessageMetadata and SingleMessageMetadata share."""
+    if properties:
+        meta.properties.extend(KeyValue(key=k, value=v) for k, v in properties.items())
+    if partition_key is not None:
+        meta.partition_key = partition_key
+    if ordering_key is not None:
+        meta.ordering_key = ordering_key
+    if event_time is not None:
+        meta.event_time = event_time
+
+
 def encode_single(
     payload: bytes | bytearray | memoryview,
     *,
@@ -57,14 +76,7 @@ def encode_single(
     """
     meta = SingleMessageMetadata()
     meta.payload_size = len(payload)
-    if properties:
-        meta.properties.extend(KeyValue(key=k, value=v) for k, v in properties.items())
-    if partition_key is not None:
-        meta.partition_key = partition_key
-    if ordering_key is not None:
-        meta.ordering_key = ordering_key
-    if event_time is not None:
-        meta.event_time = event_time
+    set_message_fields(meta, properties, partition_key, ordering_key, event_time)
     if sequence_id is not None:
         meta.sequence_id = sequence_id
     if partition_key_b64_encoded:
