@@ -18,6 +18,11 @@ class InvalidTopicNameError(ValueError):
     """A topic name that Pulsar would reject, with the reason."""
 
 
+def is_valid_name_part(value: str) -> bool:
+    """Whether ``value`` is a valid tenant or namespace name."""
+    return _NAME_PART.fullmatch(value) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class TopicName:
     """A fully qualified topic name; ``partition`` is -1 unless it names one partition."""
@@ -49,7 +54,7 @@ class TopicName:
             raise InvalidTopicNameError(f"invalid topic name {name!r}: expected tenant/namespace/topic")
         tenant, namespace, local = parts
         for label, value in (("tenant", tenant), ("namespace", namespace)):
-            if not _NAME_PART.fullmatch(value):
+            if not is_valid_name_part(value):
                 raise InvalidTopicNameError(f"invalid topic name {name!r}: bad {label} {value!r}")
         if not local or local.strip() != local or any(c in local for c in "\n\r\0"):
             raise InvalidTopicNameError(f"invalid topic name {name!r}: bad local name {local!r}")

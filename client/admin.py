@@ -1,0 +1,755 @@
+"""Admin REST client for Pulsar's ``/admin/v2`` API, sync (:class:`PulsarAdmin`) and async
+(:class:`AsyncPulsarAdmin`), over httpx.
+
+The paths, request bodies, response decoding and error handling live once, in a sans-IO layer:
+every operation is a generator that yields :class:`AdminCall` descriptions and receives their
+decoded results (``backlog`` yields two calls, the others one). :class:`_Exchange` turns calls into
+``httpx.Request`` objects, follows Pulsar's 307 redirects to the owning broker, decodes responses
+and raises errors. The two public classes only move requests and responses through their httpx
+client, so they cannot drift apart.
+
+Only Pulsar's own paths and JSON field names are used, so this works against the standalone broker
+and a real Pulsar cluster alike::
+
+    with PulsarAdmin("http://localhost:8080") as admin:
+        admin.create_partitioned_topic("orders", 4)
+        print(admin.backlog("orders", "ingest").msg_backlog)
+
+Credentials come from ``authentication.http_headers()`` on every request (so refreshed tokens are
+picked up) and never appear in errors, reprs or logs.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from .auth import Authentication
+from .consumer.settings import InitialPosition
+from .exceptions import AlreadyClosed, InvalidConfiguration, PulsarException, Result
+from .protocol.message_id import MessageId
+from .topic_name import TopicName, is_valid_name_part
+
+__all__ = [
+    "AdminCall",
+    "AdminAuthorizationError",
+    "AdminConflictError",
+    "AdminConnectionError",
+    "AdminError",
+    "AdminNotFoundError",
+    "AdminPreconditionFailedError",
+    "AdminServerError",
+    "AdminTimeoutError",
+    "AsyncPulsarAdmin",
+    "PartitionBacklog",
+    "PulsarAdmin",
+    "SubscriptionBacklog",
+]
+
+T = TypeVar("T")
+
+_MAX_REDIRECTS = 5
+_REDIRECTS = (307, 308)  # method- and body-preserving; Pulsar answers 307 toward the owning broker
+_REASON_LIMIT = 300
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+class AdminError(PulsarException):
+    """An admin REST call failed; ``status`` is the HTTP status (None when there was no HTTP error).
+
+    The message names the client method, the HTTP method and path, and Pulsar's ``reason``.
+    """
+
+    def __init__(self, reason: str, *, operation: str, method: str, path: str, status: int | None = None):
+        self.reason = reason
+        self.operation = operation
+        self.method = method
+        self.path = path
+        self.status = status
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        outcome = f"HTTP {self.status}: " if self.status is not None else ""
+        return f"{self.operation}: {self.method} {self.path} failed: {outcome}{self.reason}"
+
+
+class AdminNotFoundError(AdminError):
+    """404: the tenant, namespace, topic or subscription does not exist."""
+
+
+class AdminConflictError(AdminError):
+    """409: the topic or subscription already exists, or the topic is busy."""
+
+
+class AdminPreconditionFailedError(AdminError):
+    """412: e.g. deleting a subscription that has active consumers without ``force``."""
+
+
+class AdminAuthorizationError(AdminError):
+    """401 or 403: missing, invalid or insufficient credentials."""
+
+    result = Result.AuthorizationError
+
+
+class AdminServerError(AdminError):
+    """5xx: the broker failed; usually worth retrying."""
+
+
+class AdminConnectionError(AdminError):
+    """No HTTP answer: the admin service could not be reached (the message names the URL)."""
+
+    result = Result.ConnectError
+
+    def __init__(self, reason: str, *, operation: str, method: str, path: str, url: str):
+        self.url = url
+        super().__init__(reason, operation=operation, method=method, path=path)
+
+    def _describe(self) -> str:
+        return f"{self.operation}: cannot reach the Pulsar admin service at {self.url} ({self.method}): {self.reason}"
+
+
+class AdminTimeoutError(AdminConnectionError):
+    """The admin service did not answer within ``timeout_seconds``."""
+
+    result = Result.Timeout
+
+
+_BY_STATUS: dict[int, type[AdminError]] = {
+    401: AdminAuthorizationError,
+    403: AdminAuthorizationError,
+    404: AdminNotFoundError,
+    409: AdminConflictError,
+    412: AdminPreconditionFailedError,
+}
+
+
+def _status_error(call: AdminCall, path: str, response: httpx.Response) -> AdminError:
+    cls = _BY_STATUS.get(response.status_code) or (AdminServerError if response.status_code >= 500 else AdminError)
+    return cls(_reason(response), operation=call.operation, method=call.method, path=path, status=response.status_code)
+
+
+def _reason(response: httpx.Response) -> str:
+    """Pulsar's ``{"reason": ...}``, else the start of the body, else the status phrase."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("reason"):
+        return str(body["reason"])
+    text = " ".join(response.text.split())
+    if text:
+        return text[:_REASON_LIMIT] + ("..." if len(text) > _REASON_LIMIT else "")
+    return response.reason_phrase or "no reason given"
+
+
+def _display_url(url: httpx.URL) -> str:
+    """The URL without credentials or query, for messages."""
+    return str(url.copy_with(username=None, password=None, query=None, fragment=None))
+
+
+# ---------------------------------------------------------------------------------------------
+# Request descriptions (sans-IO)
+
+_NO_BODY: Any = object()
+
+
+class _UnexpectedResponse(ValueError):
+    """A 2xx response whose body is not what the path returns."""
+
+
+def _decode_json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise _UnexpectedResponse(f"expected JSON, got {response.text[:100]!r}") from None
+
+
+def _decode_nothing(response: httpx.Response) -> None:
+    return None
+
+
+def _decode_names(response: httpx.Response) -> list[str]:
+    body = _decode_json(response)
+    if not isinstance(body, list) or not all(isinstance(item, str) for item in body):
+        raise _UnexpectedResponse(f"expected a list of names, got {body!r:.100}")
+    return body
+
+
+def _decode_document(response: httpx.Response) -> dict[str, Any]:
+    body = _decode_json(response)
+    if not isinstance(body, dict):
+        raise _UnexpectedResponse(f"expected a JSON object, got {body!r:.100}")
+    return body
+
+
+def _decode_partitions(response: httpx.Response) -> int:
+    body = _decode_document(response)
+    try:
+        return int(body["partitions"])
+    except (KeyError, TypeError, ValueError):
+        raise _UnexpectedResponse(f"expected {{'partitions': N}}, got {body!r:.100}") from None
+
+
+@dataclass(frozen=True)
+class AdminCall:
+    """One admin REST request described without doing it: what both clients send.
+
+    ``operation`` is the client method named in errors; ``decode`` turns a 2xx response into
+    the value the operation receives.
+    """
+
+    operation: str
+    method: str
+    path: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    body: Any = _NO_BODY
+    decode: Callable[[httpx.Response], Any] = _decode_json
+
+
+# An operation yields calls, receives each call's decoded result, and returns its own result.
+Operation = Generator[AdminCall, Any, T]
+
+
+def _topic(topic: str | TopicName) -> TopicName:
+    return topic if isinstance(topic, TopicName) else TopicName.parse(topic)
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _topic_path(name: TopicName, *suffix: str) -> str:
+    parts = [name.domain, name.tenant, name.namespace, name.local_name, *suffix]
+    return "/admin/v2/" + "/".join(_segment(part) for part in parts)
+
+
+def _namespace_path(namespace: str, *suffix: str) -> str:
+    tenant, _, local = namespace.partition("/")
+    if not (is_valid_name_part(tenant) and is_valid_name_part(local)):
+        raise ValueError(f"namespace must be 'tenant/namespace', got {namespace!r}")
+    return "/admin/v2/persistent/" + "/".join(_segment(part) for part in (tenant, local, *suffix))
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _stats_params(precise_backlog: bool) -> dict[str, str]:
+    # subscriptionBacklogSize: newer Pulsar versions only fill a subscription's backlogSize on request.
+    return {"getPreciseBacklog": _flag(precise_backlog), "subscriptionBacklogSize": "true"}
+
+
+def _position_body(start: MessageId | InitialPosition) -> dict[str, Any]:
+    """The message id body of a create-subscription request, as Pulsar's Java admin sends it."""
+    if isinstance(start, InitialPosition):
+        start = MessageId.earliest if start == InitialPosition.Earliest else MessageId.latest
+    if not isinstance(start, MessageId):
+        raise TypeError(f"start must be a MessageId or an InitialPosition, got {start!r}")
+    body: dict[str, Any] = {"ledgerId": start.ledger_id(), "entryId": start.entry_id(), "partitionIndex": start.partition()}
+    if start.batch_index() >= 0:
+        body["batchIndex"] = start.batch_index()
+    return body
+
+
+@dataclass(frozen=True)
+class PartitionBacklog:
+    """One partition's backlog for a subscription."""
+
+    topic: str
+    msg_backlog: int
+    backlog_size: int
+
+
+@dataclass(frozen=True)
+class SubscriptionBacklog:
+    """A subscription's backlog: totals across partitions, and each partition's own.
+
+    ``partitions`` is empty for a non-partitioned topic (the totals are then the topic's own).
+    """
+
+    topic: str
+    subscription: str
+    msg_backlog: int
+    backlog_size: int
+    partitions: tuple[PartitionBacklog, ...] = ()
+
+
+def _sub_figures(stats: Mapping[str, Any], subscription: str) -> tuple[int, int] | None:
+    sub = (stats.get("subscriptions") or {}).get(subscription)
+    if sub is None:
+        return None
+    return int(sub.get("msgBacklog") or 0), int(sub.get("backlogSize") or 0)
+
+
+class _Requests:
+    """Every admin operation: Pulsar's paths, parameters and bodies, as generators of calls."""
+
+    @staticmethod
+    def list_topics(namespace: str) -> Operation[list[str]]:
+        return (yield AdminCall("list_topics", "GET", _namespace_path(namespace), decode=_decode_names))
+
+    @staticmethod
+    def list_partitioned_topics(namespace: str) -> Operation[list[str]]:
+        path = _namespace_path(namespace, "partitioned")
+        return (yield AdminCall("list_partitioned_topics", "GET", path, decode=_decode_names))
+
+    @staticmethod
+    def create_topic(topic: str) -> Operation[None]:
+        return (yield AdminCall("create_topic", "PUT", _topic_path(_topic(topic)), decode=_decode_nothing))
+
+    @staticmethod
+    def delete_topic(topic: str, force: bool) -> Operation[None]:
+        path = _topic_path(_topic(topic))
+        return (yield AdminCall("delete_topic", "DELETE", path, {"force": _flag(force)}, decode=_decode_nothing))
+
+    @staticmethod
+    def create_partitioned_topic(topic: str, partitions: int) -> Operation[None]:
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions <= 0:
+            raise ValueError(f"partitions must be a positive int, got {partitions!r}")
+        path = _topic_path(_topic(topic), "partitions")
+        return (yield AdminCall("create_partitioned_topic", "PUT", path, body=partitions, decode=_decode_nothing))
+
+    @staticmethod
+    def partition_count(topic: str | TopicName, operation: str = "partition_count") -> Operation[int]:
+        path = _topic_path(_topic(topic), "partitions")
+        return (yield AdminCall(operation, "GET", path, decode=_decode_partitions))
+
+    @staticmethod
+    def delete_partitioned_topic(topic: str, force: bool) -> Operation[None]:
+        path = _topic_path(_topic(topic), "partitions")
+        call = AdminCall("delete_partitioned_topic", "DELETE", path, {"force": _flag(force)}, decode=_decode_nothing)
+        return (yield call)
+
+    @staticmethod
+    def topic_stats_call(topic: str | TopicName, precise_backlog: bool, operation: str = "topic_stats") -> AdminCall:
+        path = _topic_path(_topic(topic), "stats")
+        return AdminCall(operation, "GET", path, _stats_params(precise_backlog), decode=_decode_document)
+
+    @staticmethod
+    def partitioned_stats_call(
+        topic: str | TopicName, per_partition: bool, precise_backlog: bool, operation: str = "partitioned_stats"
+    ) -> AdminCall:
+        path = _topic_path(_topic(topic), "partitioned-stats")
+        params = {"perPartition": _flag(per_partition), **_stats_params(precise_backlog)}
+        return AdminCall(operation, "GET", path, params, decode=_decode_document)
+
+    @classmethod
+    def topic_stats(cls, topic: str, precise_backlog: bool) -> Operation[dict[str, Any]]:
+        return (yield cls.topic_stats_call(topic, precise_backlog))
+
+    @classmethod
+    def partitioned_stats(cls, topic: str, per_partition: bool, precise_backlog: bool) -> Operation[dict[str, Any]]:
+        return (yield cls.partitioned_stats_call(topic, per_partition, precise_backlog))
+
+    @staticmethod
+    def list_subscriptions(topic: str) -> Operation[list[str]]:
+        path = _topic_path(_topic(topic), "subscriptions")
+        return (yield AdminCall("list_subscriptions", "GET", path, decode=_decode_names))
+
+    @staticmethod
+    def create_subscription(topic: str, subscription: str, start: MessageId | InitialPosition) -> Operation[None]:
+        path = _topic_path(_topic(topic), "subscription", subscription)
+        body = _position_body(start)
+        return (yield AdminCall("create_subscription", "PUT", path, body=body, decode=_decode_nothing))
+
+    @staticmethod
+    def delete_subscription(topic: str, subscription: str, force: bool) -> Operation[None]:
+        path = _topic_path(_topic(topic), "subscription", subscription)
+        call = AdminCall("delete_subscription", "DELETE", path, {"force": _flag(force)}, decode=_decode_nothing)
+        return (yield call)
+
+    @staticmethod
+    def clear_backlog(topic: str, subscription: str) -> Operation[None]:
+        path = _topic_path(_topic(topic), "subscription", subscription, "skip_all")
+        return (yield AdminCall("clear_backlog", "POST", path, decode=_decode_nothing))
+
+    @classmethod
+    def backlog(cls, topic: str, subscription: str, precise_backlog: bool) -> Operation[SubscriptionBacklog]:
+        name = _topic(topic)
+        partitions = yield from cls.partition_count(name, operation="backlog")
+        if partitions > 0:
+            call = cls.partitioned_stats_call(name, True, precise_backlog, operation="backlog")
+        else:
+            call = cls.topic_stats_call(name, precise_backlog, operation="backlog")
+        stats = yield call
+        totals = _sub_figures(stats, subscription)
+        if totals is None:
+            known = ", ".join(sorted(stats.get("subscriptions") or {})) or "none"
+            raise AdminNotFoundError(
+                f"subscription {subscription!r} not found on topic {name} (its subscriptions: {known})",
+                operation="backlog",
+                method=call.method,
+                path=call.path,
+            )
+        per_partition: list[tuple[int, PartitionBacklog]] = []
+        for part_name, part_stats in (stats.get("partitions") or {}).items():
+            msg_backlog, backlog_size = _sub_figures(part_stats, subscription) or (0, 0)
+            index = TopicName.parse(part_name).partition
+            per_partition.append((index, PartitionBacklog(part_name, msg_backlog, backlog_size)))
+        per_partition.sort(key=lambda item: item[0])
+        return SubscriptionBacklog(
+            topic=str(name),
+            subscription=subscription,
+            msg_backlog=totals[0],
+            backlog_size=totals[1],
+            partitions=tuple(backlog for _, backlog in per_partition),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The exchange: calls to requests, responses to results or errors (shared by both clients)
+
+
+class _Exchange(Generic[T]):
+    """Runs one operation without I/O: the client sends ``request`` and reports back.
+
+    While ``request`` is not None the client sends it and calls :meth:`received` with the
+    response or :meth:`failed` with the transport error; then ``result`` holds the outcome.
+    Errors are thrown into the operation, so they carry its frame and an operation may handle them.
+    """
+
+    def __init__(self, admin: _AdminBase, operation: Operation[T]):
+        if admin._http.is_closed:
+            operation.close()
+            raise AlreadyClosed(f"{type(admin).__name__} for {admin.web_service_url} is closed")
+        self._admin = admin
+        self._operation = operation
+        self._call: AdminCall | None = None
+        self._hops = 0
+        self.request: httpx.Request | None = None
+        self.result: T
+        self._advance(lambda: next(operation))
+
+    def _advance(self, step: Callable[[], AdminCall]) -> None:
+        try:
+            call = step()
+        except StopIteration as stop:
+            self._call, self.request = None, None
+            self.result = stop.value
+            return
+        self._call, self._hops = call, 0
+        self.request = self._admin._build_request(call)
+
+    def received(self, response: httpx.Response) -> None:
+        """Take a response: follow a redirect, or feed the decoded result (or the error) to the operation."""
+        call, request = self._call, self.request
+        assert call is not None and request is not None
+        path = request.url.path
+        if response.status_code in _REDIRECTS and "location" in response.headers:
+            target = request.url.join(response.headers["location"])
+            self._hops += 1
+            if self._hops > _MAX_REDIRECTS:
+                error = AdminError(f"more than {_MAX_REDIRECTS} redirects", operation=call.operation, method=call.method, path=path)
+            elif request.url.scheme == "https" and target.scheme != "https":
+                error = AdminError(
+                    f"refusing a redirect from https to {_display_url(target)}",
+                    operation=call.operation,
+                    method=call.method,
+                    path=path,
+                )
+            else:
+                self.request = self._admin._build_request(call, target)
+                return
+            self._advance(lambda: self._operation.throw(error))
+            return
+        if not response.is_success:
+            error = _status_error(call, path, response)
+            self._advance(lambda: self._operation.throw(error))
+            return
+        try:
+            value = call.decode(response)
+        except _UnexpectedResponse as exc:
+            error = AdminError(
+                f"unexpected response: {exc}", operation=call.operation, method=call.method, path=path, status=response.status_code
+            )
+            self._advance(lambda: self._operation.throw(error))
+            return
+        self._advance(lambda: self._operation.send(value))
+
+    def failed(self, exc: httpx.RequestError) -> None:
+        """Take a transport failure (no HTTP answer)."""
+        call, request = self._call, self.request
+        assert call is not None and request is not None
+        cls = AdminTimeoutError if isinstance(exc, httpx.TimeoutException) else AdminConnectionError
+        error = cls(
+            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+            operation=call.operation,
+            method=call.method,
+            path=request.url.path,
+            url=_display_url(request.url),
+        )
+        error.__cause__ = exc
+        self._advance(lambda: self._operation.throw(error))
+
+
+# ---------------------------------------------------------------------------------------------
+# The clients: configuration shared, I/O each its own
+
+
+class _AdminBase:
+    """Configuration and request building shared by the sync and async clients."""
+
+    _http: httpx.Client | httpx.AsyncClient
+
+    def __init__(
+        self,
+        web_service_url: str,
+        authentication: Authentication | None = None,
+        timeout_seconds: float = 30,
+        tls_trust_certs_file_path: str | None = None,
+        tls_allow_insecure_connection: bool = False,
+    ):
+        try:
+            url = httpx.URL(web_service_url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise InvalidConfiguration(f"admin web service URL {web_service_url!r} is invalid: {exc}") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise InvalidConfiguration(
+                f"admin web service URL {_display_url(url)!r} must be http://host:port or https://host:port"
+            )
+        if timeout_seconds is None or timeout_seconds <= 0:
+            raise InvalidConfiguration(f"timeout_seconds must be positive, got {timeout_seconds}")
+        self.web_service_url = _display_url(url).rstrip("/")
+        self.authentication = authentication or Authentication()
+        self.timeout_seconds = timeout_seconds
+        self._base_url = url
+        self._verify: ssl.SSLContext | bool = True
+        if tls_allow_insecure_connection:
+            self._verify = False
+        elif tls_trust_certs_file_path:
+            self._verify = ssl.create_default_context(cafile=tls_trust_certs_file_path)
+        # Redirects are followed by _Exchange, which keeps the auth headers (httpx drops them across hosts).
+        self._http = self._open(
+            base_url=self._base_url, timeout=httpx.Timeout(timeout_seconds), verify=self._verify, follow_redirects=False
+        )
+
+    def _open(self, **options: Any) -> httpx.Client | httpx.AsyncClient:
+        raise NotImplementedError
+
+    def _build_request(self, call: AdminCall, url: httpx.URL | None = None) -> httpx.Request:
+        headers = {"Accept": "application/json", **self.authentication.http_headers()}
+        extra: dict[str, Any] = {} if call.body is _NO_BODY else {"json": call.body}
+        if url is not None:  # a redirect target already carries the query
+            return self._http.build_request(call.method, url, headers=headers, **extra)
+        return self._http.build_request(call.method, call.path, params=dict(call.params), headers=headers, **extra)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.web_service_url!r})"
+
+
+class PulsarAdmin(_AdminBase):
+    """Blocking admin REST client (``with PulsarAdmin(url) as admin: ...``).
+
+    Topics are given in short (``"my-topic"``) or full (``"persistent://t/ns/my-topic"``) form;
+    namespaces as ``"tenant/namespace"``. Failures raise :class:`AdminError` subclasses.
+    """
+
+    _http: httpx.Client
+
+    def _open(self, **options: Any) -> httpx.Client:
+        return httpx.Client(**options)
+
+    def _run(self, operation: Operation[T]) -> T:
+        exchange = _Exchange(self, operation)
+        while exchange.request is not None:
+            try:
+                response = self._http.send(exchange.request)
+            except httpx.RequestError as exc:
+                exchange.failed(exc)
+            else:
+                exchange.received(response)
+        return exchange.result
+
+    def close(self) -> None:
+        """Close the HTTP connections; later calls raise AlreadyClosed."""
+        self._http.close()
+
+    def __enter__(self) -> PulsarAdmin:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    # ---- namespaces ----
+
+    def list_topics(self, namespace: str = "public/default") -> list[str]:
+        """Every persistent topic of ``tenant/namespace``, partitions listed individually."""
+        return self._run(_Requests.list_topics(namespace))
+
+    def list_partitioned_topics(self, namespace: str = "public/default") -> list[str]:
+        """The partitioned topics of ``tenant/namespace`` (their base names)."""
+        return self._run(_Requests.list_partitioned_topics(namespace))
+
+    # ---- topics ----
+
+    def create_topic(self, topic: str) -> None:
+        """Create a non-partitioned topic; 409 (AdminConflictError) if it exists."""
+        self._run(_Requests.create_topic(topic))
+
+    def delete_topic(self, topic: str, force: bool = False) -> None:
+        """Delete a non-partitioned topic and its data; ``force`` also when it has clients."""
+        self._run(_Requests.delete_topic(topic, force))
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> None:
+        """Create a partitioned topic with ``partitions`` partitions."""
+        self._run(_Requests.create_partitioned_topic(topic, partitions))
+
+    def partition_count(self, topic: str) -> int:
+        """The number of partitions; 0 for a non-partitioned (or missing) topic."""
+        return self._run(_Requests.partition_count(topic))
+
+    def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
+        """Delete a partitioned topic with all its partitions."""
+        self._run(_Requests.delete_partitioned_topic(topic, force))
+
+    # ---- stats ----
+
+    def topic_stats(self, topic: str, precise_backlog: bool = False) -> dict[str, Any]:
+        """Pulsar's stats document of a non-partitioned topic or one partition."""
+        return self._run(_Requests.topic_stats(topic, precise_backlog))
+
+    def partitioned_stats(self, topic: str, per_partition: bool = True, precise_backlog: bool = False) -> dict[str, Any]:
+        """Stats summed across partitions, with each partition's own under ``partitions``."""
+        return self._run(_Requests.partitioned_stats(topic, per_partition, precise_backlog))
+
+    def backlog(self, topic: str, subscription: str, precise_backlog: bool = False) -> SubscriptionBacklog:
+        """The subscription's backlog (messages and bytes), totalled and per partition.
+
+        Works for partitioned and non-partitioned topics; a missing subscription raises
+        AdminNotFoundError naming the subscriptions the topic has.
+        """
+        return self._run(_Requests.backlog(topic, subscription, precise_backlog))
+
+    # ---- subscriptions ----
+
+    def list_subscriptions(self, topic: str) -> list[str]:
+        """The subscription names of a topic (across partitions for a partitioned one)."""
+        return self._run(_Requests.list_subscriptions(topic))
+
+    def create_subscription(
+        self, topic: str, subscription: str, start: MessageId | InitialPosition = InitialPosition.Latest
+    ) -> None:
+        """Create a durable subscription starting at ``start``: Earliest, Latest or a message id."""
+        self._run(_Requests.create_subscription(topic, subscription, start))
+
+    def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
+        """Delete a subscription; without ``force`` one with connected consumers gives 412."""
+        self._run(_Requests.delete_subscription(topic, subscription, force))
+
+    def clear_backlog(self, topic: str, subscription: str) -> None:
+        """Skip every message of the subscription's backlog (Pulsar's skip_all)."""
+        self._run(_Requests.clear_backlog(topic, subscription))
+
+
+class AsyncPulsarAdmin(_AdminBase):
+    """asyncio admin REST client, for triggers: the same methods as :class:`PulsarAdmin`, awaited.
+
+    ``async with AsyncPulsarAdmin(url) as admin: await admin.backlog(topic, sub)``.
+    """
+
+    _http: httpx.AsyncClient
+
+    def _open(self, **options: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(**options)
+
+    async def _run(self, operation: Operation[T]) -> T:
+        exchange = _Exchange(self, operation)
+        while exchange.request is not None:
+            try:
+                response = await self._http.send(exchange.request)
+            except httpx.RequestError as exc:
+                exchange.failed(exc)
+            else:
+                exchange.received(response)
+        return exchange.result
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections; later calls raise AlreadyClosed."""
+        await self._http.aclose()
+
+    close = aclose
+
+    async def __aenter__(self) -> AsyncPulsarAdmin:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # ---- namespaces ----
+
+    async def list_topics(self, namespace: str = "public/default") -> list[str]:
+        """Every persistent topic of ``tenant/namespace``, partitions listed individually."""
+        return await self._run(_Requests.list_topics(namespace))
+
+    async def list_partitioned_topics(self, namespace: str = "public/default") -> list[str]:
+        """The partitioned topics of ``tenant/namespace`` (their base names)."""
+        return await self._run(_Requests.list_partitioned_topics(namespace))
+
+    # ---- topics ----
+
+    async def create_topic(self, topic: str) -> None:
+        """Create a non-partitioned topic; 409 (AdminConflictError) if it exists."""
+        await self._run(_Requests.create_topic(topic))
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None:
+        """Delete a non-partitioned topic and its data; ``force`` also when it has clients."""
+        await self._run(_Requests.delete_topic(topic, force))
+
+    async def create_partitioned_topic(self, topic: str, partitions: int) -> None:
+        """Create a partitioned topic with ``partitions`` partitions."""
+        await self._run(_Requests.create_partitioned_topic(topic, partitions))
+
+    async def partition_count(self, topic: str) -> int:
+        """The number of partitions; 0 for a non-partitioned (or missing) topic."""
+        return await self._run(_Requests.partition_count(topic))
+
+    async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
+        """Delete a partitioned topic with all its partitions."""
+        await self._run(_Requests.delete_partitioned_topic(topic, force))
+
+    # ---- stats ----
+
+    async def topic_stats(self, topic: str, precise_backlog: bool = False) -> dict[str, Any]:
+        """Pulsar's stats document of a non-partitioned topic or one partition."""
+        return await self._run(_Requests.topic_stats(topic, precise_backlog))
+
+    async def partitioned_stats(
+        self, topic: str, per_partition: bool = True, precise_backlog: bool = False
+    ) -> dict[str, Any]:
+        """Stats summed across partitions, with each partition's own under ``partitions``."""
+        return await self._run(_Requests.partitioned_stats(topic, per_partition, precise_backlog))
+
+    async def backlog(self, topic: str, subscription: str, precise_backlog: bool = False) -> SubscriptionBacklog:
+        """The subscription's backlog (messages and bytes), totalled and per partition."""
+        return await self._run(_Requests.backlog(topic, subscription, precise_backlog))
+
+    # ---- subscriptions ----
+
+    async def list_subscriptions(self, topic: str) -> list[str]:
+        """The subscription names of a topic (across partitions for a partitioned one)."""
+        return await self._run(_Requests.list_subscriptions(topic))
+
+    async def create_subscription(
+        self, topic: str, subscription: str, start: MessageId | InitialPosition = InitialPosition.Latest
+    ) -> None:
+        """Create a durable subscription starting at ``start``: Earliest, Latest or a message id."""
+        await self._run(_Requests.create_subscription(topic, subscription, start))
+
+    async def delete_subscription(self, topic: str, subscription: str, force: bool = False) -> None:
+        """Delete a subscription; without ``force`` one with connected consumers gives 412."""
+        await self._run(_Requests.delete_subscription(topic, subscription, force))
+
+    async def clear_backlog(self, topic: str, subscription: str) -> None:
+        """Skip every message of the subscription's backlog (Pulsar's skip_all)."""
+        await self._run(_Requests.clear_backlog(topic, subscription))
