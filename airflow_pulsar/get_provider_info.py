@@ -1,12 +1,69 @@
-"""Provider metadata read by Airflow's providers manager through the entry point."""
+"""Provider metadata read by Airflow's providers manager through the entry point.
+
+The connection form is declared here (``conn-fields`` and ``ui-field-behaviour``), as Airflow 3.2+
+prefers: the UI reads it without importing the hook. ``PulsarHook`` builds its (deprecated)
+``get_connection_form_widgets`` / ``get_ui_field_behaviour`` answers from the same constants.
+Keep this module free of heavy imports: Airflow imports it in every process that lists providers.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+HOOK_CLASS_NAME = "airflow_pulsar.hooks.pulsar.PulsarHook"
+
+# Extra fields of a ``pulsar`` connection, stored unprefixed in Connection.extra.
+PULSAR_CONN_FIELDS: dict[str, dict[str, Any]] = {
+    "admin_url": {
+        "label": "Admin URL",
+        "description": "Admin REST URL; default http://{host}:8080, or https://{host}:8443 with TLS.",
+        "schema": {"type": ["string", "null"]},
+    },
+    "use_tls": {
+        "label": "Use TLS",
+        "description": "Connect with pulsar+ssl:// (default port 6651).",
+        "schema": {"type": ["boolean", "null"], "default": False},
+    },
+    "tls_trust_certs_file_path": {
+        "label": "TLS trust certs path",
+        "description": "PEM file of CA certificates trusted for the broker's certificate.",
+        "schema": {"type": ["string", "null"]},
+    },
+    "tls_allow_insecure_connection": {
+        "label": "TLS allow insecure connection",
+        "description": "Accept any broker certificate (testing only).",
+        "schema": {"type": ["boolean", "null"], "default": False},
+    },
+    "tls_validate_hostname": {
+        "label": "TLS validate hostname",
+        "description": "Check that the broker certificate matches the host name.",
+        "schema": {"type": ["boolean", "null"], "default": True},
+    },
+    "operation_timeout_seconds": {
+        "label": "Operation timeout (seconds)",
+        "description": "Timeout of lookups, producer/consumer creation and other broker operations.",
+        "schema": {"type": ["number", "null"], "default": 30, "minimum": 0},
+    },
+    "memory_limit_bytes": {
+        "label": "Memory limit (bytes)",
+        "description": "Client-wide limit on memory held by pending outgoing messages.",
+        "schema": {"type": ["integer", "null"], "default": 64 * 1024 * 1024, "minimum": 0},
+    },
+}
+
+PULSAR_UI_FIELD_BEHAVIOUR: dict[str, Any] = {
+    "hidden-fields": ["schema", "login"],
+    "relabeling": {"host": "Broker host (or service URL)", "port": "Broker port", "password": "Token"},
+    "placeholders": {
+        "host": "localhost or pulsar://broker-1:6650,broker-2:6650",
+        "port": "6650 (6651 with TLS)",
+        "password": "JWT for token authentication (optional)",
+    },
+}
+
 
 def get_provider_info() -> dict[str, Any]:
-    """Describe this provider to Airflow (package name, versions, integrations)."""
+    """Describe this provider to Airflow (package name, versions, integrations, hooks, connection types)."""
     return {
         "package-name": "airflow-pulsar",
         "name": "Apache Pulsar",
@@ -17,6 +74,21 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": "Apache Pulsar",
                 "external-doc-url": "https://pulsar.apache.org/",
                 "tags": ["apache"],
+            }
+        ],
+        "hooks": [
+            {
+                "integration-name": "Apache Pulsar",
+                "python-modules": ["airflow_pulsar.hooks.pulsar"],
+            }
+        ],
+        "connection-types": [
+            {
+                "hook-class-name": HOOK_CLASS_NAME,
+                "hook-name": "Apache Pulsar",
+                "connection-type": "pulsar",
+                "ui-field-behaviour": PULSAR_UI_FIELD_BEHAVIOUR,
+                "conn-fields": PULSAR_CONN_FIELDS,
             }
         ],
     }
