@@ -142,9 +142,8 @@ def test_oversized_frame_header_closes_at_once(
     healthy()
 
 
-def test_send_with_bad_checksum_closes(
-    broker: BrokerProcess, raw: Callable[[], RawConnection], healthy: Callable[[], None], topic_name: str
-) -> None:
+def _send_by_hand(raw: Callable[[], RawConnection], topic_name: str, checksum_flip: int) -> RawConnection:
+    """Open a producer on a raw connection and send one message whose CRC is XORed with ``checksum_flip``."""
     connection = raw()
     connection.handshake()
     connection.request(
@@ -153,7 +152,14 @@ def test_send_with_bad_checksum_closes(
     metadata = MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1)
     entry = encode_entry(metadata, b"payload")
     send = commands.make(T.SEND, producer_id=1, sequence_id=0)
-    connection.send(encode_payload_command(send, entry, checksum=crc32c(entry) ^ 0x5A5A5A5A))
+    connection.send(encode_payload_command(send, entry, checksum=crc32c(entry) ^ checksum_flip))
+    return connection
+
+
+def test_send_with_bad_checksum_closes(
+    broker: BrokerProcess, raw: Callable[[], RawConnection], healthy: Callable[[], None], topic_name: str
+) -> None:
+    connection = _send_by_hand(raw, topic_name, checksum_flip=0x5A5A5A5A)
     connection.assert_closed_by_broker()
     healthy()
     # Nothing of the corrupt frame was stored.
@@ -164,15 +170,7 @@ def test_send_with_good_checksum_is_stored(
     raw: Callable[[], RawConnection], client: pulsar.Client, topic_name: str
 ) -> None:
     # The same hand-built SEND with a correct checksum works, so the test above fails for the CRC alone.
-    connection = raw()
-    connection.handshake()
-    connection.request(
-        T.PRODUCER, T.PRODUCER_SUCCESS, topic=f"persistent://public/default/{topic_name}", producer_id=1, request_id=1
-    )
-    metadata = MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1)
-    entry = encode_entry(metadata, b"payload")
-    send = commands.make(T.SEND, producer_id=1, sequence_id=0)
-    connection.send(encode_payload_command(send, entry))
+    connection = _send_by_hand(raw, topic_name, checksum_flip=0)
     receipt = connection.request(T.PING, T.SEND_RECEIPT)
     assert receipt.send_receipt.sequence_id == 0
     reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
