@@ -1,0 +1,1 @@
+"""Operators of the Pulsar provider."""

@@ -1,0 +1,1 @@
+"""Message-queue providers for event-driven scheduling (``AssetWatcher``)."""

@@ -1,0 +1,1 @@
+"""Triggers of the Pulsar provider (they run in the triggerer, on asyncio)."""
