@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import airflow_pulsar.client as pulsar
@@ -18,7 +19,7 @@ TOPIC = "demo-events"
 SUBSCRIPTION = "demo"
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the round trip and print what happened; exits non-zero if anything is missing."""
     broker = BrokerProcess(DATA_DIR).start()
     print(f"broker running: {broker.service_url} (admin {broker.web_url}, data {DATA_DIR.resolve()})")

@@ -10,6 +10,11 @@ from collections.abc import Sequence
 # ``airflow-pulsar standalone`` never pays for importing Airflow.
 COMMANDS: dict[str, tuple[str, str]] = {
     "standalone": ("airflow_pulsar.client.standalone.server", "run the embedded Pulsar broker"),
+    "topics": ("airflow_pulsar.cli.topics", "create, list, inspect (stats) and delete topics"),
+    "produce": ("airflow_pulsar.cli.produce", "send messages for a quick check"),
+    "consume": ("airflow_pulsar.cli.consume", "receive, print and acknowledge messages"),
+    "tune": ("airflow_pulsar.cli.tune", "recommend producer settings for a workload"),
+    "demo": ("airflow_pulsar.demo", "run the demo (what make demo runs)"),
 }
 
 

@@ -1,0 +1,59 @@
+"""Where the client commands connect: service URL, admin URL and token, from options or environment.
+
+Defaults point at the embedded broker (``airflow-pulsar standalone`` on its default ports), so the
+quick checks work with no options; ``PULSAR_SERVICE_URL``, ``PULSAR_ADMIN_URL`` and
+``PULSAR_TOKEN`` (or ``PULSAR_TOKEN_FILE``) point them at a real cluster without typing a secret
+on the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from airflow_pulsar.client import AuthenticationToken, Client
+from airflow_pulsar.client.admin import PulsarAdmin
+
+DEFAULT_SERVICE_URL = "pulsar://127.0.0.1:6650"
+DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser, *, service: bool = True) -> None:
+    """Add ``--service-url`` (when the command speaks the binary protocol), ``--admin-url`` and the token options."""
+    if service:
+        parser.add_argument(
+            "--service-url",
+            default=os.environ.get("PULSAR_SERVICE_URL", DEFAULT_SERVICE_URL),
+            help=f"broker service URL (env PULSAR_SERVICE_URL; default {DEFAULT_SERVICE_URL})",
+        )
+    parser.add_argument(
+        "--admin-url",
+        default=os.environ.get("PULSAR_ADMIN_URL", DEFAULT_ADMIN_URL),
+        help=f"admin REST URL (env PULSAR_ADMIN_URL; default {DEFAULT_ADMIN_URL})",
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        default=os.environ.get("PULSAR_TOKEN_FILE"),
+        help="file holding an authentication token (env PULSAR_TOKEN_FILE; or set PULSAR_TOKEN)",
+    )
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token_file is not None:
+        return Path(args.token_file).read_text().strip()
+    return os.environ.get("PULSAR_TOKEN") or None
+
+
+def open_client(args: argparse.Namespace, operation_timeout_seconds: float = 10) -> Client:
+    """A client for ``--service-url``, with the token when one is given."""
+    token = _token(args)
+    authentication = AuthenticationToken(token) if token else None
+    return Client(args.service_url, authentication=authentication, operation_timeout_seconds=operation_timeout_seconds)
+
+
+def open_admin(args: argparse.Namespace) -> PulsarAdmin:
+    """An admin REST client for ``--admin-url``, with the token when one is given."""
+    token = _token(args)
+    return PulsarAdmin(args.admin_url, authentication=AuthenticationToken(token) if token else None)

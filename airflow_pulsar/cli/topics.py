@@ -1,0 +1,110 @@
+"""``airflow-pulsar topics create|list|stats|delete``: topic administration over the admin REST API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_pulsar.client.admin import AdminError, PulsarAdmin
+
+from .endpoints import add_endpoint_arguments, open_admin
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="airflow-pulsar topics", description="Create, list, inspect and delete topics.")
+    commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    create = commands.add_parser("create", help="create a topic (partitioned with --partitions N)")
+    create.add_argument("topic")
+    create.add_argument("--partitions", type=int, default=0, help="number of partitions; 0 for a non-partitioned topic")
+
+    listing = commands.add_parser("list", help="list the topics of a namespace")
+    listing.add_argument("--namespace", default="public/default", help="tenant/namespace (default public/default)")
+
+    stats = commands.add_parser("stats", help="message counts, storage and subscription backlogs of a topic")
+    stats.add_argument("topic")
+    stats.add_argument("--json", action="store_true", help="print Pulsar's stats document as JSON")
+
+    delete = commands.add_parser("delete", help="delete a topic (all partitions of a partitioned one) and its data")
+    delete.add_argument("topic")
+    delete.add_argument("--force", action="store_true", help="delete even with producers or consumers attached")
+
+    for sub in (create, listing, stats, delete):
+        add_endpoint_arguments(sub, service=False)
+    return parser
+
+
+def _create(admin: PulsarAdmin, args: argparse.Namespace) -> str:
+    if args.partitions < 0:
+        raise SystemExit(f"--partitions must be 0 or more, got {args.partitions}")
+    if args.partitions:
+        admin.create_partitioned_topic(args.topic, args.partitions)
+        return f"created {args.topic} with {args.partitions} partitions"
+    admin.create_topic(args.topic)
+    return f"created {args.topic}"
+
+
+def _list(admin: PulsarAdmin, args: argparse.Namespace) -> str:
+    partitioned = set(admin.list_partitioned_topics(args.namespace))
+    lines = [f"{name} (partitioned)" for name in sorted(partitioned)]
+    # Partitions of partitioned topics are listed under their topic, not one by one.
+    lines += sorted(t for t in admin.list_topics(args.namespace) if t.split("-partition-")[0] not in partitioned)
+    return "\n".join(lines) if lines else f"no topics in {args.namespace}"
+
+
+def _stats_document(admin: PulsarAdmin, topic: str) -> dict[str, Any]:
+    if admin.partition_count(topic):
+        return admin.partitioned_stats(topic, per_partition=True)
+    return admin.topic_stats(topic)
+
+
+def _format_stats(topic: str, stats: dict[str, Any]) -> str:
+    lines = [
+        f"topic {topic}",
+        f"  messages in: {stats.get('msgInCounter', 0)}  out: {stats.get('msgOutCounter', 0)}",
+        f"  storage: {stats.get('storageSize', 0)} bytes  backlog: {stats.get('backlogSize', 0)} bytes",
+    ]
+    partitions = stats.get("partitions") or {}
+    if partitions:
+        lines.append(f"  partitions: {len(partitions)}")
+        for name, part in sorted(partitions.items()):
+            lines.append(f"    {name}: {part.get('msgInCounter', 0)} messages in")
+    subscriptions = stats.get("subscriptions") or {}
+    lines.append(f"  subscriptions: {len(subscriptions)}")
+    for name, sub in sorted(subscriptions.items()):
+        lines.append(
+            f"    {name} ({sub.get('type', '?')}): backlog {sub.get('msgBacklog', 0)} messages, "
+            f"{sub.get('unackedMessages', 0)} unacked, {len(sub.get('consumers') or [])} consumers"
+        )
+    return "\n".join(lines)
+
+
+def _stats(admin: PulsarAdmin, args: argparse.Namespace) -> str:
+    document = _stats_document(admin, args.topic)
+    return json.dumps(document, indent=2, sort_keys=True) if args.json else _format_stats(args.topic, document)
+
+
+def _delete(admin: PulsarAdmin, args: argparse.Namespace) -> str:
+    if admin.partition_count(args.topic):
+        admin.delete_partitioned_topic(args.topic, force=args.force)
+    else:
+        admin.delete_topic(args.topic, force=args.force)
+    return f"deleted {args.topic}"
+
+
+ACTIONS = {"create": _create, "list": _list, "stats": _stats, "delete": _delete}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one topics action; admin errors print Pulsar's reason and exit 1."""
+    args = _parser().parse_args(argv)
+    try:
+        with open_admin(args) as admin:
+            print(ACTIONS[args.action](admin, args))
+    except (AdminError, ValueError) as exc:  # ValueError: a malformed topic name
+        print(f"airflow-pulsar topics {args.action}: {exc}", file=sys.stderr)
+        return 1
+    return 0

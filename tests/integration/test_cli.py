@@ -1,0 +1,106 @@
+"""The ``airflow-pulsar`` client commands against the broker process, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from airflow_pulsar.client.standalone.process import BrokerProcess
+
+
+def run(broker: BrokerProcess, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PULSAR_SERVICE_URL": broker.service_url, "PULSAR_ADMIN_URL": broker.web_url}
+    return subprocess.run(
+        [sys.executable, "-m", "airflow_pulsar.cli", *args], env=env, input=stdin, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_topics_lifecycle(broker: BrokerProcess, topic_name: str) -> None:
+    assert run(broker, "topics", "create", topic_name, "--partitions", "3").returncode == 0
+    assert run(broker, "topics", "create", f"{topic_name}-plain").returncode == 0
+    listing = run(broker, "topics", "list").stdout.splitlines()
+    assert f"persistent://public/default/{topic_name} (partitioned)" in listing
+    assert f"persistent://public/default/{topic_name}-plain" in listing
+    assert not any("-partition-" in line and topic_name in line for line in listing)
+
+    again = run(broker, "topics", "create", f"{topic_name}-plain")
+    assert again.returncode == 1 and "409" in again.stderr and "already exists" in again.stderr
+
+    stats = json.loads(run(broker, "topics", "stats", topic_name, "--json").stdout)
+    assert len(stats["partitions"]) == 3
+
+    assert run(broker, "topics", "delete", topic_name).returncode == 0
+    assert run(broker, "topics", "delete", f"{topic_name}-plain").returncode == 0
+    listing = run(broker, "topics", "list").stdout
+    assert topic_name not in listing
+
+
+def test_produce_then_consume_acknowledges(broker: BrokerProcess, topic_name: str) -> None:
+    run(broker, "topics", "create", topic_name, "--partitions", "2")
+    produced = run(broker, "produce", topic_name, "--count", "3000", "--size", "64", "-p", "origin=cli")
+    assert produced.returncode == 0, produced.stderr
+    assert "sent 3000 messages" in produced.stdout
+
+    partial = run(broker, "consume", topic_name, "-s", "check", "-n", "1000", "-q")
+    assert partial.returncode == 0 and "acknowledged 1000 messages" in partial.stderr
+    assert "backlog 2000 messages" in run(broker, "topics", "stats", topic_name).stdout
+
+    rest = run(broker, "consume", topic_name, "-s", "check", "--timeout", "1")
+    lines = rest.stdout.splitlines()
+    assert len(lines) == 2000 and all("properties={'origin': 'cli'}" in line for line in lines)
+    bodies = {line.rsplit(": ", 1)[1].split(":")[0] for line in lines}
+    assert len(bodies) == 2000
+    assert "backlog 0 messages" in run(broker, "topics", "stats", topic_name).stdout
+
+
+def test_produce_from_stdin_with_key_and_consume_without_ack(broker: BrokerProcess, topic_name: str) -> None:
+    produced = run(broker, "produce", topic_name, "--file", "-", "--key", "user-7", "--no-batching", stdin="a\nb\nc\n")
+    assert "sent 3 messages" in produced.stdout, produced.stderr
+    peek = run(broker, "consume", topic_name, "-s", "peek", "--timeout", "1", "--no-ack")
+    assert [line.split(": ", 1)[1] for line in peek.stdout.splitlines()] == ["a", "b", "c"]
+    assert all(" key=user-7" in line for line in peek.stdout.splitlines())
+    assert "backlog 3 messages" in run(broker, "topics", "stats", topic_name).stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("topics", "create", "a/b/c/d"), "invalid topic name 'a/b/c/d'"),
+        (("produce", "t", "-m", "x", "-p", "novalue"), "--property expects KEY=VALUE, got 'novalue'"),
+        (("consume", "t", "-s", "s", "--timeout", "0"), "--timeout positive"),
+        (("topics", "stats", "never-created"), "404"),
+        (("nonsense",), "unknown command 'nonsense'"),
+    ],
+)
+def test_bad_input_names_the_problem(broker: BrokerProcess, args: tuple[str, ...], message: str) -> None:
+    result = run(broker, *args)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_produce_to_a_closed_port_fails_clearly(broker: BrokerProcess) -> None:
+    env = {**os.environ, "PULSAR_SERVICE_URL": "pulsar://127.0.0.1:1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow_pulsar.cli", "produce", "t", "-m", "x"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 1 and "cannot connect to 127.0.0.1:1" in result.stderr
+
+
+def test_tune_prints_the_template() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow_pulsar.cli", "tune", "--message-size", "1024", "--partitions", "4", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    document = json.loads(result.stdout)
+    assert document["producer"]["batching_max_messages"] == 500
+    assert document["producer"]["max_pending_messages_across_partitions"] == 4000
+    assert document["producer"]["compression_type"] == "LZ4"
+    bad = subprocess.run(
+        [sys.executable, "-m", "airflow_pulsar.cli", "tune", "--message-size", "0"], capture_output=True, text=True
+    )
+    assert bad.returncode != 0 and "message_size_bytes must be positive" in bad.stderr
