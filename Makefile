@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # The broker-backed tiers are mostly waiting on I/O: two workers keep both cores busy.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test demo proto java clean
+.PHONY: install test demo bench proto java clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "Python >= 3.10 is required"; exit 1; }
@@ -31,6 +31,10 @@ test: install
 
 demo: install
 	$(PY) -m airflow_pulsar.demo
+
+# Quick mode by default; FULL=1 for the longer, steadier run.
+bench: install
+	$(PY) bench/suite.py $(if $(FULL),--full)
 
 proto: $(STAMP)
 	$(PY) proto/generate.py

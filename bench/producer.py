@@ -79,6 +79,31 @@ def _stored(broker: BrokerProcess, topic: str, partitions: int) -> int:
     return stats["msgInCounter"]
 
 
+def measure(messages: int, fsync: bool = False) -> list[dict[str, Any]]:
+    """Every case for both producers: one row per case with msg/s of each."""
+    runners: dict[str, Callable[..., float]] = {"official": run_official, "ours": run_ours}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-producer-") as data_dir:
+        broker = BrokerProcess(Path(data_dir), *([] if fsync else ["--no-fsync"])).start()
+        try:
+            for size, partitions, codec in CASES:
+                count = messages if size == 100 else messages // 2
+                payload = (b"0123456789abcdef" * (size // 16 + 1))[:size]
+                rates = {}
+                for who, run in runners.items():
+                    topic = _topic(broker, f"bench-{who}-{size}-{partitions}-{codec}", partitions)
+                    rates[who] = run(broker, topic, payload, count, codec)
+                    stored = _stored(broker, topic, partitions)
+                    if stored != count:
+                        raise RuntimeError(f"{who}: broker stored {stored} of {count} messages")
+                label = "1 KiB" if size == 1024 else f"{size} B"
+                rows.append({"figure": f"produce {label}, {partitions} partition(s), {codec} (msg/s)",
+                             "official": round(rates["official"]), "ours": round(rates["ours"]), "messages": count})
+        finally:
+            broker.stop()
+    return rows
+
+
 def main() -> None:
     """Run every case for both producers and print msg/s and the ratio ours/official."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -86,31 +111,11 @@ def main() -> None:
     parser.add_argument("--fsync", action="store_true", help="keep the broker's fsync on")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
-    runners: dict[str, Callable[..., float]] = {"official": run_official, "ours": run_ours}
-    results = []
-    with tempfile.TemporaryDirectory(prefix="bench-producer-") as data_dir:
-        broker = BrokerProcess(Path(data_dir), *([] if args.fsync else ["--no-fsync"])).start()
-        try:
-            for size, partitions, codec in CASES:
-                messages = args.messages if size == 100 else args.messages // 2
-                payload = (b"0123456789abcdef" * (size // 16 + 1))[:size]
-                rates = {}
-                for who, run in runners.items():
-                    topic = _topic(broker, f"bench-{who}-{size}-{partitions}-{codec}", partitions)
-                    rates[who] = run(broker, topic, payload, messages, codec)
-                    stored = _stored(broker, topic, partitions)
-                    if stored != messages:
-                        raise RuntimeError(f"{who}: broker stored {stored} of {messages} messages")
-                ratio = rates["ours"] / rates["official"]
-                results.append({"size": size, "partitions": partitions, "compression": codec, "messages": messages,
-                                **{f"{k}_msg_per_s": round(v) for k, v in rates.items()}, "ratio": round(ratio, 3)})
-                print(f"{size:>5} B  {partitions} partition(s)  {codec:<4}  official {rates['official']:>10,.0f} msg/s  "
-                      f"ours {rates['ours']:>10,.0f} msg/s  ratio {ratio:.2f}", flush=True)
-        finally:
-            broker.stop()
+    rows = measure(args.messages, args.fsync)
+    for row in rows:
+        print(f"{row['figure']}: official {row['official']:,}  ours {row['ours']:,}  ratio {row['ours'] / row['official']:.2f}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"settings": SETTINGS, "fsync": args.fsync, "results": results}, indent=2))
-
+        args.json.write_text(json.dumps({"settings": SETTINGS, "fsync": args.fsync, "results": rows}, indent=2))
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,102 @@
+"""The benchmark suite: our client and the official one, same broker, same settings, one run.
+
+``make bench`` runs the quick mode (about two minutes); ``make bench FULL=1`` the full one. It
+prints one table, each figure with both clients and the ratio ours/official, checks the figures
+against the project's targets, and writes ``bench/results/latest.json``. Usage::
+
+    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import broker_publish
+import consumer
+import latency
+import memory
+import producer
+
+RESULTS = Path(__file__).with_name("results")
+
+# name -> (quick, full) runs; each returns rows {"figure", "official", "ours", ...}.
+SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[dict[str, Any]]]]] = {
+    "producer": (lambda: producer.measure(30_000), lambda: producer.measure(200_000)),
+    "consumer": (lambda: consumer.measure(50_000), lambda: consumer.measure(200_000)),
+    "latency": (lambda: latency.measure(10_000, 3), lambda: latency.measure(10_000, 15)),
+    "broker": (
+        lambda: broker_publish.measure(100_000, fsync=True) + broker_publish.measure(100_000, fsync=False),
+        lambda: broker_publish.measure(300_000, fsync=True) + broker_publish.measure(300_000, fsync=False),
+    ),
+    "memory": (lambda: memory.measure(64, 500, 3, 5_000), lambda: memory.measure(64, 500, 10, 20_000)),
+}
+
+
+def target(row: dict[str, Any]) -> tuple[str, bool] | None:
+    """The project's target for a figure, and whether this run met it."""
+    figure, ours = row["figure"], row["ours"]
+    if figure.startswith(("produce ", "consume ")):
+        return ">= 1.0x official", ours >= row["official"]
+    if figure.startswith("broker publish") and "fsync on" in figure:
+        floor = 300_000 if "batching on" in figure else 20_000
+        return f">= {floor:,} msg/s", max(ours, row["official"]) >= floor
+    if "p99" in figure:
+        return "< 20 ms", ours < 20
+    if "bound" in row:
+        return f"<= {row['bound']} MiB", ours <= row["bound"]
+    return None
+
+
+def _format(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """One line per figure: both clients, the ratio, the target."""
+    width = max(len(row["figure"]) for row in rows)
+    print(f"\n{'figure':<{width}}  {'official':>11}  {'ours':>11}  {'ours/off':>8}  target")
+    for row in rows:
+        check = target(row)
+        verdict = f"{check[0]} {'met' if check[1] else 'MISSED'}" if check else ""
+        print(f"{row['figure']:<{width}}  {_format(row['official']):>11}  {_format(row['ours']):>11}  "
+              f"{row['ratio']:>8.2f}  {verdict}")
+
+
+def main() -> int:
+    """Run the chosen sections, print the table, write latest.json; exit 0 (targets are reported, not enforced)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="longer runs, steadier figures")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections to run")
+    args = parser.parse_args()
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown sections {unknown}; choose from {sorted(SECTIONS)}")
+    rows: list[dict[str, Any]] = []
+    started = time.time()
+    for name in chosen:
+        print(f"running {name} ...", flush=True)
+        for row in SECTIONS[name][1 if args.full else 0]():
+            row["ratio"] = round(row["ours"] / row["official"], 3) if row["official"] else float("nan")
+            row["section"] = name
+            rows.append(row)
+    print_table(rows)
+    RESULTS.mkdir(exist_ok=True)
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0]}
+    document = {"mode": "full" if args.full else "quick", "started": started, "seconds": round(time.time() - started),
+                "machine": machine, "rows": rows}
+    (RESULTS / "latest.json").write_text(json.dumps(document, indent=2))
+    print(f"\nwrote {RESULTS / 'latest.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
