@@ -24,6 +24,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -38,6 +39,7 @@ from .topic_name import TopicName, is_valid_name_part
 
 __all__ = [
     "AdminCall",
+    "AdminAuthenticationError",
     "AdminAuthorizationError",
     "AdminConflictError",
     "AdminConnectionError",
@@ -48,6 +50,7 @@ __all__ = [
     "AdminTimeoutError",
     "AsyncPulsarAdmin",
     "PartitionBacklog",
+    "PeekedMessage",
     "PulsarAdmin",
     "SubscriptionBacklog",
 ]
@@ -100,6 +103,12 @@ class AdminAuthorizationError(AdminError):
     result = Result.AuthorizationError
 
 
+class AdminAuthenticationError(AdminAuthorizationError):
+    """401: no token, or one the broker refuses (wrong key, expired); the reason says which."""
+
+    result = Result.AuthenticationError
+
+
 class AdminServerError(AdminError):
     """5xx: the broker failed; usually worth retrying."""
 
@@ -124,7 +133,7 @@ class AdminTimeoutError(AdminConnectionError):
 
 
 _BY_STATUS: dict[int, type[AdminError]] = {
-    401: AdminAuthorizationError,
+    401: AdminAuthenticationError,
     403: AdminAuthorizationError,
     404: AdminNotFoundError,
     409: AdminConflictError,
@@ -283,6 +292,48 @@ class SubscriptionBacklog:
     partitions: tuple[PartitionBacklog, ...] = ()
 
 
+@dataclass(frozen=True)
+class PeekedMessage:
+    """A message looked at in a subscription's backlog without consuming it (Pulsar's peek-messages).
+
+    ``message_id`` is Pulsar's ``ledger:entry`` text; ``publish_time_ms`` is milliseconds since the
+    epoch; ``data`` is the entry's payload (a whole batch when ``batch_size`` is set).
+    """
+
+    topic: str
+    message_id: str
+    publish_time_ms: int
+    data: bytes = field(repr=False)
+    batch_size: int | None = None
+
+
+def _publish_time_ms(text: str) -> int:
+    """Pulsar's ``X-Pulsar-publish-time`` (ISO 8601; older brokers leave out the zone, meaning UTC)."""
+    moment = datetime.fromisoformat(text.strip())
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return round(moment.timestamp() * 1000)
+
+
+def _peek_decoder(topic: str) -> Callable[[httpx.Response], PeekedMessage]:
+    def decode(response: httpx.Response) -> PeekedMessage:
+        headers = response.headers
+        try:
+            publish_time = _publish_time_ms(headers["X-Pulsar-publish-time"])
+        except (KeyError, ValueError):
+            raise _UnexpectedResponse(f"expected an X-Pulsar-publish-time header, got {dict(headers)!r:.200}") from None
+        batch = headers.get("X-Pulsar-num-batch-message")
+        return PeekedMessage(
+            topic=topic,
+            message_id=headers.get("X-Pulsar-Message-ID", ""),
+            publish_time_ms=publish_time,
+            data=response.content,
+            batch_size=int(batch) if batch and batch.isdigit() else None,
+        )
+
+    return decode
+
+
 def _sub_figures(stats: Mapping[str, Any], subscription: str) -> tuple[int, int] | None:
     sub = (stats.get("subscriptions") or {}).get(subscription)
     if sub is None:
@@ -346,6 +397,11 @@ class _Requests:
     def topic_stats(cls, topic: str, precise_backlog: bool) -> Operation[dict[str, Any]]:
         return (yield cls.topic_stats_call(topic, precise_backlog))
 
+    @staticmethod
+    def internal_stats(topic: str) -> Operation[dict[str, Any]]:
+        path = _topic_path(_topic(topic), "internalStats")
+        return (yield AdminCall("internal_stats", "GET", path, decode=_decode_document))
+
     @classmethod
     def partitioned_stats(cls, topic: str, per_partition: bool, precise_backlog: bool) -> Operation[dict[str, Any]]:
         return (yield cls.partitioned_stats_call(topic, per_partition, precise_backlog))
@@ -371,6 +427,14 @@ class _Requests:
     def clear_backlog(topic: str, subscription: str) -> Operation[None]:
         path = _topic_path(_topic(topic), "subscription", subscription, "skip_all")
         return (yield AdminCall("clear_backlog", "POST", path, decode=_decode_nothing))
+
+    @staticmethod
+    def peek_message(topic: str, subscription: str, position: int) -> Operation[PeekedMessage]:
+        if isinstance(position, bool) or not isinstance(position, int) or position < 1:
+            raise ValueError(f"position must be an int >= 1, got {position!r}")
+        name = _topic(topic)
+        path = _topic_path(name, "subscription", subscription, "position", str(position))
+        return (yield AdminCall("peek_message", "GET", path, decode=_peek_decoder(str(name))))
 
     @classmethod
     def backlog(cls, topic: str, subscription: str, precise_backlog: bool) -> Operation[SubscriptionBacklog]:
@@ -617,6 +681,12 @@ class PulsarAdmin(_AdminBase):
         """Pulsar's stats document of a non-partitioned topic or one partition."""
         return self._run(_Requests.topic_stats(topic, precise_backlog))
 
+    def internal_stats(self, topic: str) -> dict[str, Any]:
+        """Pulsar's internal stats of a non-partitioned topic or one partition: its ledgers
+        (``ledgerId``, ``entries``; the open ledger's count is ``currentLedgerEntries``),
+        ``lastConfirmedEntry`` and each cursor's ``markDeletePosition`` as ``"ledger:entry"``."""
+        return self._run(_Requests.internal_stats(topic))
+
     def partitioned_stats(self, topic: str, per_partition: bool = True, precise_backlog: bool = False) -> dict[str, Any]:
         """Stats summed across partitions, with each partition's own under ``partitions``."""
         return self._run(_Requests.partitioned_stats(topic, per_partition, precise_backlog))
@@ -648,6 +718,13 @@ class PulsarAdmin(_AdminBase):
     def clear_backlog(self, topic: str, subscription: str) -> None:
         """Skip every message of the subscription's backlog (Pulsar's skip_all)."""
         self._run(_Requests.clear_backlog(topic, subscription))
+
+    def peek_message(self, topic: str, subscription: str, position: int = 1) -> PeekedMessage:
+        """The ``position``-th (from 1) unacknowledged message of the subscription, left unconsumed.
+
+        A non-partitioned topic or one partition; AdminNotFoundError when there is none there.
+        """
+        return self._run(_Requests.peek_message(topic, subscription, position))
 
 
 class AsyncPulsarAdmin(_AdminBase):
@@ -724,6 +801,10 @@ class AsyncPulsarAdmin(_AdminBase):
         """Pulsar's stats document of a non-partitioned topic or one partition."""
         return await self._run(_Requests.topic_stats(topic, precise_backlog))
 
+    async def internal_stats(self, topic: str) -> dict[str, Any]:
+        """Pulsar's internal stats of a non-partitioned topic or one partition (ledgers, cursors)."""
+        return await self._run(_Requests.internal_stats(topic))
+
     async def partitioned_stats(
         self, topic: str, per_partition: bool = True, precise_backlog: bool = False
     ) -> dict[str, Any]:
@@ -753,3 +834,7 @@ class AsyncPulsarAdmin(_AdminBase):
     async def clear_backlog(self, topic: str, subscription: str) -> None:
         """Skip every message of the subscription's backlog (Pulsar's skip_all)."""
         await self._run(_Requests.clear_backlog(topic, subscription))
+
+    async def peek_message(self, topic: str, subscription: str, position: int = 1) -> PeekedMessage:
+        """The ``position``-th (from 1) unacknowledged message of the subscription, left unconsumed."""
+        return await self._run(_Requests.peek_message(topic, subscription, position))

@@ -31,6 +31,7 @@ from .protocol.PulsarApi_pb2 import (
     FeatureFlags,
 )
 from .timer import Timer, TimerHandle
+from .tls import TlsStream
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class Connection:
         self._auth = authentication
         self._connection_timeout = connection_timeout
         self._keepalive_seconds = keepalive_seconds
-        self._sock: socket.socket | None = None
+        self._sock: socket.socket | TlsStream | None = None
         self._write_lock = threading.Lock()
         self._lock = threading.Lock()
         self._requests: dict[int, Future[Any]] = {}
@@ -111,23 +112,26 @@ class Connection:
         except OSError as exc:
             raise ConnectError(f"cannot connect to {self.address}: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        stream: socket.socket | TlsStream = sock
         try:
             if self._tls_context is not None:
-                sock = self._tls_context.wrap_socket(sock, server_hostname=self.host)
-            sock.sendall(encode_command(self._connect_command()))
-            connected = self._await_connected(sock, deadline)
+                # Not ssl.SSLSocket: it must not be read and written from two threads at once (see tls.py).
+                stream = TlsStream(sock, self._tls_context, self.host)
+                stream.handshake()
+            stream.sendall(encode_command(self._connect_command()))
+            connected = self._await_connected(stream, deadline)
         except (OSError, FrameError) as exc:
             sock.close()
             raise ConnectError(f"handshake with {self.address} failed: {exc}") from exc
         except PulsarException:
             sock.close()
             raise
-        sock.settimeout(None)
+        stream.settimeout(None)
         self.server_version = connected.server_version
         if connected.HasField("max_message_size"):
             self.max_message_size = connected.max_message_size
             self._decoder.max_frame_size = connected.max_message_size + FRAME_OVERHEAD
-        self._sock = sock
+        self._sock = stream
         self._last_received = time.monotonic()
         threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
         self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
@@ -144,7 +148,7 @@ class Connection:
             feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
         )
 
-    def _await_connected(self, sock: socket.socket, deadline: float) -> Any:
+    def _await_connected(self, sock: socket.socket | TlsStream, deadline: float) -> Any:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 # ``airflow-pulsar standalone`` never pays for importing Airflow.
 COMMANDS: dict[str, tuple[str, str]] = {
     "standalone": ("airflow_pulsar.client.standalone.server", "run the embedded Pulsar broker"),
+    "tokens": ("airflow_pulsar.cli.tokens", "make and check authentication tokens and secret keys"),
     "topics": ("airflow_pulsar.cli.topics", "create, list, inspect (stats) and delete topics"),
     "produce": ("airflow_pulsar.cli.produce", "send messages for a quick check"),
     "consume": ("airflow_pulsar.cli.consume", "receive, print and acknowledge messages"),

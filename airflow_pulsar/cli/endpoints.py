@@ -1,9 +1,9 @@
 """Where the client commands connect: service URL, admin URL and token, from options or environment.
 
 Defaults point at the embedded broker (``airflow-pulsar standalone`` on its default ports), so the
-quick checks work with no options; ``PULSAR_SERVICE_URL``, ``PULSAR_ADMIN_URL`` and
-``PULSAR_TOKEN`` (or ``PULSAR_TOKEN_FILE``) point them at a real cluster without typing a secret
-on the command line.
+quick checks work with no options; ``PULSAR_SERVICE_URL``, ``PULSAR_ADMIN_URL``,
+``PULSAR_TOKEN`` (or ``PULSAR_TOKEN_FILE``) and ``PULSAR_TLS_TRUST_CERTS`` point them at a real
+cluster without typing a secret on the command line.
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, *, service: bool = T
         default=os.environ.get("PULSAR_TOKEN_FILE"),
         help="file holding an authentication token (env PULSAR_TOKEN_FILE; or set PULSAR_TOKEN)",
     )
+    parser.add_argument(
+        "--tls-trust-certs-file",
+        default=os.environ.get("PULSAR_TLS_TRUST_CERTS"),
+        help="PEM file of CAs trusted for pulsar+ssl:// and https:// (env PULSAR_TLS_TRUST_CERTS; default: system CAs)",
+    )
 
 
 def _token(args: argparse.Namespace) -> str | None:
@@ -50,10 +55,19 @@ def open_client(args: argparse.Namespace, operation_timeout_seconds: float = 10)
     """A client for ``--service-url``, with the token when one is given."""
     token = _token(args)
     authentication = AuthenticationToken(token) if token else None
-    return Client(args.service_url, authentication=authentication, operation_timeout_seconds=operation_timeout_seconds)
+    return Client(
+        args.service_url,
+        authentication=authentication,
+        operation_timeout_seconds=operation_timeout_seconds,
+        tls_trust_certs_file_path=args.tls_trust_certs_file,
+    )
 
 
 def open_admin(args: argparse.Namespace) -> PulsarAdmin:
     """An admin REST client for ``--admin-url``, with the token when one is given."""
     token = _token(args)
-    return PulsarAdmin(args.admin_url, authentication=AuthenticationToken(token) if token else None)
+    return PulsarAdmin(
+        args.admin_url,
+        authentication=AuthenticationToken(token) if token else None,
+        tls_trust_certs_file_path=args.tls_trust_certs_file,
+    )

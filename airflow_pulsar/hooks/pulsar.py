@@ -201,6 +201,14 @@ class PulsarHook(BaseHook):
                 self._config = PulsarConnectionConfig.from_connection(self.get_connection(self.pulsar_conn_id))
             return self._config
 
+    async def aget_config(self) -> PulsarConnectionConfig:
+        """The resolved connection, read without blocking the event loop (for triggers)."""
+        if self._config is None:
+            config = PulsarConnectionConfig.from_connection(await self.aget_connection(self.pulsar_conn_id))
+            with self._lock:
+                self._config = self._config or config
+        return self._config
+
     @property
     def service_url(self) -> str:
         return self.config.service_url
@@ -225,6 +233,14 @@ class PulsarHook(BaseHook):
     def get_conn(self) -> Client:
         """Same as ``get_client()`` (Airflow's generic hook entry point)."""
         return self.get_client()
+
+    def get_async_client(self) -> Any:
+        """A new asyncio ``Client`` (``airflow_pulsar.client.aio``) on the connection; not cached, since
+        it belongs to the caller's event loop: close it with ``await client.close()``. In a trigger,
+        ``await aget_config()`` first so the connection is read without blocking the loop."""
+        from airflow_pulsar.client.aio import Client as AsyncClient
+
+        return AsyncClient(self.service_url, **self._client_kwargs())
 
     def _track(self, handler: Any) -> Any:
         with self._lock:

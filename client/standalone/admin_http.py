@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
 from typing import Any
 
 from aiohttp import web
 
+from ..protocol.compression import decompress
+from ..protocol.frames import split_entry
 from ..topic_name import InvalidTopicNameError, TopicName
+from .authentication import TokenAuthenticator
 from .service import BrokerService, TopicNotFoundError
 from .subscription import Subscription
 from .topic import Topic
@@ -67,9 +71,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 class AdminApi:
     """aiohttp application serving the admin paths for one BrokerService."""
 
-    def __init__(self, service: BrokerService):
+    def __init__(self, service: BrokerService, authenticator: TokenAuthenticator | None = None):
         self.service = service
-        self.app = web.Application(middlewares=[_errors])
+        guards = [authenticator.http_middleware()] if authenticator is not None else []
+        self.app = web.Application(middlewares=[*guards, _errors])
         self.app.add_routes(
             [
                 web.get("/admin/v2/clusters", self.clusters),
@@ -85,10 +90,12 @@ class AdminApi:
                 web.delete(_TOPIC + "/partitions", self.delete_partitioned),
                 web.get(_TOPIC + "/stats", self.stats),
                 web.get(_TOPIC + "/partitioned-stats", self.partitioned_stats),
+                web.get(_TOPIC + "/internalStats", self.internal_stats),
                 web.get(_TOPIC + "/subscriptions", self.subscriptions),
                 web.put(_TOPIC + "/subscription/{subscription}", self.create_subscription),
                 web.delete(_TOPIC + "/subscription/{subscription}", self.delete_subscription),
                 web.post(_TOPIC + "/subscription/{subscription}/skip_all", self.skip_all),
+                web.get(_TOPIC + "/subscription/{subscription}/position/{position}", self.peek),
             ]
         )
 
@@ -197,6 +204,40 @@ class AdminApi:
         parts = {str(part): (await self.service.get_topic(part)).stats() for part in self._partitions(name)}
         return web.json_response(aggregate_stats(parts, count, per_partition))
 
+    async def internal_stats(self, request: web.Request) -> web.Response:
+        """Pulsar's internal stats (a subset): the ledger layout and each cursor's positions.
+
+        As in Pulsar, the open ledger is listed with 0 entries; its count is ``currentLedgerEntries``.
+        """
+        name = self._name(request)
+        if self.service.partitions_of(name) and name.partition < 0:
+            return _error(404, f"Topic {name} is partitioned; ask for the internal stats of one partition")
+        topic = await self._existing(name)
+        ledger = topic.ledger
+        ledger_id = ledger.ledger_id
+        cursors = {
+            sub_name: {
+                "markDeletePosition": f"{ledger_id}:{sub.cursor.mark_delete}",
+                "readPosition": f"{ledger_id}:{sub.read_position}",
+                "individuallyDeletedMessages": _deleted_ranges(ledger_id, sub.cursor.acked),
+                "state": "Open",
+            }
+            for sub_name, sub in topic.subscriptions.items()
+        }
+        return web.json_response(
+            {
+                "entriesAddedCounter": ledger.last_entry_id + 1,
+                "numberOfEntries": ledger.last_entry_id + 1,
+                "totalSize": ledger.total_bytes,
+                "currentLedgerEntries": ledger.last_entry_id + 1,
+                "currentLedgerSize": ledger.total_bytes,
+                "lastConfirmedEntry": f"{ledger_id}:{ledger.last_entry_id}",
+                "state": "LedgerOpened",
+                "ledgers": [{"ledgerId": ledger_id, "entries": 0, "size": 0, "offloaded": False}],
+                "cursors": cursors,
+            }
+        )
+
     # ---- subscriptions ----
 
     async def subscriptions(self, request: web.Request) -> web.Response:
@@ -261,6 +302,58 @@ class AdminApi:
             if saved is not None:
                 await saved
         return web.Response(status=204)
+
+    async def peek(self, request: web.Request) -> web.Response:
+        """Pulsar's peek-messages: the n-th unacknowledged entry (from 1) of a subscription, not consumed.
+
+        The body is the (decompressed) payload; the id, publish time and batch size are headers,
+        as Pulsar sends them. Partitioned topics are peeked one partition at a time.
+        """
+        name = self._name(request)
+        if self.service.partitions_of(name) and name.partition < 0:
+            return _error(405, f"Topic {name} is partitioned; peek messages on one of its partitions")
+        try:
+            position = int(request.match_info["position"])
+        except ValueError:
+            position = 0
+        if position < 1:
+            return _error(412, f"the position must be a positive int, got {request.match_info['position']!r}")
+        topic = await self._existing(name)
+        sub_name = request.match_info["subscription"]
+        subscription = topic.subscriptions.get(sub_name)
+        if subscription is None:
+            return _error(404, f"Subscription {sub_name} not found")
+        cursor, ledger = subscription.cursor, subscription.ledger
+        entry_id = cursor.mark_delete
+        while position > 0:
+            entry_id += 1
+            if entry_id > ledger.last_entry_id:
+                return _error(404, "Message not found")
+            if entry_id not in cursor.acked:
+                position -= 1
+        entry = ledger.read(entry_id, 1)[0]
+        metadata, payload = split_entry(entry.data)
+        headers = {
+            "X-Pulsar-Message-ID": f"{ledger.ledger_id}:{entry_id}",
+            "X-Pulsar-publish-time": datetime.fromtimestamp(metadata.publish_time / 1000, timezone.utc)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+        }
+        if metadata.HasField("num_messages_in_batch"):
+            headers["X-Pulsar-num-batch-message"] = str(metadata.num_messages_in_batch)
+        body = bytes(decompress(metadata.compression, payload, metadata.uncompressed_size))
+        return web.Response(body=body, headers=headers, content_type="application/octet-stream")
+
+
+def _deleted_ranges(ledger_id: int, acked: set[int]) -> str:
+    """Entries acknowledged above the mark-delete, as Pulsar prints them: ``[(L:4..L:6], (L:8..L:9]]``."""
+    spans: list[list[int]] = []
+    for entry in sorted(acked):
+        if spans and entry == spans[-1][1] + 1:
+            spans[-1][1] = entry
+        else:
+            spans.append([entry, entry])
+    return "[" + ", ".join(f"({ledger_id}:{first - 1}..{ledger_id}:{last}]" for first, last in spans) + "]"
 
 
 def aggregate_stats(parts: dict[str, dict[str, Any]], partitions: int, per_partition: bool) -> dict[str, Any]:

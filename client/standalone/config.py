@@ -9,6 +9,10 @@ from pathlib import Path
 from ..protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
 
 
+class ConfigError(ValueError):
+    """A setting the broker cannot start with; the message says which and why."""
+
+
 @dataclass
 class BrokerConfig:
     """Everything the standalone broker can be told at start."""
@@ -21,6 +25,14 @@ class BrokerConfig:
     dedup: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     keepalive_seconds: float = 30.0
+    token_secret_file: str | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+
+    @property
+    def tls(self) -> bool:
+        """Whether both ports serve TLS (``pulsar+ssl://`` and ``https://``)."""
+        return self.tls_cert_file is not None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,10 +46,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE, help="largest message in bytes"
     )
+    parser.add_argument(
+        "--token-secret-file",
+        metavar="F",
+        help="require token authentication on both ports, checking tokens with this secret key "
+        "(raw bytes, or data:;base64,...; also a file: or data: URL, as Pulsar's tokenSecretKey)",
+    )
+    parser.add_argument("--tls-cert-file", type=Path, help="PEM certificate (chain): both ports then serve TLS only")
+    parser.add_argument("--tls-key-file", type=Path, help="PEM private key of --tls-cert-file")
 
 
 def from_arguments(args: argparse.Namespace) -> BrokerConfig:
     """Build a BrokerConfig from parsed arguments."""
+    if args.tls_key_file and not args.tls_cert_file:
+        raise ConfigError("--tls-key-file needs --tls-cert-file")
     return BrokerConfig(
         data_dir=args.data_dir,
         host=args.host,
@@ -46,6 +68,9 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         fsync=not args.no_fsync,
         dedup=args.dedup,
         max_message_size=args.max_message_size,
+        token_secret_file=args.token_secret_file,
+        tls_cert_file=args.tls_cert_file,
+        tls_key_file=args.tls_key_file,
     )
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol import commands
 from ..protocol.commands import PROTOCOL_VERSION
 from ..protocol.frames import FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command, encode_payload_command
 from ..protocol.PulsarApi_pb2 import (
+    AuthData,
     BaseCommand,
     CommandAck,
     CommandGetTopicsOfNamespace,
@@ -28,6 +29,7 @@ from ..protocol.PulsarApi_pb2 import (
     ServerError,
 )
 from ..topic_name import InvalidTopicNameError, TopicName
+from .authentication import METHOD_NAME, REFRESH_CHALLENGE, AuthenticationFailed, TokenAuthenticator, TokenSession
 from .consumer import ServerConsumer
 from .service import BrokerService, TopicNotFoundError
 from .storage import StoredEntry
@@ -68,8 +70,10 @@ class _Rejected(Exception):
 class ServerConnection(asyncio.Protocol):
     """Serves one client connection."""
 
-    def __init__(self, service: BrokerService):
+    def __init__(self, service: BrokerService, authenticator: TokenAuthenticator | None = None):
         self.service = service
+        self.authenticator = authenticator
+        self._auth: TokenSession | None = None
         self.decoder = FrameDecoder(service.config.max_message_size + FRAME_OVERHEAD)
         self.transport: asyncio.Transport | None = None
         self.connected = False
@@ -82,6 +86,8 @@ class ServerConnection(asyncio.Protocol):
         self._keepalive: asyncio.TimerHandle | None = None
         self._request_ids = 0
         self._closed = False
+        # (command, id) of the PRODUCER and SUBSCRIBE requests being served right now.
+        self._creating: set[tuple[int, int]] = set()
         self._handlers: dict[int, Callable[[Any], Any]] = {
             T.CONNECT: self._on_connect,
             T.PING: self._on_ping,
@@ -101,6 +107,7 @@ class ServerConnection(asyncio.Protocol):
             T.CLOSE_CONSUMER: self._on_close_consumer,
             T.GET_TOPICS_OF_NAMESPACE: self._on_get_topics_of_namespace,
             T.GET_SCHEMA: self._on_get_schema,
+            T.AUTH_RESPONSE: self._on_auth_response,
         }
 
     # ---- transport ----
@@ -128,6 +135,8 @@ class ServerConnection(asyncio.Protocol):
         self._closed = True
         if self._keepalive is not None:
             self._keepalive.cancel()
+        if self._auth is not None:
+            self._auth.cancel()
         for producer, topic in self.producers.values():
             topic.remove_producer(producer)
         self.producers.clear()
@@ -193,6 +202,10 @@ class ServerConnection(asyncio.Protocol):
             self._protocol_error(f"{commands.type_name(command.type)} before CONNECT")
             return
         body = commands.body(command)
+        bad_text = commands.text_fault(body)
+        if bad_text is not None:
+            self._protocol_error(f"{commands.type_name(command.type)} field {bad_text} is not UTF-8 text")
+            return
         result = handler(body)
         if asyncio.iscoroutine(result):
             task = asyncio.ensure_future(self._run_request(result, getattr(body, "request_id", 0)))
@@ -216,6 +229,19 @@ class ServerConnection(asyncio.Protocol):
         if self.connected:
             self._protocol_error("second CONNECT on one connection")
             return
+        if self.authenticator is not None:
+            self._auth = TokenSession(
+                self.authenticator,
+                can_refresh=body.feature_flags.supports_auth_refresh,
+                challenge=self._send_auth_challenge,
+                refuse=self._refuse_authentication,
+                grace=self.service.config.keepalive_seconds,
+            )
+            try:
+                self._auth.authenticate(body.auth_method_name, body.auth_data)
+            except AuthenticationFailed as exc:
+                self._refuse_authentication(str(exc))
+                return
         self.connected = True
         version = min(body.protocol_version, PROTOCOL_VERSION)
         self._send(
@@ -225,6 +251,29 @@ class ServerConnection(asyncio.Protocol):
             max_message_size=self.service.config.max_message_size,
             feature_flags=FeatureFlags(supports_partial_producer=True),
         )
+
+    def _on_auth_response(self, body: Any) -> None:
+        if self._auth is None:
+            self._protocol_error("AUTH_RESPONSE on a broker without authentication")
+            return
+        try:
+            self._auth.authenticate(body.response.auth_method_name, body.response.auth_data)
+        except AuthenticationFailed as exc:
+            self._refuse_authentication(str(exc))
+
+    def _send_auth_challenge(self) -> None:
+        self._send(
+            T.AUTH_CHALLENGE,
+            server_version=SERVER_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            challenge=AuthData(auth_method_name=METHOD_NAME, auth_data=REFRESH_CHALLENGE),
+        )
+
+    def _refuse_authentication(self, reason: str) -> None:
+        log.warning("refusing connection from %s: %s", self.remote_address, reason)
+        # request id -1, as Pulsar answers refused credentials
+        self._send(T.ERROR, request_id=_U64, error=ServerError.AuthenticationError, message=reason)
+        self.close()
 
     def _on_ping(self, body: Any) -> None:
         self._send(T.PONG)
@@ -247,10 +296,12 @@ class ServerConnection(asyncio.Protocol):
     def _on_lookup(self, body: Any) -> None:
         if self._topic_or_refuse(body, T.LOOKUP_RESPONSE, CommandLookupTopicResponse.Failed) is None:
             return
+        # A TLS broker serves pulsar+ssl:// only, which clients read from the Tls field.
+        url_field = "brokerServiceUrlTls" if self.service.config.tls else "brokerServiceUrl"
         self._send(
             T.LOOKUP_RESPONSE,
             request_id=body.request_id,
-            brokerServiceUrl=self.service.service_url,
+            **{url_field: self.service.service_url},
             response=CommandLookupTopicResponse.Connect,
             authoritative=True,
             proxy_through_service_url=False,
@@ -287,7 +338,25 @@ class ServerConnection(asyncio.Protocol):
 
     # ---- producers ----
 
-    async def _on_producer(self, body: Any) -> None:
+    async def _once(self, command_type: int, entity_id: int, request: Coroutine[Any, Any, None]) -> None:
+        """Serve a PRODUCER or SUBSCRIBE unless one for the same id is still being served: as with
+        Pulsar, a second one is refused, or it would leave behind an entity the connection forgot."""
+        key = (command_type, entity_id)
+        if key in self._creating:
+            request.close()
+            raise _Rejected(
+                ServerError.ServiceNotReady, f"{commands.type_name(command_type)} {entity_id} is already in progress"
+            )
+        self._creating.add(key)
+        try:
+            await request
+        finally:
+            self._creating.discard(key)
+
+    def _on_producer(self, body: Any) -> Coroutine[Any, Any, None]:
+        return self._once(T.PRODUCER, body.producer_id, self._create_producer(body))
+
+    async def _create_producer(self, body: Any) -> None:
         if body.producer_id in self.producers:
             producer, _ = self.producers[body.producer_id]
             self._send(T.PRODUCER_SUCCESS, request_id=body.request_id, producer_name=producer.name, producer_ready=True)
@@ -316,6 +385,9 @@ class ServerConnection(asyncio.Protocol):
         )
 
     def _on_send(self, body: Any, frame: Frame) -> None:
+        if frame.entry is None or frame.checksum is None:
+            self._protocol_error("SEND without a payload")
+            return
         entry = self.producers.get(body.producer_id)
         sequence_id = body.sequence_id
         if entry is None:
@@ -330,7 +402,6 @@ class ServerConnection(asyncio.Protocol):
         producer, topic = entry
         highest = body.highest_sequence_id if body.HasField("highest_sequence_id") else sequence_id
         producer_id = body.producer_id
-        assert frame.entry is not None and frame.checksum is not None
 
         def done(position: tuple[int, int] | None, error: BaseException | None) -> None:
             if position is None:
@@ -352,7 +423,8 @@ class ServerConnection(asyncio.Protocol):
             )
 
         try:
-            topic.publish(producer, sequence_id, highest, body.num_messages, frame.checksum, frame.entry, done)
+            # Sequence ids are Java longs in Pulsar: dedup and storage take them signed (the receipt echoes them as sent).
+            topic.publish(producer, _signed(sequence_id), _signed(highest), body.num_messages, frame.checksum, frame.entry, done)
         except FrameError as exc:
             self._send(
                 T.SEND_ERROR,
@@ -380,7 +452,10 @@ class ServerConnection(asyncio.Protocol):
 
     # ---- consumers ----
 
-    async def _on_subscribe(self, body: Any) -> None:
+    def _on_subscribe(self, body: Any) -> Coroutine[Any, Any, None]:
+        return self._once(T.SUBSCRIBE, body.consumer_id, self._subscribe(body))
+
+    async def _subscribe(self, body: Any) -> None:
         if body.consumer_id in self.consumers:
             self._send(T.SUCCESS, request_id=body.request_id)
             return
@@ -450,15 +525,18 @@ class ServerConnection(asyncio.Protocol):
             return
         consumer, subscription = found
         ledger_id = subscription.ledger.ledger_id
+        last_entry = subscription.ledger.last_entry_id
         changed = False
         try:
             for message_id in body.message_id:
                 entry_id = _signed(message_id.entryId)
-                # A cumulative ack of the entry before the first one arrives as entry -1.
-                if message_id.ledgerId != ledger_id or entry_id < 0:
+                # A cumulative ack of the entry before the first one arrives as entry -1; as Pulsar,
+                # acks past the last committed entry are ignored (they would skip messages to come).
+                if message_id.ledgerId != ledger_id or not 0 <= entry_id <= last_entry:
                     continue
                 ack_set = list(message_id.ack_set) or None
-                batch_size = message_id.batch_size
+                # Never more indexes than the entry holds: the bitset is sized by it.
+                batch_size = min(message_id.batch_size, subscription.ledger.entry_messages(entry_id))
                 if body.ack_type == CommandAck.Cumulative:
                     changed = subscription.ack_cumulative(entry_id, ack_set, batch_size) or changed
                 else:
@@ -561,8 +639,9 @@ class ServerConnection(asyncio.Protocol):
             msgThroughputOut=stats["msgThroughputOut"],
             msgRateRedeliver=subscription.redeliver_rate.rates()[0],
             consumerName=consumer.name,
-            availablePermits=consumer.permits,
-            unackedMessages=consumer.unacked_messages,
+            # Permits run below zero when a batch outgrows them; the wire field is unsigned.
+            availablePermits=max(consumer.permits, 0),
+            unackedMessages=max(consumer.unacked_messages, 0),
             blockedConsumerOnUnackedMsgs=False,
             address=self.remote_address,
             connectedSince=stats["connectedSince"],
@@ -585,7 +664,7 @@ class ServerConnection(asyncio.Protocol):
         for other in others:
             other.sink.close_consumer(other.consumer_id)
         self._detach(consumer, subscription)
-        del self.consumers[body.consumer_id]
+        self.consumers.pop(body.consumer_id, None)
         saved = subscription.topic.remove_subscription(subscription.name)
         if saved is not None:
             await saved

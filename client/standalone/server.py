@@ -6,15 +6,18 @@ import argparse
 import asyncio
 import logging
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 
 from aiohttp import web
 
 from .admin_http import AdminApi
-from .config import BrokerConfig, add_arguments, from_arguments
+from .authentication import TokenAuthenticator
+from .config import BrokerConfig, ConfigError, add_arguments, from_arguments
 from .connection import ServerConnection
 from .service import BrokerService
+from .tokens import TokenError
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,9 @@ class StandaloneBroker:
 
     def __init__(self, config: BrokerConfig):
         self.config = config
+        # Key and certificate load before anything binds, so a bad one stops the start with its reason.
+        self.authenticator = _authenticator(config)
+        self.tls_context = _tls_context(config)
         self.service = BrokerService(config)
         self._server: asyncio.base_events.Server | None = None
         self._runner: web.AppRunner | None = None
@@ -35,18 +41,21 @@ class StandaloneBroker:
         """Load storage, bind both ports, and fill in the service and web URLs."""
         loop = asyncio.get_running_loop()
         self.service.start(loop)
-        self._server = await loop.create_server(self._new_connection, self.config.host, self.config.port)
+        self._server = await loop.create_server(
+            self._new_connection, self.config.host, self.config.port, ssl=self.tls_context
+        )
         port = self._server.sockets[0].getsockname()[1]
-        self._runner = web.AppRunner(AdminApi(self.service).app, access_log=None)
+        self._runner = web.AppRunner(AdminApi(self.service, self.authenticator).app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.http_port)
+        site = web.TCPSite(self._runner, self.config.host, self.config.http_port, ssl_context=self.tls_context)
         await site.start()
         http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.service.service_url = f"pulsar://{self.config.host}:{port}"
-        self.service.web_service_url = f"http://{self.config.host}:{http_port}"
+        tls = self.tls_context is not None
+        self.service.service_url = f"{'pulsar+ssl' if tls else 'pulsar'}://{self.config.host}:{port}"
+        self.service.web_service_url = f"{'https' if tls else 'http'}://{self.config.host}:{http_port}"
 
     def _new_connection(self) -> ServerConnection:
-        connection = ServerConnection(self.service)
+        connection = ServerConnection(self.service, self.authenticator)
         self._connections.add(connection)
         return connection
 
@@ -89,8 +98,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(from_arguments(args)))
+    try:
+        asyncio.run(serve(from_arguments(args)))
+    except ConfigError as exc:
+        print(f"airflow-pulsar standalone: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _authenticator(config: BrokerConfig) -> TokenAuthenticator | None:
+    if not config.token_secret_file:
+        return None
+    try:
+        return TokenAuthenticator.from_secret_file(config.token_secret_file)
+    except TokenError as exc:
+        raise ConfigError(f"--token-secret-file: {exc}") from None
+
+
+def _tls_context(config: BrokerConfig) -> ssl.SSLContext | None:
+    if config.tls_cert_file is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(config.tls_cert_file, config.tls_key_file)
+    except OSError as exc:  # ssl.SSLError is one
+        key = config.tls_key_file or "(in the same file)"
+        raise ConfigError(f"cannot load the TLS certificate {config.tls_cert_file} with key {key}: {exc}") from None
+    return context
 
 
 if __name__ == "__main__":

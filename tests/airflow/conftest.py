@@ -1,35 +1,25 @@
-"""Airflow test settings: a throwaway AIRFLOW_HOME, unit-test mode, no examples, no database.
+"""Airflow test settings: a throwaway AIRFLOW_HOME, unit-test mode, no examples, the test DAGs folder.
 
 Set at import, before anything imports airflow (it reads its configuration once, on import).
+The metadata database (SQLite in AIRFLOW_HOME) is created on demand by the ``airflow_db`` fixture.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-AIRFLOW_HOME = tempfile.mkdtemp(prefix="airflow-home-")
-AIRFLOW_ENV = {
-    "AIRFLOW_HOME": AIRFLOW_HOME,
-    "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
-    "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-    "AIRFLOW__CORE__DAGS_FOLDER": os.path.join(AIRFLOW_HOME, "dags"),
-    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{os.path.join(AIRFLOW_HOME, 'airflow.db')}",
-}
-os.environ.update(AIRFLOW_ENV)
-if "airflow" in sys.modules:  # pragma: no cover - a guard for unusual collection orders
-    import warnings
+# Shared with tests/spark: sets the environment on import. Re-exported to the tests.
+from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV, AIRFLOW_HOME, DAGS_FOLDER  # noqa: F401
 
-    warnings.warn("airflow was imported before tests/airflow/conftest.py set AIRFLOW_HOME", stacklevel=1)
-
-AIRFLOW_BIN = Path(sys.executable).with_name("airflow")
+# The user functions of the test DAGs (pulsar_test_functions) are named by dotted path; tasks and
+# triggers import them in this process, as they would from an installed package in a deployment.
+if str(DAGS_FOLDER) not in sys.path:
+    sys.path.append(str(DAGS_FOLDER))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -45,3 +35,22 @@ def pulsar_conn(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]
         monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", value)
 
     yield define
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Airflow's metadata database, created once per test process (each xdist worker has its own home)."""
+    from airflow.utils.db import initdb
+
+    initdb()
+
+
+@pytest.fixture
+def broker_admin(broker, pulsar_conn, airflow_db) -> Iterator:
+    """The default Pulsar connection points at the module's broker (service and admin URLs); yields
+    a blocking admin client on it for the test's own checks."""
+    from airflow_pulsar.client.admin import PulsarAdmin
+
+    pulsar_conn(host=broker.service_url, extra={"admin_url": broker.web_url})
+    with PulsarAdmin(broker.web_url) as admin:
+        yield admin

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,32 @@ def test_tune_prints_the_template() -> None:
         [sys.executable, "-m", "airflow_pulsar.cli", "tune", "--message-size", "0"], capture_output=True, text=True
     )
     assert bad.returncode != 0 and "message_size_bytes must be positive" in bad.stderr
+
+
+def test_commands_over_tls_with_a_token(tmp_path: Path) -> None:
+    from security_helpers import make_pki, secured_broker
+
+    for folder in ("pki", "broker"):
+        (tmp_path / folder).mkdir()
+    pki = make_pki(tmp_path / "pki")
+    with secured_broker(tmp_path / "broker", tokens=True, pki=pki) as secured:
+        token_file = tmp_path / "token"
+        token_file.write_text(secured.token("cli"))
+        env = {
+            **os.environ,
+            "PULSAR_SERVICE_URL": secured.service_url,
+            "PULSAR_ADMIN_URL": secured.web_url,
+            "PULSAR_TLS_TRUST_CERTS": str(pki.ca),
+        }
+
+        def cli(*args: str, token: bool = True) -> subprocess.CompletedProcess[str]:
+            extra = ["--token-file", str(token_file)] if token else []
+            return subprocess.run(
+                [sys.executable, "-m", "airflow_pulsar.cli", *args, *extra], env=env, capture_output=True, text=True
+            )
+
+        assert cli("topics", "create", "secure").returncode == 0
+        assert "sent 2 messages" in cli("produce", "secure", "-m", "a", "-m", "b").stdout
+        assert cli("consume", "secure", "-s", "s", "--timeout", "1").stdout.splitlines()[-1].endswith(": b")
+        refused = cli("topics", "list", token=False)
+        assert refused.returncode == 1 and "401" in refused.stderr

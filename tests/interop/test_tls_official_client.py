@@ -1,0 +1,81 @@
+"""The official pulsar-client against our broker over TLS (pulsar+ssl://), with and without tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pulsar
+import pytest
+
+from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
+from interop_helpers import receive_n
+from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecuredBroker]:
+    with secured_broker(tmp_path_factory.mktemp("tls-interop"), tokens=True, pki=pki) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def wrong_host(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecuredBroker]:
+    with secured_broker(tmp_path_factory.mktemp("tls-wrong-host"), pki=pki, wrong_host=True) as broker:
+        yield broker
+
+
+def _official(url: str, timeout: int = 10, **settings: object) -> pulsar.Client:
+    return pulsar.Client(
+        url, operation_timeout_seconds=timeout, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), **settings
+    )
+
+
+def test_official_and_our_client_exchange_messages_over_tls(secured: SecuredBroker, topic_name: str) -> None:
+    ca = str(secured.pki.ca)  # type: ignore[union-attr]
+    official = _official(
+        secured.service_url,
+        authentication=pulsar.AuthenticationToken(secured.token("official")),
+        tls_trust_certs_file_path=ca,
+        tls_validate_hostname=True,
+    )
+    ours = Client(
+        secured.service_url, authentication=AuthenticationToken(secured.token("ours")), tls_trust_certs_file_path=ca
+    )
+    try:
+        their_consumer = official.subscribe(topic_name, "official", initial_position=pulsar.InitialPosition.Earliest)
+        our_consumer = ours.subscribe(topic_name, "ours", initial_position=InitialPosition.Earliest)
+        producer = official.create_producer(topic_name, batching_enabled=True, batching_max_publish_delay_ms=5)
+        for index in range(50):
+            producer.send_async(b"official-%d" % index, None)
+        producer.flush()
+        ours.create_producer(topic_name).send(b"ours")
+        expected = [b"official-%d" % index for index in range(50)] + [b"ours"]
+        assert [m.data() for m in receive_n(their_consumer, 51)] == expected
+        assert [our_consumer.receive(5000).data() for _ in range(51)] == expected
+    finally:
+        official.close()
+        ours.close()
+
+
+def test_official_client_checks_the_certificate(wrong_host: SecuredBroker, pki: Pki, topic_name: str) -> None:
+    # Host name validation is off by default in the official client; turned on, it refuses the
+    # certificate made for another host, as ours does by default.
+    refusing = _official(
+        wrong_host.service_url, timeout=1, tls_trust_certs_file_path=str(pki.ca), tls_validate_hostname=True
+    )
+    try:
+        with pytest.raises(pulsar.PulsarException):
+            refusing.create_producer(topic_name)
+    finally:
+        refusing.close()
+    for settings in ({"tls_trust_certs_file_path": str(pki.ca)}, {"tls_allow_insecure_connection": True}):
+        accepting = _official(wrong_host.service_url, **settings)
+        try:
+            accepting.create_producer(topic_name).send(b"x")
+        finally:
+            accepting.close()

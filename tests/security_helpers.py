@@ -1,0 +1,167 @@
+"""Certificates and secret keys for the authentication and TLS tests, made fresh per test session.
+
+A test CA signs a server certificate for 127.0.0.1 and localhost, and another one for a host the
+tests never connect to (so hostname verification has something to refuse).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import ssl
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.client.standalone.tokens import create_secret_key, create_token
+
+
+@dataclass(frozen=True)
+class Pki:
+    """PEM files: the CA to trust, and two server certificates with their keys."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    wrong_host_cert: Path
+    wrong_host_key: Path
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return path
+
+
+def _certificate(
+    subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, issuer_key: ec.EllipticCurvePrivateKey, sans: list
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(_name(issuer))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+    )
+    if sans:
+        builder = (
+            builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+            )
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        )
+    else:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True).add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def make_pki(directory: Path) -> Pki:
+    """A CA, a server certificate for 127.0.0.1/localhost and one for another host, written to ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _certificate("airflow-pulsar test CA", ca_key, "airflow-pulsar test CA", ca_key, [])
+    (directory / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files = {}
+    for label, sans in (
+        ("server", [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
+        ("wrong-host", [x509.DNSName("broker.elsewhere.example")]),
+    ):
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = _certificate(label, key, "airflow-pulsar test CA", ca_key, sans)
+        (directory / f"{label}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        files[label] = (directory / f"{label}.pem", _write_key(key, directory / f"{label}-key.pem"))
+    return Pki(
+        ca=directory / "ca.pem",
+        cert=files["server"][0],
+        key=files["server"][1],
+        wrong_host_cert=files["wrong-host"][0],
+        wrong_host_key=files["wrong-host"][1],
+    )
+
+
+def write_secret_key(path: Path) -> bytes:
+    """A new token secret key, written raw to ``path``; returns the key."""
+    key = create_secret_key()
+    path.write_bytes(key)
+    return key
+
+
+@dataclass
+class SecuredBroker:
+    """A broker process with token authentication and/or TLS, and what a client needs to reach it."""
+
+    process: BrokerProcess
+    secret: bytes | None = None
+    pki: Pki | None = None
+
+    @property
+    def service_url(self) -> str:
+        return self.process.service_url
+
+    @property
+    def web_url(self) -> str:
+        return self.process.web_url
+
+    def token(self, subject: str = "app", expires_in: float | None = 3600, secret: bytes | None = None) -> str:
+        """A token signed with the broker's key (or ``secret``); negative ``expires_in``: expired already."""
+        key = secret or self.secret
+        assert key is not None, "this broker has no token secret key"
+        return create_token(key, subject, None if expires_in is None else time.time() + expires_in)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context trusting the test CA."""
+        assert self.pki is not None, "this broker does not serve TLS"
+        return ssl.create_default_context(cafile=str(self.pki.ca))
+
+
+@contextmanager
+def secured_broker(
+    directory: Path, *, tokens: bool = False, pki: Pki | None = None, wrong_host: bool = False
+) -> Iterator[SecuredBroker]:
+    """Run a broker with ``--token-secret-file`` (``tokens``) and/or TLS with ``pki``'s server
+    certificate (its wrong-host one if ``wrong_host``); stopped (by pid) on exit."""
+    args: list[str] = []
+    secret = None
+    if tokens:
+        secret = write_secret_key(directory / "secret.key")
+        args += ["--token-secret-file", str(directory / "secret.key")]
+    if pki is not None:
+        cert, key = (pki.wrong_host_cert, pki.wrong_host_key) if wrong_host else (pki.cert, pki.key)
+        args += ["--tls-cert-file", str(cert), "--tls-key-file", str(key)]
+    process = BrokerProcess(directory / "data", *args).start()
+    try:
+        yield SecuredBroker(process, secret, pki)
+    finally:
+        process.stop()

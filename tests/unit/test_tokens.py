@@ -1,0 +1,120 @@
+"""Pulsar tokens (HS256 JWTs): made and checked here, cross-checked against PyJWT as the oracle."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+
+import jwt
+import pytest
+
+from airflow_pulsar.client.standalone.tokens import (
+    TokenError,
+    create_secret_key,
+    create_token,
+    read_secret_key,
+    verify_token,
+)
+
+KEY = bytes(range(32))
+
+# The well-known example token of the JWT debugger (jwt.io), made by another implementation.
+JWT_IO_TOKEN = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+
+
+def _segment(value: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+
+def test_known_vector_verifies() -> None:
+    assert verify_token(JWT_IO_TOKEN, b"your-256-bit-secret").subject == "1234567890"
+    with pytest.raises(TokenError, match="signature does not match"):
+        verify_token(JWT_IO_TOKEN, b"your-256-bit-secreT")
+
+
+def test_token_is_byte_identical_to_pyjwt() -> None:
+    # Pulsar's tokens carry the header {"alg":"HS256"} only; PyJWT makes that when told to drop "typ".
+    expires = int(time.time()) + 3600
+    ours = create_token(KEY, "admin", expires_at=expires)
+    assert ours == jwt.encode({"sub": "admin", "exp": expires}, KEY, algorithm="HS256", headers={"typ": None})
+    assert jwt.decode(ours, KEY, algorithms=["HS256"]) == {"sub": "admin", "exp": expires}
+    assert create_token(KEY, "admin") == jwt.encode({"sub": "admin"}, KEY, algorithm="HS256", headers={"typ": None})
+
+
+@pytest.mark.parametrize("algorithm", ["HS256", "HS384", "HS512"])
+def test_pyjwt_tokens_verify(algorithm: str) -> None:
+    key = bytes(range(64))  # as long as the largest hash, so PyJWT does not warn
+    expires = time.time() + 60
+    token = jwt.encode({"sub": "app", "exp": int(expires), "iat": int(time.time())}, key, algorithm=algorithm)
+    claims = verify_token(token, key)
+    assert claims.subject == "app" and claims.expires_at == int(expires)
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        (jwt.encode({"sub": "app", "exp": 1_000_000}, KEY, algorithm="HS256"), "token expired at 1970-01-12T13:46:40"),
+        (jwt.encode({"sub": "app", "nbf": 4_000_000_000}, KEY, algorithm="HS256"), "not valid before 2096"),
+        (jwt.encode({"sub": "app"}, b"another key of thirty-two bytes!", algorithm="HS256"), "does not match"),
+        (jwt.encode({"role": "app"}, KEY, algorithm="HS256"), "no subject"),
+        (jwt.encode({"sub": "app", "exp": "soon"}, KEY, algorithm="HS256"), "'exp' must be a number"),
+        (_segment({"alg": "none"}) + "." + _segment({"sub": "app"}) + ".", "three non-empty"),
+        (_segment({"alg": "none"}) + "." + _segment({"sub": "app"}) + ".c2ln", "unsupported signing algorithm 'none'"),
+        ("a.b", "three non-empty"),
+        ("###." + _segment({"sub": "app"}) + ".c2ln", "header is not base64url"),
+        (_segment({"alg": "HS256"}) + ".bm90IGpzb24.c2ln", "claims is not JSON"),
+        (_segment({"alg": "HS256"}) + "." + base64.urlsafe_b64encode(b"[1]").decode() + ".c2ln", "not a JSON object"),
+    ],
+)
+def test_bad_tokens_are_refused_with_the_reason(token: str, reason: str) -> None:
+    with pytest.raises(TokenError, match=reason):
+        verify_token(token, KEY)
+
+
+def test_tampered_claims_are_refused() -> None:
+    header, _, signature = create_token(KEY, "reader").split(".")
+    forged = f"{header}.{_segment({'sub': 'admin'})}.{signature}"
+    with pytest.raises(TokenError, match="signature does not match"):
+        verify_token(forged, KEY)
+
+
+def test_expiry_is_checked_against_now() -> None:
+    token = create_token(KEY, "app", expires_at=1000)
+    assert verify_token(token, KEY, now=999).expires_at == 1000
+    with pytest.raises(TokenError, match="expired"):
+        verify_token(token, KEY, now=1000)
+
+
+def test_secret_key_sources(tmp_path: Path) -> None:
+    key = create_secret_key()
+    assert len(key) == 32 and key != create_secret_key()
+    raw = tmp_path / "raw.key"
+    raw.write_bytes(key)
+    encoded = tmp_path / "b64.key"
+    encoded.write_text("data:;base64," + base64.b64encode(key).decode() + "\n")
+    assert read_secret_key(raw) == key
+    assert read_secret_key(f"file://{raw}") == key
+    assert read_secret_key(str(encoded)) == key
+    assert read_secret_key("data:;base64," + base64.b64encode(key).decode()) == key
+
+
+def test_bad_secret_keys_are_refused(tmp_path: Path) -> None:
+    short = tmp_path / "short.key"
+    short.write_bytes(b"secret")
+    with pytest.raises(TokenError, match=r"short.key has 6 bytes; at least 32"):
+        read_secret_key(short)
+    with pytest.raises(TokenError, match="cannot read the secret key file .*missing.key"):
+        read_secret_key(tmp_path / "missing.key")
+    with pytest.raises(TokenError, match="not valid base64"):
+        read_secret_key("data:;base64,@@@@")
+    with pytest.raises(TokenError, match="must start with 'data:;base64,'"):
+        read_secret_key("data:text/plain,secret")
+    with pytest.raises(TokenError, match="has 6 bytes"):
+        create_token(b"secret", "app")
+    with pytest.raises(TokenError, match="non-empty subject"):
+        create_token(KEY, "")
