@@ -82,6 +82,29 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_pulsar.hooks.pulsar"],
             }
         ],
+        "operators": [
+            {
+                "integration-name": "Apache Pulsar",
+                "python-modules": ["airflow_pulsar.operators.produce", "airflow_pulsar.operators.consume"],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": "Apache Pulsar",
+                "python-modules": ["airflow_pulsar.sensors.backlog", "airflow_pulsar.sensors.await_message"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Apache Pulsar",
+                "python-modules": [
+                    "airflow_pulsar.triggers.backlog",
+                    "airflow_pulsar.triggers.await_message",
+                    "airflow_pulsar.triggers.message_event",
+                ],
+            }
+        ],
+        "queues": ["airflow_pulsar.queues.pulsar.PulsarMessageQueueProvider"],
         "connection-types": [
             {
                 "hook-class-name": HOOK_CLASS_NAME,

@@ -1,0 +1,176 @@
+"""Checks of DAG-author arguments, run when an operator, sensor or trigger is built (DAG parse time).
+
+A bad DAG fails while it is parsed, with a message naming the argument, instead of when a task
+runs. Nothing here connects to Pulsar or imports user code: dotted paths are only checked for
+shape here and imported with :func:`resolve_function` when the task (or trigger) runs.
+Values that are Jinja templates are left for the task to render and are checked by the client then.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from airflow_pulsar.client.consumer.settings import ConsumerType, InitialPosition
+from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
+
+E = TypeVar("E", bound=enum.Enum)
+
+# Subscription types by the names DAG authors write; Pulsar spells Key_Shared with an underscore.
+_CONSUMER_TYPE_ALIASES = {"key_shared": ConsumerType.KeyShared}
+
+
+def is_template(value: Any) -> bool:
+    """Whether ``value`` is a string Airflow will render with Jinja before the task runs."""
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def enum_member(kind: type[E], value: Any, name: str) -> E:
+    """An enum member from itself, its name (any case) or its number; the error lists the names."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str):
+        for member in kind:
+            if member.name.lower() == value.strip().lower():
+                return member
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    elif isinstance(value, enum.Enum):  # the official pulsar-client's enums: same names
+        return enum_member(kind, value.name, name)
+    names = ", ".join(member.name for member in kind)
+    raise ValueError(f"{name} must be one of {names}, got {value!r}")
+
+
+def consumer_type(value: Any, name: str = "subscription_type") -> ConsumerType:
+    """A subscription type: Exclusive, Shared, Failover or KeyShared (also Key_Shared)."""
+    if isinstance(value, str) and value.strip().lower() in _CONSUMER_TYPE_ALIASES:
+        return _CONSUMER_TYPE_ALIASES[value.strip().lower()]
+    return enum_member(ConsumerType, value, name)
+
+
+def initial_position(value: Any, name: str = "initial_position") -> InitialPosition:
+    """Where a new subscription starts: Earliest or Latest."""
+    return enum_member(InitialPosition, value, name)
+
+
+def topic_list(value: Any, name: str = "topics") -> list[str]:
+    """One topic or a non-empty list of them; names are checked unless templated."""
+    topics = [value] if isinstance(value, str) else value
+    if not isinstance(topics, Sequence) or isinstance(topics, (bytes, bytearray)) or not topics:
+        raise ValueError(f"{name} must be a topic name or a non-empty list of topic names, got {value!r}")
+    return [topic_name(topic, name) for topic in topics]
+
+
+def topic_name(value: Any, name: str = "topic") -> str:
+    """A topic name (short or ``persistent://tenant/ns/topic``), checked unless templated."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty topic name, got {value!r}")
+    if not is_template(value):
+        try:
+            TopicName.parse(value)
+        except InvalidTopicNameError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    return value
+
+
+def non_empty_str(value: Any, name: str) -> str:
+    """A non-empty string (a subscription or connection id)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def positive_int(value: Any, name: str, *, optional: bool = False, minimum: int = 1) -> int | None:
+    """An int >= ``minimum`` (None allowed when ``optional``)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}{' or None' if optional else ''}, got {value!r}")
+    return value
+
+
+def seconds(value: Any, name: str, *, optional: bool = False, allow_zero: bool = False) -> float | None:
+    """A duration in seconds from a number or a ``timedelta``; positive (or zero when allowed)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
+        kind = "a non-negative" if allow_zero else "a positive"
+        raise ValueError(f"{name} must be {kind} number of seconds or a timedelta, got {value!r}")
+    return float(value)
+
+
+def function_reference(value: Any, name: str, *, optional: bool = False, allow_callable: bool = True) -> Any:
+    """A user function: a callable (when allowed) or a dotted path ``package.module.function``.
+
+    Triggers need the dotted path, since they are rebuilt from plain arguments in the triggerer.
+    """
+    if value is None and optional:
+        return None
+    if allow_callable and callable(value):
+        return value
+    if isinstance(value, str) and _is_dotted_path(value):
+        return value
+    expected = "a callable or a dotted path" if allow_callable else "a dotted path"
+    raise ValueError(f"{name} must be {expected} like 'package.module.function', got {value!r}")
+
+
+def _is_dotted_path(value: str) -> bool:
+    parts = value.split(".")
+    return len(parts) >= 2 and all(part.isidentifier() for part in parts)
+
+
+def function_arguments(args: Any, kwargs: Any, prefix: str) -> tuple[Sequence[Any], dict[str, Any]]:
+    """The extra positional and keyword arguments of a user function."""
+    args = () if args is None else args
+    kwargs = {} if kwargs is None else kwargs
+    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+        raise ValueError(f"{prefix}_args must be a list or tuple, got {args!r}")
+    if not isinstance(kwargs, Mapping) or not all(isinstance(key, str) for key in kwargs):
+        raise ValueError(f"{prefix}_kwargs must be a dict with str keys, got {kwargs!r}")
+    return args, dict(kwargs)
+
+
+def resolve_function(value: Any, name: str) -> Callable[..., Any]:
+    """The callable itself, or the object a dotted path names (imported now, when the task runs)."""
+    if callable(value):
+        return value
+    from airflow.sdk.module_loading import import_string
+
+    try:
+        function = import_string(value)
+    except ImportError as exc:
+        raise ImportError(f"{name} {value!r} cannot be imported: {exc}") from exc
+    if not callable(function):
+        raise TypeError(f"{name} {value!r} names a {type(function).__name__}, not a callable")
+    return function
+
+
+# Producer settings whose values are enums: DAG authors may write the member names ("LZ4").
+_PRODUCER_ENUMS = ("compression_type", "message_routing_mode", "hashing_scheme", "access_mode", "batching_type")
+
+
+def producer_settings(settings: Mapping[str, Any] | None, name: str = "producer_settings") -> dict[str, Any]:
+    """``create_producer`` keyword arguments, validated by the client's own rules (no connection)."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, Mapping):
+        raise ValueError(f"{name} must be a dict of create_producer keyword arguments, got {settings!r}")
+    result = dict(settings)
+    for key in _PRODUCER_ENUMS:
+        if isinstance(result.get(key), str):
+            # Each of these settings defaults to a member of its enum.
+            enum_type = type(ProducerConfig.__dataclass_fields__[key].default)
+            result[key] = enum_member(enum_type, result[key], f"{name}[{key!r}]")
+    try:
+        ProducerConfig.from_settings(**result)
+    except Exception as exc:  # InvalidConfiguration or TypeError for unknown names
+        raise ValueError(f"{name}: {exc}") from None
+    return result

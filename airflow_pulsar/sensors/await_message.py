@@ -1,0 +1,117 @@
+"""PulsarAwaitMessageSensor: defer until a message matching a user function arrives."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
+
+from airflow_pulsar.hooks import arguments
+from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
+
+
+class PulsarAwaitMessageSensor(BaseSensorOperator):
+    """
+    Wait, deferred, for the first message on a subscription that a user function accepts.
+
+    The sensor defers to :class:`PulsarAwaitMessageTrigger`, which consumes in the triggerer
+    and calls ``apply_function(message, *apply_function_args, **apply_function_kwargs)`` on each
+    message (an ``airflow_pulsar.client.Message``); the first truthy return value completes the
+    sensor. Examined messages are acknowledged (``acknowledge=False`` leaves them in the
+    subscription). It returns ``{"message": {"topic", "message_id", "key", "properties",
+    "publish_timestamp", "event_timestamp", "redelivery_count", "value"}, "result": <the value
+    returned>}`` to XCom. ``timeout`` and ``soft_fail`` behave as in every Airflow sensor.
+
+    :param topics: A topic or a list of topics. Templated.
+    :param subscription: The subscription to consume with. Templated.
+    :param apply_function: Dotted path of the function (it runs in the triggerer, so it must be
+        importable there); None accepts the first message.
+    :param apply_function_args: Extra positional arguments for the function. Templated.
+    :param apply_function_kwargs: Extra keyword arguments for the function. Templated.
+    :param subscription_type: ``Shared`` (default), ``Exclusive``, ``Failover`` or ``KeyShared``.
+    :param initial_position: Where a new subscription starts: ``Latest`` (default) or ``Earliest``.
+    :param acknowledge: Acknowledge the messages examined (default True).
+    :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default.
+
+    Example::
+
+        PulsarAwaitMessageSensor(
+            task_id="wait_for_order_42",
+            topics="orders",
+            subscription="order-watch",
+            apply_function="my_project.orders.is_order",
+            apply_function_args=[42],
+            timeout=timedelta(hours=1),
+        )
+    """
+
+    template_fields: Sequence[str] = ("topics", "subscription", "apply_function_args", "apply_function_kwargs")
+    ui_color = "#fff3d6"
+
+    def __init__(
+        self,
+        *,
+        topics: str | Sequence[str],
+        subscription: str,
+        apply_function: str | None = None,
+        apply_function_args: Sequence[Any] | None = None,
+        apply_function_kwargs: dict[str, Any] | None = None,
+        subscription_type: Any = "Shared",
+        initial_position: Any = "Latest",
+        acknowledge: bool = True,
+        pulsar_conn_id: str = PulsarHook.default_conn_name,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.topics = arguments.topic_list(topics)
+        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        self.apply_function = arguments.function_reference(
+            apply_function, "apply_function", optional=True, allow_callable=False
+        )
+        self.apply_function_args, self.apply_function_kwargs = arguments.function_arguments(
+            apply_function_args, apply_function_kwargs, "apply_function"
+        )
+        self.subscription_type = arguments.consumer_type(subscription_type).name
+        self.initial_position = arguments.initial_position(initial_position).name
+        if not isinstance(acknowledge, bool):
+            raise ValueError(f"acknowledge must be a bool, got {acknowledge!r}")
+        self.acknowledge = acknowledge
+        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+
+    def execute(self, context: Any) -> None:
+        """Defer to the trigger (this sensor only runs deferred)."""
+        self.defer(
+            trigger=PulsarAwaitMessageTrigger(
+                topics=self.topics,
+                subscription=self.subscription,
+                apply_function=self.apply_function,
+                apply_function_args=self.apply_function_args,
+                apply_function_kwargs=self.apply_function_kwargs,
+                subscription_type=self.subscription_type,
+                initial_position=self.initial_position,
+                acknowledge=self.acknowledge,
+                pulsar_conn_id=self.pulsar_conn_id,
+                deadline=time.time() + self.timeout,
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout),
+        )
+
+    def poke(self, context: Any) -> bool:
+        """Not used: the sensor always defers."""
+        raise AirflowException(f"{type(self).__name__} only runs deferred")
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: return the message and the function's result."""
+        status = event.get("status")
+        if status == "success":
+            self.log.info("Matched message %s on %s", event["message"]["message_id"], event["message"]["topic"])
+            return {"message": event["message"], "result": event["result"]}
+        if status == "timeout":
+            raise AirflowSensorTimeout(f"Sensor has timed out: {event.get('message')}")
+        raise AirflowException(f"Awaiting a message failed: {event.get('message', event)}")

@@ -1,0 +1,143 @@
+"""PulsarBacklogSensor: wait until a subscription's backlog is ready, without consuming from it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
+
+from airflow_pulsar.hooks import arguments
+from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger
+from airflow_pulsar.triggers.backlog_condition import BacklogReading
+
+
+class PulsarBacklogSensor(BaseSensorOperator):
+    """
+    Wait until a subscription's backlog holds enough messages (or its oldest message is old enough).
+
+    The backlog is read from Pulsar's admin REST stats (summed across the partitions of a
+    partitioned topic); the sensor never attaches a consumer to the subscription it watches.
+    It is ready once it holds at least ``threshold`` messages and, if set, ``min_backlog_bytes``
+    bytes; or, if ``max_message_age`` is set, once the oldest unacknowledged message has waited
+    that long (then any non-empty backlog is ready).
+
+    With ``deferrable=True`` (the default) the sensor defers to :class:`PulsarBacklogTrigger`,
+    which polls every ``poke_interval`` seconds inside the triggerer and holds no worker slot;
+    with ``deferrable=False`` it pokes in a worker (``mode="poke"`` or ``"reschedule"``).
+    ``timeout``, ``soft_fail`` and ``mode`` behave as in every Airflow sensor.
+
+    Returns the figures to XCom: ``{"topic", "subscription", "msg_backlog", "backlog_size",
+    "oldest_message_age", "partitions": {partition: {"msg_backlog", "backlog_size",
+    "oldest_message_age"}}, "read_at"}``; ``partitions`` is empty for a non-partitioned topic and
+    ages (seconds) are only read when ``max_message_age`` is set.
+
+    :param topic: The topic (partitioned or not). Templated.
+    :param subscription: The subscription whose backlog is watched; it must exist. Templated.
+    :param threshold: Messages that make the backlog ready (>= 1).
+    :param min_backlog_bytes: Bytes the backlog must also hold.
+    :param max_message_age: Seconds (or a timedelta) after which the oldest message makes the backlog ready.
+    :param pulsar_conn_id: The Pulsar connection (its admin URL and token are used).
+    :param deferrable: Defer to the triggerer (default) or poke in a worker.
+
+    Example::
+
+        PulsarBacklogSensor(
+            task_id="wait_for_orders",
+            topic="orders",
+            subscription="warehouse",
+            threshold=10_000,
+            max_message_age=timedelta(minutes=15),
+            poke_interval=30,
+            timeout=timedelta(hours=2),
+        )
+    """
+
+    template_fields: Sequence[str] = ("topic", "subscription")
+    ui_color = "#fff3d6"
+
+    def __init__(
+        self,
+        *,
+        topic: str,
+        subscription: str,
+        threshold: int,
+        min_backlog_bytes: int | None = None,
+        max_message_age: float | timedelta | None = None,
+        pulsar_conn_id: str = PulsarHook.default_conn_name,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.topic = arguments.topic_name(topic)
+        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        self.threshold = arguments.positive_int(threshold, "threshold")
+        self.min_backlog_bytes = arguments.positive_int(
+            min_backlog_bytes, "min_backlog_bytes", optional=True, minimum=0
+        )
+        self.max_message_age = arguments.seconds(max_message_age, "max_message_age", optional=True)
+        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        if not isinstance(deferrable, bool):
+            raise ValueError(f"deferrable must be a bool, got {deferrable!r}")
+        self.deferrable = deferrable
+
+    def _trigger(self, deadline: float | None = None) -> PulsarBacklogTrigger:
+        return PulsarBacklogTrigger(
+            topic=self.topic,
+            subscription=self.subscription,
+            threshold=self.threshold,
+            min_backlog_bytes=self.min_backlog_bytes,
+            max_message_age=self.max_message_age,
+            # A zero poke interval would spin; the triggerer polls at least every 0.1 s.
+            poll_interval=max(self.poke_interval, 0.1),
+            pulsar_conn_id=self.pulsar_conn_id,
+            deadline=deadline,
+        )
+
+    def execute(self, context: Any) -> Any:
+        """Defer to the trigger, or poke in this worker when not deferrable."""
+        if not self.deferrable:
+            return super().execute(context)
+        self.defer(
+            trigger=self._trigger(deadline=time.time() + self.timeout),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout),
+        )
+
+    def poke(self, context: Any) -> PokeReturnValue:
+        """Read the backlog once; done when the condition holds (transient admin errors: not yet)."""
+        trigger = self._trigger()
+        hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
+        # Read the connection here, outside the event loop below.
+        self.log.debug("Reading the backlog from %s", hook.admin_url)
+
+        async def read() -> BacklogReading:
+            async with hook.get_async_admin() as admin:
+                return await trigger.condition.read(admin, self.topic, self.subscription)
+
+        try:
+            reading = asyncio.run(read())
+        except TRANSIENT_ADMIN_ERRORS as exc:
+            self.log.warning("Cannot read the backlog now, poking again: %s", exc)
+            return PokeReturnValue(is_done=False)
+        self.log.info(
+            "Backlog of %s / %s: %d messages, %d bytes",
+            self.topic, self.subscription, reading.msg_backlog, reading.backlog_size,
+        )
+        return PokeReturnValue(is_done=trigger.condition.met(reading), xcom_value=reading.as_xcom())
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger fired: return the figures, or fail (or skip, with soft_fail)."""
+        status = event.get("status")
+        if status == "success":
+            backlog = event["backlog"]
+            self.log.info("Backlog ready: %d messages, %d bytes", backlog["msg_backlog"], backlog["backlog_size"])
+            return backlog
+        if status == "timeout":
+            raise AirflowSensorTimeout(f"Sensor has timed out: {event.get('message')}")
+        raise AirflowException(f"Cannot watch the backlog: {event.get('message', event)}")

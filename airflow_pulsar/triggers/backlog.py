@@ -1,0 +1,124 @@
+"""PulsarBacklogTrigger: poll a subscription's backlog over admin REST until it is ready."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_pulsar.client.admin import AdminConnectionError, AdminServerError
+from airflow_pulsar.hooks import arguments
+from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
+
+# Worth another poll: the admin service is unreachable, slow, or failing for now.
+TRANSIENT_ADMIN_ERRORS = (AdminConnectionError, AdminServerError)
+
+
+class PulsarBacklogTrigger(BaseTrigger):
+    """
+    Fire once a subscription's backlog is ready; runs in the triggerer and never consumes.
+
+    Every ``poll_interval`` seconds it reads the subscription's stats (summed across the
+    partitions of a partitioned topic) with an async HTTP client, and fires when the backlog
+    holds at least ``threshold`` messages (and ``min_backlog_bytes`` bytes, if set), or when its
+    oldest message has waited ``max_message_age`` seconds (if set). Unreachable or failing admin
+    service: it logs and polls again. The event payload is ``{"status": "success", "backlog":
+    {...}}``, ``{"status": "timeout", ...}`` once ``deadline`` passed, or ``{"status": "error",
+    "message": ...}`` (e.g. no such topic or subscription).
+
+    :param topic: The topic (partitioned or not).
+    :param subscription: The subscription whose backlog is watched.
+    :param threshold: Messages in the backlog that make it ready (>= 1).
+    :param min_backlog_bytes: Bytes the backlog must also hold, or None.
+    :param max_message_age: Seconds after which the oldest message makes the backlog ready, or None.
+    :param poll_interval: Seconds between two reads of the stats.
+    :param pulsar_conn_id: The Pulsar connection (its admin URL and token are used).
+    :param deadline: Epoch seconds after which it fires a timeout event, or None.
+    """
+
+    def __init__(
+        self,
+        *,
+        topic: str,
+        subscription: str,
+        threshold: int,
+        min_backlog_bytes: int | None = None,
+        max_message_age: float | None = None,
+        poll_interval: float = 5.0,
+        pulsar_conn_id: str = PulsarHook.default_conn_name,
+        deadline: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.topic = arguments.topic_name(topic)
+        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        self.threshold = arguments.positive_int(threshold, "threshold")
+        self.min_backlog_bytes = arguments.positive_int(
+            min_backlog_bytes, "min_backlog_bytes", optional=True, minimum=0
+        )
+        self.max_message_age = arguments.seconds(max_message_age, "max_message_age", optional=True)
+        self.poll_interval = arguments.seconds(poll_interval, "poll_interval")
+        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.deadline = deadline
+
+    @property
+    def condition(self) -> BacklogCondition:
+        """The condition this trigger waits for."""
+        return BacklogCondition(self.threshold, self.min_backlog_bytes, self.max_message_age)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        """Class path and plain keyword arguments, to rebuild this trigger in the triggerer."""
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "topic": self.topic,
+                "subscription": self.subscription,
+                "threshold": self.threshold,
+                "min_backlog_bytes": self.min_backlog_bytes,
+                "max_message_age": self.max_message_age,
+                "poll_interval": self.poll_interval,
+                "pulsar_conn_id": self.pulsar_conn_id,
+                "deadline": self.deadline,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Poll until the backlog is ready (or the deadline passes, or the stats cannot be had)."""
+        condition = self.condition
+        hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
+        await hook.aget_config()
+        self.log.info(
+            "Waiting for %s on %s / %s (every %g s)",
+            condition.describe(), self.topic, self.subscription, self.poll_interval,
+        )
+        async with hook.get_async_admin() as admin:
+            while True:
+                reading: BacklogReading | None = None
+                try:
+                    reading = await condition.read(admin, self.topic, self.subscription)
+                except TRANSIENT_ADMIN_ERRORS as exc:
+                    self.log.warning("Cannot read the backlog now, polling again: %s", exc)
+                except Exception as exc:
+                    yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
+                    return
+                if reading is not None and condition.met(reading):
+                    yield TriggerEvent({"status": "success", "backlog": reading.as_xcom()})
+                    return
+                now = time.time()
+                if self.deadline is not None and now >= self.deadline:
+                    yield TriggerEvent(
+                        {
+                            "status": "timeout",
+                            "message": f"the backlog of {self.topic} / {self.subscription} did not reach "
+                            f"{condition.describe()} in time",
+                            "backlog": reading.as_xcom() if reading is not None else None,
+                        }
+                    )
+                    return
+                if reading is not None:
+                    self.log.debug("Backlog %d messages, %d bytes: waiting", reading.msg_backlog, reading.backlog_size)
+                pause = self.poll_interval if self.deadline is None else min(self.poll_interval, self.deadline - now)
+                await asyncio.sleep(pause)

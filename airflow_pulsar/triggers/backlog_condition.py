@@ -1,0 +1,108 @@
+"""What the backlog sensor waits for: reading a subscription's backlog over admin REST, and judging it.
+
+Only Pulsar's admin paths are used (topic or partitioned stats, and peek-messages for the age of
+the oldest unacknowledged message), so nothing ever attaches a consumer to the subscription.
+Used by the trigger (in the triggerer) and by the sensor's poke mode (in a worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_pulsar.client.admin import AdminNotFoundError, AsyncPulsarAdmin, PartitionBacklog, SubscriptionBacklog
+
+
+@dataclass(frozen=True)
+class BacklogReading:
+    """One look at the backlog: figures in total and per partition, and when they were read.
+
+    ``oldest_message_age`` (seconds) is read only when the condition needs it, else None.
+    """
+
+    backlog: SubscriptionBacklog
+    oldest_ages: dict[str, float] = field(default_factory=dict)
+    read_at: float = 0.0  # epoch seconds
+
+    @property
+    def msg_backlog(self) -> int:
+        return self.backlog.msg_backlog
+
+    @property
+    def backlog_size(self) -> int:
+        return self.backlog.backlog_size
+
+    @property
+    def oldest_message_age(self) -> float | None:
+        return max(self.oldest_ages.values()) if self.oldest_ages else None
+
+    def as_xcom(self) -> dict[str, Any]:
+        """Plain JSON: totals, and per partition (empty for a non-partitioned topic)."""
+        return {
+            "topic": self.backlog.topic,
+            "subscription": self.backlog.subscription,
+            "msg_backlog": self.msg_backlog,
+            "backlog_size": self.backlog_size,
+            "oldest_message_age": self.oldest_message_age,
+            "partitions": {
+                part.topic: {
+                    "msg_backlog": part.msg_backlog,
+                    "backlog_size": part.backlog_size,
+                    "oldest_message_age": self.oldest_ages.get(part.topic),
+                }
+                for part in self.backlog.partitions
+            },
+            "read_at": self.read_at,
+        }
+
+
+@dataclass(frozen=True)
+class BacklogCondition:
+    """When a backlog is ready.
+
+    Ready once it holds at least ``threshold`` messages and (if set) ``min_backlog_bytes`` bytes,
+    or, if ``max_message_age`` (seconds) is set, once its oldest unacknowledged message has waited
+    that long, however small the backlog is then.
+    """
+
+    threshold: int
+    min_backlog_bytes: int | None = None
+    max_message_age: float | None = None
+
+    def met(self, reading: BacklogReading) -> bool:
+        """Whether ``reading`` satisfies the condition."""
+        enough = reading.msg_backlog >= self.threshold and reading.backlog_size >= (self.min_backlog_bytes or 0)
+        age = reading.oldest_message_age
+        return enough or (self.max_message_age is not None and age is not None and age >= self.max_message_age)
+
+    def describe(self) -> str:
+        """The condition in words, for logs."""
+        text = f">= {self.threshold} messages"
+        if self.min_backlog_bytes:
+            text += f" and >= {self.min_backlog_bytes} bytes"
+        if self.max_message_age is not None:
+            text += f", or the oldest message >= {self.max_message_age:g} s old"
+        return text
+
+    async def read(self, admin: AsyncPulsarAdmin, topic: str, subscription: str) -> BacklogReading:
+        """Read the backlog figures (and the oldest message's age when the condition needs it)."""
+        backlog = await admin.backlog(topic, subscription)
+        read_at = time.time()
+        ages: dict[str, float] = {}
+        if self.max_message_age is not None:
+            parts = backlog.partitions or (PartitionBacklog(backlog.topic, backlog.msg_backlog, backlog.backlog_size),)
+            waiting = [part.topic for part in parts if part.msg_backlog > 0]
+            peeked = await asyncio.gather(*(_oldest_publish_ms(admin, part, subscription) for part in waiting))
+            ages = {
+                part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in zip(waiting, peeked) if publish_ms
+            }
+        return BacklogReading(backlog, ages, read_at)
+
+
+async def _oldest_publish_ms(admin: AsyncPulsarAdmin, topic: str, subscription: str) -> int | None:
+    try:
+        return (await admin.peek_message(topic, subscription)).publish_time_ms
+    except AdminNotFoundError:  # acknowledged since the stats were read
+        return None

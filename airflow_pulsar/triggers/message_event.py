@@ -1,0 +1,168 @@
+"""PulsarMessageEventTrigger: an event per matching message, for event-driven scheduling (``AssetWatcher``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Hashable, Sequence
+from typing import Any
+
+from airflow.triggers.base import BaseEventTrigger, TriggerEvent
+from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, reject_shared_stream_event
+
+from airflow_pulsar.client import Message
+from airflow_pulsar.hooks import arguments
+from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.triggers.message_events import MessageMatcher
+from airflow_pulsar.triggers.shared_stream import PulsarSharedStreamProducer
+
+# Keyword arguments that define the shared stream (and so its consumer); the others are per trigger.
+_STREAM_ARGUMENTS = (
+    "topics",
+    "subscription",
+    "subscription_type",
+    "initial_position",
+    "redelivery_delay",
+    "pulsar_conn_id",
+)
+
+
+class PulsarMessageEventTrigger(BaseEventTrigger):
+    """
+    Fire an event for every message on a subscription that ``apply_function`` accepts.
+
+    Made for ``Asset(..., watchers=[AssetWatcher(name, trigger=...)])``, directly or through
+    ``MessageQueueTrigger(scheme="pulsar", ...)``: each event becomes an asset event whose extra
+    holds ``{"payload": {"message": {...}, "result": ...}}`` and schedules the DAGs on the asset.
+
+    In the triggerer (Airflow 3.3), triggers with equal connection, topics, subscription and
+    settings share one consumer (:class:`PulsarSharedStreamProducer`): each message goes to every
+    trigger of the group, and is acknowledged only once all of them have passed it and the asset
+    events it caused are stored. A message whose ``apply_function`` raises is rejected and
+    negatively acknowledged (Pulsar redelivers it after ``redelivery_delay`` seconds).
+    ``run()``, used outside the triggerer's shared streams, consumes alone with the same rules,
+    acknowledging a message once its event has been taken.
+
+    :param topics: A topic or a list of topics.
+    :param subscription: The subscription to consume with.
+    :param apply_function: Dotted path of ``function(message, *args, **kwargs)``; a truthy return
+        fires (and is the event's ``result``). None: every message fires.
+    :param apply_function_args: Extra positional arguments for the function.
+    :param apply_function_kwargs: Extra keyword arguments for the function.
+    :param subscription_type: ``Shared`` (default: several triggerers share the work),
+        ``Exclusive``, ``Failover`` or ``KeyShared``.
+    :param initial_position: Where a new subscription starts: ``Latest`` (default) or ``Earliest``.
+    :param redelivery_delay: Seconds before a rejected message is delivered again (default 60).
+    :param pulsar_conn_id: The Pulsar connection.
+
+    Example::
+
+        orders = Asset(
+            "pulsar://orders",
+            watchers=[
+                AssetWatcher(
+                    name="orders_watcher",
+                    trigger=PulsarMessageEventTrigger(topics="orders", subscription="airflow-orders"),
+                )
+            ],
+        )
+    """
+
+    def __init__(
+        self,
+        *,
+        topics: str | Sequence[str],
+        subscription: str,
+        apply_function: str | None = None,
+        apply_function_args: Sequence[Any] | None = None,
+        apply_function_kwargs: dict[str, Any] | None = None,
+        subscription_type: Any = "Shared",
+        initial_position: Any = "Latest",
+        redelivery_delay: float = 60.0,
+        pulsar_conn_id: str = PulsarHook.default_conn_name,
+    ) -> None:
+        super().__init__()
+        self.topics = arguments.topic_list(topics)
+        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        self.apply_function = arguments.function_reference(
+            apply_function, "apply_function", optional=True, allow_callable=False
+        )
+        self.apply_function_args, self.apply_function_kwargs = arguments.function_arguments(
+            apply_function_args, apply_function_kwargs, "apply_function"
+        )
+        self.subscription_type = arguments.consumer_type(subscription_type).name
+        self.initial_position = arguments.initial_position(initial_position).name
+        self.redelivery_delay = arguments.seconds(redelivery_delay, "redelivery_delay", allow_zero=True)
+        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        """Class path and plain keyword arguments, to rebuild this trigger in the triggerer."""
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "topics": list(self.topics),
+                "subscription": self.subscription,
+                "apply_function": self.apply_function,
+                "apply_function_args": list(self.apply_function_args),
+                "apply_function_kwargs": dict(self.apply_function_kwargs),
+                "subscription_type": self.subscription_type,
+                "initial_position": self.initial_position,
+                "redelivery_delay": self.redelivery_delay,
+                "pulsar_conn_id": self.pulsar_conn_id,
+            },
+        )
+
+    # ---- shared stream (the triggerer's path) ----
+
+    def shared_stream_key(self) -> Hashable:
+        """Triggers on the same connection, topics, subscription and settings share one consumer."""
+        return (
+            "pulsar",
+            self.pulsar_conn_id,
+            tuple(sorted(self.topics)),
+            self.subscription,
+            self.subscription_type,
+            self.initial_position,
+            self.redelivery_delay,
+        )
+
+    @classmethod
+    def create_shared_stream_producer(cls, kwargs: dict[str, Any]) -> PulsarSharedStreamProducer:
+        """The group's consumer side; it connects only when the triggerer opens the stream."""
+        return PulsarSharedStreamProducer(**{name: kwargs[name] for name in _STREAM_ARGUMENTS})
+
+    async def filter_shared_stream(self, shared_stream: AsyncIterator[Any]) -> AsyncIterator[TriggerEvent]:
+        """Fire for the messages ``apply_function`` accepts; reject those it fails on."""
+        async for message in shared_stream:
+            try:
+                payload = await self._event_payload(message)
+            except Exception:
+                self.log.exception("apply_function failed on %s; rejecting it", message.message_id())
+                reject_shared_stream_event()
+                continue
+            if payload is not None:
+                yield TriggerEvent(payload)
+
+    # ---- standalone ----
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Consume alone: fire for accepted messages, acknowledge each once passed, reject failures."""
+        producer = self.create_shared_stream_producer(self.serialize()[1])
+        try:
+            async for message, settled in producer.open_stream():
+                try:
+                    payload = await self._event_payload(message)
+                except Exception:
+                    self.log.exception("apply_function failed on %s; rejecting it", message.message_id())
+                    outcome = AdvanceOutcome(acked=0, failed=0, rejected=1)
+                else:
+                    if payload is not None:
+                        yield TriggerEvent(payload)
+                    outcome = AdvanceOutcome(acked=1, failed=0)
+                await producer.advance([AdvanceItem(settled, outcome)])
+        finally:
+            await producer.aclose()
+
+    async def _event_payload(self, message: Message) -> dict[str, Any] | None:
+        # The user function may block; keep the triggerer's event loop free.
+        return await asyncio.to_thread(self._matcher.event_payload, message)

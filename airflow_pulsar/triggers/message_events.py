@@ -1,0 +1,86 @@
+"""Which messages fire a trigger, and the JSON payload their events carry.
+
+Shared by the await-message trigger (one event, for a sensor) and the message event trigger
+(one event per message, for asset watchers). A user function decides: it is called with the
+``Message`` and its extra arguments, and a truthy return value fires. Events carry
+``{"message": message_payload(...), "result": <the returned value>}``; the returned value must be
+JSON-serializable, since the event is stored in Airflow's database.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from airflow_pulsar.client import Message
+from airflow_pulsar.hooks import arguments
+
+
+def message_payload(message: Message) -> dict[str, Any]:
+    """A message as plain JSON: topic, id, key, properties, timestamps and value.
+
+    ``value`` is the payload as UTF-8 text; a payload that is not valid UTF-8 is given as
+    ``value_base64`` instead (and ``value`` is None). Timestamps are milliseconds since the epoch;
+    ``event_timestamp`` is None when the producer set none.
+    """
+    data = message.data()
+    try:
+        value, value_base64 = data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        value, value_base64 = None, base64.b64encode(data).decode("ascii")
+    payload: dict[str, Any] = {
+        "topic": message.topic_name(),
+        "message_id": str(message.message_id()),
+        "key": message.partition_key() or None,
+        "properties": message.properties(),
+        "publish_timestamp": message.publish_timestamp(),
+        "event_timestamp": message.event_timestamp() or None,
+        "redelivery_count": message.redelivery_count(),
+        "value": value,
+    }
+    if value_base64 is not None:
+        payload["value_base64"] = value_base64
+    return payload
+
+
+class MessageMatcher:
+    """Applies the user function (a dotted path, imported on first use) to messages.
+
+    :param apply_function: Dotted path of ``function(message, *args, **kwargs)``; None: every message matches.
+    :param apply_function_args: Extra positional arguments.
+    :param apply_function_kwargs: Extra keyword arguments.
+    """
+
+    def __init__(
+        self,
+        apply_function: str | None,
+        apply_function_args: Sequence[Any] = (),
+        apply_function_kwargs: dict[str, Any] | None = None,
+    ):
+        self.apply_function = apply_function
+        self.args = tuple(apply_function_args)
+        self.kwargs = dict(apply_function_kwargs or {})
+
+    @cached_property
+    def _function(self) -> Any:
+        return arguments.resolve_function(self.apply_function, "apply_function")
+
+    def event_payload(self, message: Message) -> dict[str, Any] | None:
+        """The event payload if the message matches, else None; the function's errors propagate."""
+        if self.apply_function is None:
+            result: Any = True
+        else:
+            result = self._function(message, *self.args, **self.kwargs)
+            if not result:
+                return None
+        try:
+            json.dumps(result)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"apply_function {self.apply_function!r} returned a {type(result).__name__}, which is not "
+                "JSON-serializable; return True or plain data (str, number, list, dict)"
+            ) from None
+        return {"message": message_payload(message), "result": result}

@@ -1,0 +1,105 @@
+"""PulsarSharedStreamProducer: the broker side of a shared stream of Pulsar messages (Airflow 3.3 ack mode).
+
+The triggerer runs one producer for every group of message event triggers that share a stream
+(same connection, topics, subscription and settings): one consumer for the group, each message
+broadcast to every trigger in it. A message is acknowledged only once every trigger has moved
+past it and the asset events it gave rise to are stored in Airflow's database, so a triggerer
+crash before that leaves it unacknowledged and Pulsar delivers it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Hashable, Sequence
+from typing import Any
+
+from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
+
+from airflow_pulsar.client import Message
+from airflow_pulsar.hooks import arguments
+from airflow_pulsar.hooks.pulsar import PulsarHook
+
+
+class PulsarSharedStreamProducer(SharedStreamProducer):
+    """
+    Consume a subscription for a shared stream and settle each message once the triggerer is done with it.
+
+    ``advance`` acknowledges a message every trigger accepted (each either fired an event that
+    is now stored, or let it pass); any other outcome, a trigger's reject
+    (``reject_shared_stream_event``, a terminal refusal), a failure (ack timeout, overflow) or a
+    broadcast with no trigger listening, negatively acknowledges it, so Pulsar redelivers it
+    after ``redelivery_delay`` seconds (and counts the redelivery, which a dead-letter policy on
+    the subscription acts on). Acknowledgements wait for the broker's receipt, so ``advance``
+    returns only once they are recorded. Advances are ordered per partition.
+
+    :param topics: Topic names.
+    :param subscription: The subscription the group consumes with.
+    :param subscription_type: Subscription type name; Shared lets several triggerers share the work.
+    :param initial_position: Where a new subscription starts: ``Latest`` or ``Earliest``.
+    :param redelivery_delay: Seconds before a negatively acknowledged message comes back.
+    :param pulsar_conn_id: The Pulsar connection.
+    """
+
+    def __init__(
+        self,
+        *,
+        topics: Sequence[str],
+        subscription: str,
+        subscription_type: str,
+        initial_position: str,
+        redelivery_delay: float,
+        pulsar_conn_id: str,
+    ) -> None:
+        self.topics = list(topics)
+        self.subscription = subscription
+        self.subscription_type = arguments.consumer_type(subscription_type)
+        self.initial_position = arguments.initial_position(initial_position)
+        self.redelivery_delay = redelivery_delay
+        self.pulsar_conn_id = pulsar_conn_id
+        self._client: Any = None
+        self._consumer: Any = None
+
+    async def open_stream(self) -> AsyncIterator[tuple[Message, Message]]:
+        """Subscribe (here, not before: the group owns the connection) and yield each message twice:
+        as the raw event the triggers filter, and as what ``advance`` settles."""
+        hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
+        await hook.aget_config()
+        self._client = hook.get_async_client()
+        self._consumer = await self._client.subscribe(
+            self.topics[0] if len(self.topics) == 1 else self.topics,
+            self.subscription,
+            consumer_type=self.subscription_type,
+            initial_position=self.initial_position,
+            negative_ack_redelivery_delay_ms=int(self.redelivery_delay * 1000),
+            ack_receipt_enabled=True,
+            # Messages of a producer batch are settled one by one.
+            batch_index_ack_enabled=True,
+        )
+        while True:
+            message = await self._consumer.receive()
+            yield message, message
+
+    def get_advance_lane(self, broker_payload: Message) -> Hashable:
+        """One lane per partition: a slow partition never holds up the others."""
+        return broker_payload.topic_name()
+
+    async def advance(self, batch: Sequence[AdvanceItem]) -> None:
+        """Acknowledge what every trigger accepted; negatively acknowledge the rest."""
+        if self._consumer is None:
+            # Raising terminates the group; nothing was acknowledged, so Pulsar redelivers.
+            raise RuntimeError(f"no consumer on {self.subscription} to settle {len(batch)} message(s)")
+        for item in batch:
+            if item.outcome.is_clean:
+                await self._consumer.acknowledge(item.broker_payload)
+            else:
+                self._consumer.negative_acknowledge(item.broker_payload)
+
+    async def aclose(self) -> None:
+        """Close the consumer (flushing acknowledgements) and the client."""
+        consumer, client = self._consumer, self._client
+        self._consumer = self._client = None
+        try:
+            if consumer is not None:
+                await consumer.close()
+        finally:
+            if client is not None:
+                await client.close()

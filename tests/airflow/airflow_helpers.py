@@ -1,0 +1,63 @@
+"""Running the test DAGs with dag.test() and reading what they left: task states and XComs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from conftest import DAGS_FOLDER
+
+
+@dataclass
+class DagRunResult:
+    """The outcome of one dag.test() run."""
+
+    state: str
+    states: dict[str, str]
+    xcoms: dict[str, Any]
+    seconds: float
+    run_id: str = ""
+
+
+@cache
+def dag_bag() -> Any:
+    """The DAGs of tests/airflow/dags, parsed once per test process."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=DAGS_FOLDER)
+    assert not bag.import_errors, bag.import_errors
+    return bag
+
+
+def run_dag(dag_id: str, **conf: Any) -> DagRunResult:
+    """Run a test DAG once with ``dag_run.conf = conf``; tasks and deferred triggers run in this process."""
+    from sqlalchemy import select
+
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    dag = dag_bag().get_dag(dag_id)
+    assert dag is not None, f"no DAG {dag_id} in {DAGS_FOLDER}"
+    started = time.monotonic()
+    run = dag.test(run_conf=conf)
+    seconds = time.monotonic() - started
+    with create_session() as session:
+        tis = session.scalars(
+            select(TaskInstance).where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id)
+        )
+        states = {ti.task_id: str(ti.state) for ti in tis}
+        rows = session.scalars(XComModel.get_many(run_id=run.run_id, key="return_value", dag_ids=dag_id))
+        xcoms = {row.task_id: XComModel.deserialize_value(row) for row in rows}
+    return DagRunResult(str(run.state), states, xcoms, seconds, run.run_id)
+
+
+def subscription_stats(admin: Any, topic: str, subscription: str) -> dict[str, Any]:
+    """The subscription's entry in the topic's (or partitioned topic's) admin stats."""
+    if admin.partition_count(topic):
+        stats = admin.partitioned_stats(topic)
+    else:
+        stats = admin.topic_stats(topic)
+    return stats["subscriptions"][subscription]

@@ -1,0 +1,61 @@
+"""Produce then consume, once per acknowledgement mode, and a consumer whose function fails.
+
+The topic, subscription, message count and output file come from ``dag_run.conf`` through the
+operators' templated fields (tests/airflow/test_produce_consume_operators.py).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_pulsar.operators.consume import PulsarConsumeOperator
+from airflow_pulsar.operators.produce import PulsarProduceOperator
+
+TOPIC = "{{ dag_run.conf['topic'] }}"
+SUBSCRIPTION = "{{ dag_run.conf['subscription'] }}"
+OUT = {"out": "{{ dag_run.conf['out'] }}"}
+
+
+def _produce() -> PulsarProduceOperator:
+    return PulsarProduceOperator(
+        task_id="produce",
+        topic=TOPIC,
+        producer_function="pulsar_test_functions.numbered",
+        producer_function_args=["{{ dag_run.conf['count'] }}"],
+        producer_settings={"batching_max_messages": 7, "compression_type": "LZ4"},
+    )
+
+
+# ack mode -> (subscription type, function argument)
+CONSUMERS = {
+    "individual": ("Shared", {"apply_function": "pulsar_test_functions.record"}),
+    "cumulative": ("Exclusive", {"apply_function_batch": "pulsar_test_functions.record_batch"}),
+    "never": ("Failover", {"apply_function": "pulsar_test_functions.record"}),
+}
+
+for ack, (subscription_type, function) in CONSUMERS.items():
+    with DAG(f"pulsar_produce_consume_{ack}", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
+        _produce() >> PulsarConsumeOperator(
+            task_id="consume",
+            topics=[TOPIC],
+            subscription=SUBSCRIPTION,
+            subscription_type=subscription_type,
+            ack=ack,
+            apply_function_kwargs=OUT,
+            max_batch_size=4,
+            poll_timeout=0.5,
+            **function,
+        )
+
+with DAG("pulsar_consume_failing", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
+    _produce() >> PulsarConsumeOperator(
+        task_id="consume",
+        topics=TOPIC,
+        subscription=SUBSCRIPTION,
+        apply_function="pulsar_test_functions.record_until",
+        apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
+        max_batch_size=4,
+        poll_timeout=0.5,
+    )

@@ -1,0 +1,81 @@
+"""The await-message sensor in real DAG runs: it defers, and dag.test() runs its trigger in this process."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_helpers import run_dag, subscription_stats
+from airflow_pulsar.client import Client, ConsumerType, exceptions
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.sensors.await_message import PulsarAwaitMessageSensor
+
+SUBSCRIPTION = "order-watch"
+
+
+def _send_orders(service_url: str, topic: str, numbers: range) -> None:
+    with Client(service_url) as client:
+        producer = client.create_producer(topic)
+        for number in numbers:
+            producer.send_async(f"order-{number}".encode(), None, partition_key=f"customer-{number % 3}")
+        producer.flush()
+
+
+def test_returns_the_first_message_the_function_accepts(broker, broker_admin: PulsarAdmin, topic_name: str) -> None:
+    _send_orders(broker.service_url, topic_name, range(10))
+
+    result = run_dag("pulsar_await_order", topic=topic_name, subscription=SUBSCRIPTION, wanted="6")
+
+    assert result.state == "success", result.states
+    matched = result.xcoms["await_order"]
+    assert matched["result"] == {"order": 6, "key": "customer-0"}
+    message = matched["message"]
+    assert message["value"] == "order-6" and message["key"] == "customer-0"
+    assert message["topic"] == f"persistent://public/default/{topic_name}"
+    assert message["redelivery_count"] == 0 and message["publish_timestamp"] > 0
+    # Every message examined, up to and including the match, was acknowledged; the rest wait.
+    stats = subscription_stats(broker_admin, topic_name, SUBSCRIPTION)
+    assert stats["msgBacklog"] == 3 and stats["consumers"] == []
+
+
+def test_a_failing_function_fails_the_sensor_and_leaves_the_message(
+    broker, broker_admin: PulsarAdmin, topic_name: str
+) -> None:
+    _send_orders(broker.service_url, topic_name, range(2))
+
+    result = run_dag("pulsar_await_failing", topic=topic_name, subscription=SUBSCRIPTION)
+
+    assert result.states == {"await_order": "failed"}
+    assert subscription_stats(broker_admin, topic_name, SUBSCRIPTION)["msgBacklog"] == 2
+    with Client(broker.service_url) as client:
+        consumer = client.subscribe(topic_name, SUBSCRIPTION, consumer_type=ConsumerType.Shared)
+        assert consumer.receive(timeout_millis=5000).data() == b"order-0"
+        consumer.receive(timeout_millis=5000)
+        with pytest.raises(exceptions.Timeout):
+            consumer.receive(timeout_millis=200)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"apply_function": print}, "apply_function must be a dotted path"),
+        ({"apply_function": "nodots"}, "apply_function must be a dotted path"),
+        ({"topics": None}, "topics must be a topic name or a non-empty list"),
+        ({"subscription_type": "Everyone"}, "subscription_type must be one of"),
+        ({"initial_position": 7}, "initial_position must be one of Latest, Earliest"),
+        ({"acknowledge": "no"}, "acknowledge must be a bool"),
+        ({"apply_function_kwargs": [1]}, "apply_function_kwargs must be a dict"),
+    ],
+)
+def test_sensor_rejects_bad_arguments(arguments: dict, error: str) -> None:
+    given = {"topics": "t", "subscription": "s", "apply_function": "pkg.match", **arguments}
+    with pytest.raises(ValueError, match=error):
+        PulsarAwaitMessageSensor(task_id="await", **given)
+
+
+def test_sensor_templated_fields() -> None:
+    assert set(PulsarAwaitMessageSensor.template_fields) == {
+        "topics",
+        "subscription",
+        "apply_function_args",
+        "apply_function_kwargs",
+    }

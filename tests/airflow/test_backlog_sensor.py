@@ -1,0 +1,222 @@
+"""The backlog sensor in real DAG runs: deferred (dag.test() runs the trigger in this process) and poking.
+
+A background thread produces; the sensor must wait while the backlog is below the threshold
+and fire within one poll interval once the producer crosses it. Each reading the sensor takes
+is recorded by wrapping ``BacklogCondition.read`` (it still reads from the real broker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from airflow_helpers import run_dag, subscription_stats
+from airflow_pulsar.client import Client, InitialPosition
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
+from airflow_pulsar.triggers.backlog import PulsarBacklogTrigger
+from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
+
+POLL_SECONDS = 0.3  # the test DAGs' poke_interval
+# How late a reading may come after the crossing: one poll interval plus scheduling slack on a busy machine.
+FIRE_WITHIN = POLL_SECONDS + 0.5
+THRESHOLD = 5
+SUBSCRIPTION = "ingest"
+
+
+@dataclass
+class Readings:
+    """Every backlog reading the sensor (or its trigger) took, and when the first one happened."""
+
+    taken: list[BacklogReading] = field(default_factory=list)
+    first: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def readings(monkeypatch: pytest.MonkeyPatch) -> Readings:
+    recorded = Readings()
+    read = BacklogCondition.read
+
+    async def recording_read(self: BacklogCondition, admin, topic: str, subscription: str) -> BacklogReading:
+        reading = await read(self, admin, topic, subscription)
+        recorded.taken.append(reading)
+        recorded.first.set()
+        return reading
+
+    monkeypatch.setattr(BacklogCondition, "read", recording_read)
+    return recorded
+
+
+def _watched_topic(admin: PulsarAdmin, topic: str, partitions: int) -> None:
+    """The topic and its subscription, made through admin REST: no consumer is ever attached."""
+    if partitions:
+        admin.create_partitioned_topic(topic, partitions)
+    else:
+        admin.create_topic(topic)
+    admin.create_subscription(topic, SUBSCRIPTION, InitialPosition.Earliest)
+
+
+def _send(service_url: str, topic: str, first: int, count: int) -> None:
+    with Client(service_url) as client:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(first, first + count):
+            producer.send(f"event-{i}".encode(), partition_key=f"key-{i}")
+
+
+@pytest.fixture
+def crossing(broker) -> Iterator:
+    """Start a thread that crosses the threshold two poll intervals after the sensor's first reading."""
+    threads: list[threading.Thread] = []
+
+    def start(topic: str, readings: Readings, already: int) -> dict:
+        crossed: dict = {}
+
+        def cross() -> None:
+            assert readings.first.wait(60), "the sensor never read the backlog"
+            time.sleep(2 * POLL_SECONDS)
+            crossed["sending"] = time.time()
+            _send(broker.service_url, topic, already, THRESHOLD - already)
+            crossed["at"] = time.time()
+
+        thread = threading.Thread(target=cross, daemon=True)
+        thread.start()
+        threads.append(thread)
+        return crossed
+
+    yield start
+    for thread in threads:
+        thread.join(timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("dag_id", "partitions"),
+    [("pulsar_backlog_deferred", 0), ("pulsar_backlog_deferred", 3), ("pulsar_backlog_poke", 0)],
+    ids=["deferred", "deferred-partitioned", "poke"],
+)
+def test_sensor_waits_below_the_threshold_and_fires_once_crossed(
+    broker, broker_admin: PulsarAdmin, readings: Readings, crossing, topic_name: str, dag_id: str, partitions: int
+) -> None:
+    _watched_topic(broker_admin, topic_name, partitions)
+    _send(broker.service_url, topic_name, 0, THRESHOLD - 2)
+    crossed = crossing(topic_name, readings, THRESHOLD - 2)
+
+    result = run_dag(dag_id, topic=topic_name, subscription=SUBSCRIPTION)
+
+    assert result.state == "success", result.states
+    figures = result.xcoms["wait"]
+    assert figures["msg_backlog"] == THRESHOLD and figures["backlog_size"] > 0
+    assert figures["topic"] == f"persistent://public/default/{topic_name}"
+    assert figures["subscription"] == SUBSCRIPTION and figures["oldest_message_age"] is None
+    if partitions:
+        assert len(figures["partitions"]) == partitions
+        assert sum(part["msg_backlog"] for part in figures["partitions"].values()) == THRESHOLD
+        assert sum(part["backlog_size"] for part in figures["partitions"].values()) == figures["backlog_size"]
+        assert all(name.startswith(figures["topic"] + "-partition-") for name in figures["partitions"])
+    else:
+        assert figures["partitions"] == {}
+    # It waited while below the threshold (several readings), then fired within one poll interval.
+    waiting = [reading.msg_backlog for reading in readings.taken if reading.read_at < crossed["sending"]]
+    assert len(waiting) >= 2 and set(waiting) == {THRESHOLD - 2}
+    assert all(reading.msg_backlog < THRESHOLD for reading in readings.taken if reading.read_at < crossed["at"])
+    assert 0 <= figures["read_at"] - crossed["at"] <= FIRE_WITHIN, (figures["read_at"], crossed["at"])
+    # Only admin REST was used: the watched subscription never had a consumer nor sent a message.
+    stats = subscription_stats(broker_admin, topic_name, SUBSCRIPTION)
+    assert stats["consumers"] == [] and stats["msgOutCounter"] == 0
+
+
+def test_oldest_message_age_fires_below_the_threshold(broker, broker_admin: PulsarAdmin, topic_name: str) -> None:
+    # Reschedule mode between pokes; peeks each partition's first unacknowledged message for its age.
+    _watched_topic(broker_admin, topic_name, 2)
+    _send(broker.service_url, topic_name, 0, 3)
+    sent_at = time.time()
+
+    result = run_dag("pulsar_backlog_age", topic=topic_name, subscription=SUBSCRIPTION)
+
+    assert result.state == "success", result.states
+    figures = result.xcoms["wait"]
+    assert figures["msg_backlog"] == 3  # far below the threshold of 1000
+    assert 1.0 <= figures["oldest_message_age"] <= figures["read_at"] - sent_at + 1.0
+    ages = [part["oldest_message_age"] for part in figures["partitions"].values() if part["msg_backlog"]]
+    assert ages and max(ages) == figures["oldest_message_age"]
+    assert subscription_stats(broker_admin, topic_name, SUBSCRIPTION)["msgOutCounter"] == 0
+
+
+@pytest.mark.parametrize(
+    ("dag_id", "state"),
+    [
+        ("pulsar_backlog_timeout", "failed"),
+        ("pulsar_backlog_timeout_soft", "skipped"),
+        ("pulsar_backlog_poke_timeout_soft", "skipped"),
+    ],
+)
+def test_timeout_fails_or_with_soft_fail_skips(
+    broker_admin: PulsarAdmin, topic_name: str, dag_id: str, state: str
+) -> None:
+    _watched_topic(broker_admin, topic_name, 0)
+    result = run_dag(dag_id, topic=topic_name, subscription=SUBSCRIPTION)
+    assert result.states == {"wait": state}
+    assert result.seconds >= 1.0  # the sensor's timeout, not an early error
+
+
+def _first_event(trigger: PulsarBacklogTrigger) -> dict:
+    async def first() -> dict:
+        async for event in trigger.run():
+            return event.payload
+        raise AssertionError("the trigger ended without an event")
+
+    return asyncio.run(first())
+
+
+def test_trigger_reports_a_missing_subscription(broker_admin: PulsarAdmin, topic_name: str) -> None:
+    _watched_topic(broker_admin, topic_name, 0)
+    event = _first_event(PulsarBacklogTrigger(topic=topic_name, subscription="nobody", threshold=1, poll_interval=0.1))
+    assert event["status"] == "error"
+    assert "subscription 'nobody' not found" in event["message"] and SUBSCRIPTION in event["message"]
+
+
+def test_trigger_keeps_polling_through_an_unreachable_admin_service(pulsar_conn) -> None:
+    pulsar_conn(host="127.0.0.1", extra={"admin_url": f"http://127.0.0.1:{_closed_port()}"})
+    started = time.time()
+    trigger = PulsarBacklogTrigger(topic="t", subscription="s", threshold=1, poll_interval=0.2, deadline=started + 1.0)
+    event = _first_event(trigger)
+    assert event["status"] == "timeout" and event["backlog"] is None
+    assert time.time() - started >= 1.0
+
+
+def _closed_port() -> int:
+    """A port nothing listens on (free a moment ago)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"threshold": 0}, "threshold must be an int >= 1"),
+        ({"threshold": "5"}, "threshold must be an int >= 1"),
+        ({"min_backlog_bytes": -1}, "min_backlog_bytes must be an int >= 0 or None"),
+        ({"max_message_age": 0}, "max_message_age must be a positive number of seconds"),
+        ({"topic": "a/b"}, "topic:"),
+        ({"subscription": None}, "subscription must be a non-empty string"),
+        ({"deferrable": "yes"}, "deferrable must be a bool"),
+        ({"mode": "sometimes"}, "The mode must be one of"),
+        ({"timeout": -1}, "timeout` must be timedelta object or a non-negative number"),
+    ],
+)
+def test_sensor_rejects_bad_arguments(arguments: dict, error: str) -> None:
+    given = {"topic": "t", "subscription": "s", "threshold": 5, **arguments}
+    with pytest.raises(ValueError, match=error):
+        PulsarBacklogSensor(task_id="wait", **given)
+
+
+def test_sensor_templated_fields_and_defaults() -> None:
+    sensor = PulsarBacklogSensor(task_id="wait", topic="{{ params.t }}", subscription="s", threshold=1)
+    assert set(sensor.template_fields) == {"topic", "subscription"}
+    assert sensor.deferrable is True and sensor.topic == "{{ params.t }}"

@@ -1,0 +1,103 @@
+"""Parsing DAGs never touches the network, and the provider is registered with Airflow's CLI.
+
+The parse check runs in a fresh interpreter with ``socket.socket.connect``, ``connect_ex`` and
+``socket.create_connection`` replaced by functions that fail the run: a deliberate patch, since
+"nothing connected" cannot be observed otherwise. The Pulsar connection points at a closed port,
+so even a connection attempt that slipped past the patch would fail to import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import AIRFLOW_BIN, AIRFLOW_ENV, DAGS_FOLDER
+
+PROJECT_DAGS = Path(__file__).parents[2] / "dags"
+
+PARSE_WITHOUT_SOCKETS = """
+import json, socket, sys
+
+def refuse(*args, **kwargs):
+    raise AssertionError(f"a socket was opened while parsing DAGs: {args!r}")
+
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.create_connection = refuse
+
+from airflow.dag_processing.dagbag import DagBag
+from airflow.serialization.serialized_objects import DagSerialization
+
+parsed = {}
+for folder in sys.argv[1:]:
+    bag = DagBag(dag_folder=folder)
+    # Serializing is what the DAG processor stores; it also serializes asset watchers' triggers.
+    for dag in bag.dags.values():
+        DagSerialization.serialize_dag(dag)
+    parsed[folder] = {"dags": sorted(bag.dags), "errors": bag.import_errors}
+print(json.dumps(parsed))
+"""
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_every_dag_parses_without_opening_a_socket() -> None:
+    folders = [str(DAGS_FOLDER)] + ([str(PROJECT_DAGS)] if PROJECT_DAGS.is_dir() else [])
+    port = _closed_port()
+    closed = {"conn_type": "pulsar", "host": "127.0.0.1", "port": port}
+    closed["extra"] = {"admin_url": f"http://127.0.0.1:{port}"}
+    env = {**os.environ, **AIRFLOW_ENV, "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(closed)}
+    result = subprocess.run(
+        [sys.executable, "-c", PARSE_WITHOUT_SOCKETS, *folders], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    parsed = json.loads(result.stdout.strip().splitlines()[-1])
+    for folder in folders:
+        assert parsed[folder]["errors"] == {}, parsed[folder]["errors"]
+    assert {"pulsar_alerts_consumer", "pulsar_backlog_deferred", "pulsar_produce_consume_individual"} <= set(
+        parsed[str(DAGS_FOLDER)]["dags"]
+    )
+
+
+# Several ``airflow providers`` commands through the CLI's entry point, in one interpreter (each
+# separate ``airflow`` process would pay Airflow's start-up again).
+CLI_COMMANDS = [["providers", name, "--output", "json"] for name in ("triggers", "queues", "widgets", "behaviours")]
+RUN_CLI = """
+import json, sys
+from airflow.__main__ import main
+
+for argv in json.loads(sys.argv[1]):
+    sys.argv = ["airflow", *argv]
+    main()
+    print(flush=True)
+"""
+
+
+def test_airflow_cli_knows_the_triggers_queue_and_connection_form() -> None:
+    env = {**os.environ, **AIRFLOW_ENV}
+    result = subprocess.run(
+        [str(AIRFLOW_BIN.with_name("python")), "-c", RUN_CLI, json.dumps(CLI_COMMANDS)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    tables = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    triggers, queues, widgets, behaviours = tables
+
+    assert {row["class"] for row in triggers if row["package_name"] == "airflow-pulsar"} == {
+        "airflow_pulsar.triggers.backlog",
+        "airflow_pulsar.triggers.await_message",
+        "airflow_pulsar.triggers.message_event",
+    }
+    assert {"queue_class_names": "airflow_pulsar.queues.pulsar.PulsarMessageQueueProvider"} in queues
+    # The connection form of the pulsar type: its extra fields and its relabelled standard fields.
+    fields = {row["connection_parameter_name"] for row in widgets if row["package_name"] == "airflow-pulsar"}
+    assert {"extra__pulsar__admin_url", "extra__pulsar__use_tls"} <= fields
+    assert {"field_behaviours": "pulsar"} in behaviours

@@ -1,0 +1,200 @@
+"""Event-driven scheduling on Pulsar messages: the asset watcher, its trigger, and Airflow 3.3's shared streams.
+
+Airflow runs asset-watcher triggers only in a triggerer process fed by the scheduler; here the
+same pieces run in this process instead: the DAG is parsed and written to the metadata database
+as the DAG processor does, the trigger is rebuilt from its database row as the triggerer does,
+its event is submitted through ``Trigger.submit_event``, and ``DagModel.dags_needing_dagruns``
+(the scheduler's own query) shows the DAG is due. The shared-stream ack channel is driven through
+Airflow's ``SharedStreamManager`` the way the triggerer's runner drives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from airflow_helpers import subscription_stats
+from airflow_pulsar.client import Client, ConsumerType, exceptions
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
+
+ALERTS_DAG = "pulsar_alerts_consumer"
+TRIGGER_CLASS = "airflow_pulsar.triggers.message_event.PulsarMessageEventTrigger"
+
+
+def _send(service_url: str, topic: str, *levels: str | None) -> None:
+    """One message per level; ``None`` sends a message without a level property."""
+    with Client(service_url) as client:
+        producer = client.create_producer(topic)
+        for index, level in enumerate(levels):
+            properties = {"level": level} if level is not None else {}
+            producer.send_async(f"event-{index}-{level}".encode(), None, properties=properties)
+        producer.flush()
+
+
+def _sync_dags_folder() -> None:
+    """Parse the DAGs folder and write it to the metadata database, as the DAG processor (and dag.test()) do."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.utils.session import create_session
+
+    manager = DagBundlesManager()
+    with create_session() as session:
+        manager.sync_bundles_to_db(session=session)
+    bundle = next(bundle for bundle in manager.get_all_dag_bundles() if bundle.name == "dags-folder")
+    bag = BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name)
+    assert not bag.import_errors, bag.import_errors
+    sync_bag_to_db(bag, bundle.name, bundle.version)
+
+
+async def _next(events: AsyncIterator[Any], timeout: float = 10.0) -> Any:
+    return await asyncio.wait_for(anext(events), timeout)
+
+
+def test_message_queue_trigger_with_the_pulsar_scheme_is_the_pulsar_trigger() -> None:
+    from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
+
+    trigger = MessageQueueTrigger(scheme="pulsar", topics="orders", subscription="watch", apply_function="pkg.match")
+    assert isinstance(trigger.trigger, PulsarMessageEventTrigger)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == TRIGGER_CLASS
+    assert kwargs["topics"] == ["orders"] and kwargs["apply_function"] == "pkg.match"
+
+
+def test_asset_watcher_schedules_the_dag_on_a_produced_message(broker, broker_admin: PulsarAdmin) -> None:
+    from airflow.models.asset import AssetDagRunQueue, AssetEvent, AssetModel
+    from airflow.models.dag import DagModel
+    from airflow.models.trigger import Trigger
+    from airflow.sdk.module_loading import import_string
+    from airflow.utils.session import create_session
+
+    _sync_dags_folder()
+    with create_session() as session:
+        asset = session.scalars(select(AssetModel).where(AssetModel.name == "pulsar_test_alerts")).one()
+        (row,) = asset.triggers
+        trigger_id, classpath, kwargs = row.id, row.classpath, row.kwargs
+    assert classpath == TRIGGER_CLASS
+    (topic,), subscription = kwargs["topics"], kwargs["subscription"]
+    assert kwargs["apply_function"] == "pulsar_test_functions.is_alert"
+
+    # The triggerer rebuilds the trigger from its row; nothing connects until it runs.
+    trigger = import_string(classpath)(**kwargs)
+    _send(broker.service_url, topic, "info", "alert")
+
+    async def first_event() -> Any:
+        events = trigger.run()
+        try:
+            return await _next(events)
+        finally:
+            await events.aclose()
+
+    event = asyncio.run(first_event())
+    assert event.payload["message"]["value"] == "event-1-alert" and event.payload["result"] is True
+
+    with create_session() as session:
+        Trigger.submit_event(trigger_id=trigger_id, event=event, session=session)
+    with create_session() as session:
+        (asset_event,) = session.scalars(select(AssetEvent).where(AssetEvent.asset_id == asset.id)).all()
+        assert asset_event.extra == {"from_trigger": True, "payload": event.payload}
+        queued = session.scalars(select(AssetDagRunQueue.target_dag_id)).all()
+        assert queued == [ALERTS_DAG]
+        _, due = DagModel.dags_needing_dagruns(session)
+        assert ALERTS_DAG in due
+    # run() acknowledged the "info" message it let pass; the matched one is acknowledged only when
+    # the trigger resumes after its event is taken, so closing it first leaves it for redelivery.
+    assert subscription_stats(broker_admin, topic, subscription)["msgBacklog"] == 1
+
+
+def test_shared_stream_acknowledges_only_once_events_are_persisted(
+    broker, broker_admin: PulsarAdmin, topic_name: str
+) -> None:
+    from airflow.triggers.shared_stream import SharedStreamManager
+
+    subscription = "watchers"
+
+    def watcher(level: str) -> PulsarMessageEventTrigger:
+        return PulsarMessageEventTrigger(
+            topics=topic_name,
+            subscription=subscription,
+            apply_function="pulsar_test_functions.is_alert",
+            apply_function_kwargs={"level": level},
+            initial_position="Earliest",
+            redelivery_delay=0.2,
+        )
+
+    alerts, infos = watcher("alert"), watcher("info")
+    key = alerts.shared_stream_key()
+    assert key == infos.shared_stream_key()  # same stream, each with its own filter
+    # "alert" fires the first trigger, "info" the second; a message without a level makes both filters raise.
+    _send(broker.service_url, topic_name, "alert", "info", None)
+
+    async def scenario() -> dict[str, Any]:
+        manager = SharedStreamManager(ack_timeout=30)
+        fired: dict[int, list] = {1: [], 2: []}
+
+        async def run(trigger_id: int, trigger: PulsarMessageEventTrigger) -> None:
+            # What the triggerer's runner does with each event: bind it to the raw message, queue it.
+            stream = manager.subscribe(trigger_id=trigger_id, trigger=trigger, key=key)
+            async for event in trigger.filter_shared_stream(stream):
+                fired[trigger_id].append((event.payload, manager.bind_pending_event(trigger_id=trigger_id, key=key)))
+
+        tasks = [asyncio.create_task(run(1, alerts)), asyncio.create_task(run(2, infos))]
+        while not (fired[1] and fired[2]):
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # time enough for acks to reach the broker, were any sent
+        before = (await asyncio.to_thread(subscription_stats, broker_admin, topic_name, subscription))["msgBacklog"]
+        # The supervisor confirms the events are stored: now both messages may be acknowledged.
+        manager.confirm_persisted(seq for events in fired.values() for _, seq in events)
+        # Then wait until the rejected one has come back too (negative acks go out after redelivery_delay).
+        for _ in range(100):
+            stats = await asyncio.to_thread(subscription_stats, broker_admin, topic_name, subscription)
+            after = stats["msgBacklog"]
+            if after == 1 and stats["msgRateRedeliver"] > 0:
+                break
+            await asyncio.sleep(0.05)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await manager.unsubscribe(1, key)
+        await manager.unsubscribe(2, key)
+        return {"fired": fired, "before": before, "after": after}
+
+    outcome = asyncio.run(scenario())
+    assert [payload["message"]["value"] for payload, _ in outcome["fired"][1]] == ["event-0-alert"]
+    assert [payload["message"]["value"] for payload, _ in outcome["fired"][2]] == ["event-1-info"]
+    assert all(seq is not None for events in outcome["fired"].values() for _, seq in events)
+    assert outcome["before"] == 3  # nothing acknowledged before the events were persisted
+    assert outcome["after"] == 1  # both fired messages acknowledged; the rejected one remains
+
+    # The rejected message was negatively acknowledged: Pulsar counted its redeliveries.
+    with Client(broker.service_url) as client:
+        consumer = client.subscribe(topic_name, subscription, consumer_type=ConsumerType.Shared)
+        message = consumer.receive(timeout_millis=5000)
+        assert message.data() == b"event-2-None" and message.redelivery_count() >= 1
+        with pytest.raises(exceptions.Timeout):
+            consumer.receive(timeout_millis=300)
+
+
+def test_shared_stream_producer_connects_only_when_the_stream_opens() -> None:
+    trigger = PulsarMessageEventTrigger(topics=["a", "b"], subscription="s", pulsar_conn_id="no_such_connection")
+    producer = PulsarMessageEventTrigger.create_shared_stream_producer(trigger.serialize()[1])
+    assert producer.topics == ["a", "b"] and producer.subscription == "s"
+    assert producer._client is None and producer._consumer is None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"apply_function": lambda m: True}, "apply_function must be a dotted path"),
+        ({"redelivery_delay": -1}, "redelivery_delay must be a non-negative number"),
+        ({"subscription": ""}, "subscription must be a non-empty string"),
+        ({"topics": 5}, "topics must be a topic name or a non-empty list"),
+    ],
+)
+def test_trigger_rejects_bad_arguments(arguments: dict, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        PulsarMessageEventTrigger(**{"topics": "t", "subscription": "s", **arguments})

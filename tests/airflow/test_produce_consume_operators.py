@@ -1,0 +1,162 @@
+"""Produce and consume operators in real DAG runs (dag.test()) against the broker process.
+
+The subscription's backlog in the admin stats proves what the consumer acknowledged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_helpers import run_dag, subscription_stats
+from airflow_pulsar.client import Client, ConsumerType, exceptions
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.operators.consume import PulsarConsumeOperator
+from airflow_pulsar.operators.produce import PulsarProduceOperator
+
+COUNT = 10
+EXPECTED = [f"m{i}" for i in range(COUNT)]
+
+
+@pytest.mark.parametrize(
+    ("ack", "backlog_after", "acknowledged"),
+    [("individual", 0, COUNT), ("cumulative", 0, COUNT), ("never", COUNT, 0)],
+)
+def test_produce_then_consume_with_each_ack_mode(
+    broker_admin: PulsarAdmin, topic_name: str, tmp_path: Path, ack: str, backlog_after: int, acknowledged: int
+) -> None:
+    out = tmp_path / "consumed.txt"
+    result = run_dag(f"pulsar_produce_consume_{ack}", topic=topic_name, subscription="sub", count=COUNT, out=str(out))
+
+    assert result.state == "success", result.states
+    produced = result.xcoms["produce"]
+    assert produced["messages"] == COUNT and produced["topic"] == topic_name
+    assert produced["last_message_id"].startswith("(")
+    assert result.xcoms["consume"] == {
+        "topics": [topic_name],
+        "subscription": "sub",
+        "ack": ack,
+        "messages": COUNT,
+        "batches": 3,  # max_batch_size=4
+        "acknowledged": acknowledged,
+    }
+    assert out.read_text().split() == EXPECTED  # templated kwargs reached the function
+    stats = subscription_stats(broker_admin, topic_name, "sub")
+    assert stats["msgBacklog"] == backlog_after
+    assert stats["consumers"] == []  # the task closed its consumer
+
+
+def test_produced_messages_carry_keys_and_properties(
+    broker, broker_admin: PulsarAdmin, topic_name: str, tmp_path: Path
+) -> None:
+    # ack="never" leaves every message in the subscription, so a second consumer sees them all again.
+    out = str(tmp_path / "consumed.txt")
+    result = run_dag("pulsar_produce_consume_never", topic=topic_name, subscription="sub", count=3, out=out)
+    assert result.state == "success"
+    with Client(broker.service_url) as client:
+        consumer = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Failover)
+        got = [consumer.receive(timeout_millis=5000) for _ in range(3)]
+    assert [(m.partition_key(), m.data(), m.properties()) for m in got] == [
+        (f"k{i}", f"m{i}".encode(), {"i": str(i)}) for i in range(3)
+    ]
+    assert got[0].redelivery_count() == 0
+
+
+def test_failing_function_nacks_and_fails_the_task(
+    broker, broker_admin: PulsarAdmin, topic_name: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "consumed.txt"
+    conf = {"topic": topic_name, "subscription": "sub", "count": COUNT, "out": str(out), "bad": "m5"}
+    result = run_dag("pulsar_consume_failing", **conf)
+
+    assert result.state == "failed"
+    assert result.states == {"produce": "success", "consume": "failed"}
+    assert out.read_text().split() == EXPECTED[:5]
+    # The five messages before the failure were acknowledged (batch-index acks), the rest were not.
+    assert subscription_stats(broker_admin, topic_name, "sub")["msgBacklog"] == 5
+
+    with Client(broker.service_url) as client:
+        consumer = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Shared)
+        redelivered = {}
+        while True:
+            try:
+                message = consumer.receive(timeout_millis=1000)
+            except exceptions.Timeout:
+                break
+            redelivered[message.data().decode()] = message.redelivery_count()
+            consumer.acknowledge(message)
+    assert sorted(redelivered) == EXPECTED[5:]
+    # The negative ack reached the broker before the task ended: it counted the redelivery.
+    assert redelivered["m5"] >= 1
+
+
+def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="ack='cumulative' needs an Exclusive or Failover subscription, got Shared"):
+        PulsarConsumeOperator(task_id="c", topics="t", subscription="s", apply_function=print, ack="cumulative")
+    with pytest.raises(ValueError, match="got KeyShared"):
+        PulsarConsumeOperator(
+            task_id="c",
+            topics="t",
+            subscription="s",
+            apply_function=print,
+            ack="cumulative",
+            subscription_type="Key_Shared",
+        )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"apply_function": None}, "give exactly one of apply_function or apply_function_batch"),
+        ({"apply_function_batch": print}, "give exactly one of apply_function or apply_function_batch"),
+        ({"apply_function": "not a path"}, "apply_function must be a callable or a dotted path"),
+        ({"ack": "sometimes"}, "ack must be one of individual, cumulative, never, got 'sometimes'"),
+        ({"subscription_type": "Solo"}, "subscription_type must be one of Exclusive, Shared, Failover, KeyShared"),
+        ({"initial_position": "middle"}, "initial_position must be one of Latest, Earliest"),
+        ({"topics": []}, "topics must be a topic name or a non-empty list"),
+        ({"topics": ["bad topic name/x/y/z"]}, "topics:"),
+        ({"subscription": ""}, "subscription must be a non-empty string"),
+        ({"max_messages": 0}, "max_messages must be an int >= 1 or None"),
+        ({"max_batch_size": -1}, "max_batch_size must be an int >= 1"),
+        ({"poll_timeout": "soon"}, "poll_timeout must be a non-negative number"),
+        ({"apply_function_args": "abc"}, "apply_function_args must be a list or tuple"),
+        ({"consumer_settings": {"receiver_queue_size": -1}}, "consumer_settings: receiver_queue_size must be"),
+        ({"consumer_settings": {"consumer_type": 1}}, "consumer_settings must not set 'consumer_type'"),
+    ],
+)
+def test_consume_operator_rejects_bad_arguments(arguments: dict, error: str) -> None:
+    given = {"topics": "t", "subscription": "s", "apply_function": print, **arguments}
+    with pytest.raises(ValueError, match=error.replace("(", r"\(")):
+        PulsarConsumeOperator(task_id="c", **given)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ({"topic": ""}, "topic must be a non-empty topic name"),
+        ({"producer_function": 42}, "producer_function must be a callable or a dotted path"),
+        ({"producer_settings": {"batching_max_messages": 0}}, "producer_settings: batching_max_messages must be >= 1"),
+        ({"producer_settings": {"compression_type": "RAR"}}, "compression_type'\\] must be one of NONE, LZ4"),
+        ({"producer_settings": {"colour": "blue"}}, "unexpected keyword argument\\(s\\): colour"),
+        ({"producer_function_kwargs": {1: 2}}, "producer_function_kwargs must be a dict with str keys"),
+        ({"pulsar_conn_id": ""}, "pulsar_conn_id must be a non-empty string"),
+    ],
+)
+def test_produce_operator_rejects_bad_arguments(arguments: dict, error: str) -> None:
+    given = {"topic": "t", "producer_function": "pkg.fn", **arguments}
+    with pytest.raises(ValueError, match=error):
+        PulsarProduceOperator(task_id="p", **given)
+
+
+def test_templated_fields() -> None:
+    assert set(PulsarProduceOperator.template_fields) == {"topic", "producer_function_args", "producer_function_kwargs"}
+    assert set(PulsarConsumeOperator.template_fields) == {
+        "topics",
+        "subscription",
+        "apply_function_args",
+        "apply_function_kwargs",
+    }
+    # Templated topic names are left for the task to render (and check).
+    operator = PulsarConsumeOperator(task_id="c", topics="{{ params.topic }}", subscription="s", apply_function=print)
+    assert operator.topics == ["{{ params.topic }}"]
