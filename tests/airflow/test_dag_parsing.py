@@ -29,12 +29,13 @@ socket.socket.connect = refuse
 socket.socket.connect_ex = refuse
 socket.create_connection = refuse
 
-from airflow.dag_processing.dagbag import DagBag
+from airflow.dag_processing.dagbag import BundleDagBag
 from airflow.serialization.serialized_objects import DagSerialization
 
 parsed = {}
 for folder in sys.argv[1:]:
-    bag = DagBag(dag_folder=folder)
+    # As the DAG processor parses a bundle: its folder is on sys.path for the DAGs' own modules.
+    bag = BundleDagBag(dag_folder=folder, bundle_path=folder)
     # Serializing is what the DAG processor stores; it also serializes asset watchers' triggers.
     for dag in bag.dags.values():
         DagSerialization.serialize_dag(dag)
@@ -67,9 +68,12 @@ def test_every_dag_parses_without_opening_a_socket() -> None:
     )
 
 
-# Several ``airflow providers`` commands through the CLI's entry point, in one interpreter (each
-# separate ``airflow`` process would pay Airflow's start-up again).
-CLI_COMMANDS = [["providers", name, "--output", "json"] for name in ("triggers", "queues", "widgets", "behaviours")]
+# Several ``airflow`` commands through the CLI's entry point, in one interpreter (each separate
+# ``airflow`` process would pay Airflow's start-up again). The last one tests the connection for real.
+CLI_COMMANDS = [
+    *(["providers", name, "--output", "json"] for name in ("triggers", "queues", "widgets", "behaviours")),
+    ["connections", "test", "pulsar_default"],
+]
 RUN_CLI = """
 import json, sys
 from airflow.__main__ import main
@@ -81,8 +85,14 @@ for argv in json.loads(sys.argv[1]):
 """
 
 
-def test_airflow_cli_knows_the_triggers_queue_and_connection_form() -> None:
-    env = {**os.environ, **AIRFLOW_ENV}
+def test_airflow_cli_knows_the_triggers_queue_and_connection_type(broker) -> None:
+    connection = {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
+    env = {
+        **os.environ,
+        **AIRFLOW_ENV,
+        "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(connection),
+        "AIRFLOW__CORE__TEST_CONNECTION": "Enabled",
+    }
     result = subprocess.run(
         [str(AIRFLOW_BIN.with_name("python")), "-c", RUN_CLI, json.dumps(CLI_COMMANDS)],
         capture_output=True, text=True, env=env, timeout=120,
@@ -101,3 +111,19 @@ def test_airflow_cli_knows_the_triggers_queue_and_connection_form() -> None:
     fields = {row["connection_parameter_name"] for row in widgets if row["package_name"] == "airflow-pulsar"}
     assert {"extra__pulsar__admin_url", "extra__pulsar__use_tls"} <= fields
     assert {"field_behaviours": "pulsar"} in behaviours
+    # `airflow connections test` found PulsarHook for the pulsar type and reached the broker.
+    assert "Connection success!" in result.stdout
+
+
+def test_a_bad_dag_fails_at_parse_time_naming_the_argument(tmp_path: Path) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    (tmp_path / "bad_pulsar_dag.py").write_text(
+        "from airflow.sdk import DAG\n"
+        "from airflow_pulsar.operators.consume import PulsarConsumeOperator\n"
+        "with DAG('bad_pulsar_dag', schedule=None):\n"
+        "    PulsarConsumeOperator(task_id='c', topics='t', subscription='s', apply_function='pkg.f', ack='cumulative')\n"
+    )
+    bag = DagBag(dag_folder=tmp_path)
+    (error,) = bag.import_errors.values()
+    assert "ack='cumulative' needs an Exclusive or Failover subscription, got Shared" in error

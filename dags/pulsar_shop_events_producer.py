@@ -1,0 +1,59 @@
+"""Generate a web shop's events on a schedule and publish them to Pulsar.
+
+Every ten minutes the DAG makes sure the 4-partition topic ``shop-events`` exists, then publishes
+a thousand realistic events (page views, carts, orders; JSON, keyed by user so each user's events
+keep their order, with an ``event_type`` property) with batching and LZ4. Large orders also go to
+``shop-alerts``, which the asset-driven example watches. It runs against the embedded broker
+(``airflow-pulsar standalone``) through the ``pulsar_default`` connection, or any Pulsar cluster
+that connection names. ``dag_run.conf`` may set ``count`` and ``seed``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG, task
+
+from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.operators.produce import PulsarProduceOperator
+from shop_events import ALERTS_TOPIC, PARTITIONS, TOPIC
+
+EVENT_ARGS = {"count": "{{ dag_run.conf.get('count', 1000) }}", "seed": "{{ dag_run.conf.get('seed', none) }}"}
+
+with DAG(
+    dag_id="pulsar_shop_events_producer",
+    description="Publish generated shop events to Pulsar every ten minutes",
+    schedule=timedelta(minutes=10),
+    start_date=datetime(2025, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    tags=["pulsar", "example"],
+    render_template_as_native_obj=True,
+) as dag:
+
+    @task
+    def ensure_topic() -> int:
+        """Create ``shop-events`` with its partitions if it does not exist yet; return the partition count."""
+        with PulsarHook() as hook:
+            admin = hook.get_admin()
+            partitions = admin.partition_count(TOPIC)
+            if not partitions:
+                admin.create_partitioned_topic(TOPIC, PARTITIONS)
+                partitions = PARTITIONS
+            return partitions
+
+    publish = PulsarProduceOperator(
+        task_id="publish_events",
+        topic=TOPIC,
+        producer_function="shop_events.generate",
+        producer_function_kwargs=EVENT_ARGS,
+        producer_settings={"compression_type": "LZ4", "batching_max_publish_delay_ms": 10},
+    )
+    alerts = PulsarProduceOperator(
+        task_id="publish_large_order_alerts",
+        topic=ALERTS_TOPIC,
+        producer_function="shop_events.large_orders",
+        producer_function_kwargs=EVENT_ARGS,
+    )
+
+    ensure_topic() >> [publish, alerts]
