@@ -306,6 +306,10 @@ class Connection:
     def _dispatch(self, frame: Frame) -> None:
         command = frame.command
         kind = command.type
+        if kind != T.MESSAGE and kind != T.SEND_RECEIPT:  # the hot two carry no text
+            bad_text = commands.text_fault(command)
+            if bad_text is not None:
+                raise FrameError(f"{commands.type_name(kind)} field {bad_text} is not UTF-8 text")
         if kind == T.MESSAGE:
             body = command.message
             consumer = self.consumers.get(body.consumer_id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .exceptions import InvalidTopicName
+
 PARTITION_SUFFIX = "-partition-"
 DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "default"
@@ -14,8 +16,9 @@ _NAME_PART = re.compile(r"[-=:.\w]+", re.ASCII)
 _DOMAINS = ("persistent", "non-persistent")
 
 
-class InvalidTopicNameError(ValueError):
-    """A topic name that Pulsar would reject, with the reason."""
+class InvalidTopicNameError(InvalidTopicName, ValueError):
+    """A topic name that Pulsar would reject, with the reason; ``except InvalidTopicName`` catches
+    it wherever a name is given, as with the official client."""
 
 
 def is_valid_name_part(value: str) -> bool:

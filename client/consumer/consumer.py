@@ -21,6 +21,7 @@ from typing import Any
 from ..backoff import Backoff
 from ..exceptions import (
     AlreadyClosed,
+    ConnectError,
     CumulativeAcknowledgementNotAllowedError,
     InvalidConfiguration,
     PulsarException,
@@ -111,6 +112,10 @@ class PartitionConsumer:
         self.last_dequeued: MessageId | None = None
         self._connection: Any = None
         self._ready = threading.Event()
+        # One (re)subscribe at a time: a second one on the same connection would bump the epoch and
+        # drop messages the broker counts as delivered, which it then never sends again.
+        self._state_lock = threading.Lock()
+        self._reconnecting = False
         self._closing = False
         self._closed_event = threading.Event()
         self.is_active: bool | None = None
@@ -123,7 +128,14 @@ class PartitionConsumer:
 
     def connect(self) -> None:
         """The first subscribe: retried while its errors are retryable, until the operation timeout."""
-        self.client.with_retries(f"subscribe to {self.topic}", self._subscribe_once)
+        self._reconnecting = True  # a loss meanwhile is retried here, not by a second subscriber
+        try:
+            self.client.with_retries(f"subscribe to {self.topic}", self._subscribe_once)
+        except BaseException:
+            self._reconnecting = False
+            raise
+        if not self._settled():
+            self._start_reconnect()
 
     def _subscribe_once(self, reconnect: bool = False) -> None:
         connection = self.client.lookup(self.topic)
@@ -134,13 +146,20 @@ class PartitionConsumer:
         connection.consumers[self.consumer_id] = self
         try:
             connection.call(T.SUBSCRIBE, self.client.operation_timeout, **self._subscribe_fields())
-        except BaseException:
+        except BaseException as exc:
             connection.consumers.pop(self.consumer_id, None)
+            if isinstance(exc, Timeout):
+                # The broker may have made the consumer after all; unclosed, it would hold the
+                # subscription (an Exclusive one would refuse every later subscribe).
+                connection.request(T.CLOSE_CONSUMER, consumer_id=self.consumer_id)
             raise
-        self._connection = connection
-        if reconnect:  # counted before permits go out, so it precedes any redelivered message
-            self.reconnects += 1
-        self._ready.set()
+        with self._state_lock:
+            if connection.closed:  # closed before it could tell us: subscribe again elsewhere
+                raise ConnectError(f"connection to {connection.address} closed while subscribing to {self.topic}")
+            self._connection = connection
+            if reconnect:  # counted before permits go out, so it precedes any redelivered message
+                self.reconnects += 1
+            self._ready.set()
         self.permits.grant_initial()
         self.acks.flush()
 
@@ -207,23 +226,42 @@ class PartitionConsumer:
         self._lost()
 
     def _lost(self) -> None:
-        self._ready.clear()
-        self._connection = None
-        if not self._closing:
-            threading.Thread(target=self._reconnect, name=f"pulsar-reconnect-{self.consumer_id}", daemon=True).start()
+        with self._state_lock:
+            self._ready.clear()
+            self._connection = None
+            if self._closing or self._reconnecting:
+                return  # the running (re)subscribe sees the loss and goes round again
+            self._reconnecting = True
+        self._start_reconnect()
+
+    def _start_reconnect(self) -> None:
+        threading.Thread(target=self._reconnect, name=f"pulsar-reconnect-{self.consumer_id}", daemon=True).start()
+
+    def _settled(self) -> bool:
+        """After a subscribe: end the reconnect, unless the connection was lost meanwhile."""
+        with self._state_lock:
+            if self._connection is None:
+                return False
+            self._reconnecting = False
+            return True
 
     def _reconnect(self) -> None:
         backoff = Backoff()
         while not self._closing:
             try:
                 self._subscribe_once(reconnect=True)
-                log.info("consumer %s resubscribed to %s", self.consumer_name, self.topic)
-                return
-            except PulsarException as exc:
-                delay = backoff.next()
-                log.info("resubscribing %s to %s failed (%s); retrying in %.1f s", self.consumer_name, self.topic, exc, delay)
-                if self._closed_event.wait(delay):
+                if self._settled():
+                    log.info("consumer %s resubscribed to %s", self.consumer_name, self.topic)
                     return
+                reason = "connection lost again"
+            except PulsarException as exc:
+                reason = str(exc)
+            delay = backoff.next()
+            log.info("resubscribing %s to %s failed (%s); retrying in %.1f s", self.consumer_name, self.topic, reason, delay)
+            if self._closed_event.wait(delay):
+                break
+        with self._state_lock:
+            self._reconnecting = False
 
     # ---- flow ----
 

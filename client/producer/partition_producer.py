@@ -24,6 +24,7 @@ from ..connection import Connection
 from ..exceptions import (
     RETRYABLE,
     AlreadyClosed,
+    ConnectError,
     MessageTooBig,
     PulsarException,
     Result,
@@ -132,14 +133,20 @@ class PartitionProducer:
                 metadata=self._metadata or None,
                 epoch=self._epoch,
             )
-        except BaseException:
+        except BaseException as exc:
             connection.producers.pop(producer_id, None)
+            if isinstance(exc, Timeout):
+                # The broker may have made the producer after all; unclosed, it would hold the
+                # topic (an Exclusive one would refuse every later producer).
+                connection.request(T.CLOSE_PRODUCER, producer_id=producer_id)
             raise
         self._epoch += 1
         with self._lock:
             if self._closed.is_set():
                 connection.producers.pop(producer_id, None)
                 return
+            if connection.closed:  # closed before it could tell us: connect again elsewhere
+                raise ConnectError(f"connection to {connection.address} closed while creating the producer on {self.topic}")
             # Later connections reuse the broker-assigned name: dedup is keyed by it.
             self._name = response.producer_name
             broker_last = response.last_sequence_id
@@ -185,20 +192,23 @@ class PartitionProducer:
 
     def _reconnect_loop(self) -> None:
         backoff = Backoff()
-        try:
-            while not self._closed.wait(backoff.next()):
-                try:
-                    self._connect_once()
-                    return
-                except PulsarException as exc:
-                    if exc.result not in _RECONNECT_RETRYABLE:
-                        log.error("%s: producer cannot reconnect: %s", self.topic, exc)
-                        self._fail_permanently(exc)
-                        return
-                    log.info("%s: reconnect failed (%s); retrying", self.topic, exc)
-        finally:
+        while not self._closed.wait(backoff.next()):
+            try:
+                self._connect_once()
+            except PulsarException as exc:
+                if exc.result not in _RECONNECT_RETRYABLE:
+                    log.error("%s: producer cannot reconnect: %s", self.topic, exc)
+                    self._fail_permanently(exc)
+                    break
+                log.info("%s: reconnect failed (%s); retrying", self.topic, exc)
+                continue
             with self._lock:
-                self._reconnecting = False
+                # A loss while connecting found this loop running and left the reconnect to it.
+                if self._connection is not None:
+                    self._reconnecting = False
+                    return
+        with self._lock:
+            self._reconnecting = False
 
     def _fail_permanently(self, error: PulsarException) -> None:
         with self._lock:

@@ -6,7 +6,11 @@ envelope field can be found from the type alone.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from .PulsarApi_pb2 import BaseCommand
 
@@ -57,3 +61,31 @@ def make(command_type: int, **fields: Any) -> BaseCommand:
 def body(command: BaseCommand) -> Any:
     """The typed body of a BaseCommand (``command.send`` for SEND, ...)."""
     return getattr(command, field_name(command.type))
+
+
+def text_fault(message: Message) -> str | None:
+    """The path of the first text field holding bytes that are not UTF-8, else None.
+
+    Protobuf hands such a field over as ``bytes`` instead of ``str``; code reading a name from it
+    would fail far from the cause. Sub-messages are searched only if their type has text fields.
+    """
+    for field, value in message.ListFields():
+        values = value if field.label == FieldDescriptor.LABEL_REPEATED else (value,)
+        if field.type == FieldDescriptor.TYPE_STRING:
+            if any(isinstance(v, bytes) for v in values):
+                return field.name
+        elif field.type == FieldDescriptor.TYPE_MESSAGE and _has_text(field.message_type):
+            for item in values:
+                inner = text_fault(item)
+                if inner is not None:
+                    return f"{field.name}.{inner}"
+    return None
+
+
+@functools.cache
+def _has_text(descriptor: Descriptor) -> bool:
+    return any(
+        field.type == FieldDescriptor.TYPE_STRING
+        or (field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type is not descriptor and _has_text(field.message_type))
+        for field in descriptor.fields
+    )

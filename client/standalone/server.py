@@ -8,6 +8,7 @@ import logging
 import signal
 import ssl
 import sys
+import weakref
 from collections.abc import Sequence
 
 from aiohttp import web
@@ -35,7 +36,8 @@ class StandaloneBroker:
         self.service = BrokerService(config)
         self._server: asyncio.base_events.Server | None = None
         self._runner: web.AppRunner | None = None
-        self._connections: set[ServerConnection] = set()
+        # Weak: a closed connection must not stay alive here (one leaked per client otherwise).
+        self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
 
     async def start(self) -> None:
         """Load storage, bind both ports, and fill in the service and web URLs."""

@@ -50,6 +50,12 @@ _INSERT_ENTRY = (
     " sequence_id, sticky_key, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SAVE_CURSOR = "INSERT OR REPLACE INTO cursors (ledger_id, name, state) VALUES (?, ?, ?)"
+# SQLite integers are signed 64-bit, as Pulsar's Java longs; uint64 wire values above wrap as there.
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _as_int64(value: int) -> int:
+    return value - (1 << 64) if value > _INT64_MAX else value
 
 
 @dataclass(slots=True)
@@ -157,7 +163,8 @@ class Storage:
     def first_entry_at_or_after(self, ledger_id: int, publish_time: int) -> int | None:
         """The first entry published at or after ``publish_time`` (ms), if any."""
         row = self._reader.execute(
-            "SELECT min(entry_id) FROM entries WHERE ledger_id = ? AND publish_time >= ?", (ledger_id, publish_time)
+            "SELECT min(entry_id) FROM entries WHERE ledger_id = ? AND publish_time >= ?",
+            (ledger_id, min(max(publish_time, _INT64_MIN), _INT64_MAX)),
         ).fetchone()
         return row[0]
 
@@ -176,7 +183,7 @@ class Storage:
             (
                 ledger_id,
                 entry.entry_id,
-                entry.publish_time,
+                _as_int64(entry.publish_time),
                 entry.num_messages,
                 entry.checksum,
                 producer_name,
@@ -277,7 +284,7 @@ class Storage:
                     run_start = index
             conn.execute("COMMIT")
             return None
-        except sqlite3.Error as exc:
+        except Exception as exc:  # sqlite3.Error, or a value SQLite cannot hold: fail the group, keep the writer
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             return exc

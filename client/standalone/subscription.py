@@ -276,7 +276,7 @@ class Subscription:
         """Cumulative ack up to an entry; with ``ack_set``, up to some index inside it."""
         if self.sub_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
             raise SubscriptionError(
-                "ActionNotAllowed",
+                "NotAllowedError",
                 f"cumulative acknowledgement is not allowed on {SUB_TYPE_NAMES[self.sub_type]} subscription {self.name}",
             )
         if ack_set:

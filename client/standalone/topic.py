@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..protocol.frames import split_entry
+from ..protocol.frames import FrameError, split_entry
 from ..protocol.PulsarApi_pb2 import ProducerAccessMode
 from ..topic_name import TopicName
 from .cursor import Cursor
@@ -145,8 +145,11 @@ class Topic:
         """Append one entry durably, then call ``done((ledger id, entry id), None)``.
 
         A duplicate (dedup on) gets ``(-1, -1)``, after the original is committed if it is
-        still in flight; a storage failure gets ``done(None, error)``.
+        still in flight; a storage failure gets ``done(None, error)``. A malformed entry, or a
+        count of messages below one, raises FrameError before anything is stored.
         """
+        if num_messages < 1:
+            raise FrameError(f"a SEND carries at least one message, not {num_messages}")
         name = producer.name
         highest = max(sequence_id, highest_sequence_id)
         metadata, _ = split_entry(data)
@@ -165,7 +168,9 @@ class Topic:
                 self._pushed_seq[name] = highest
         key = metadata.ordering_key if metadata.HasField("ordering_key") else None
         if key is None and metadata.HasField("partition_key"):
-            key = metadata.partition_key.encode()
+            key = metadata.partition_key
+            if isinstance(key, str):  # bytes when not UTF-8: hashed as they came
+                key = key.encode()
         entry = StoredEntry(-1, metadata.publish_time, num_messages, checksum, key, data)
         future = self.ledger.append(entry, name, highest if records_sequence else None)
         if self.dedup and records_sequence:
