@@ -20,8 +20,8 @@ from airflow_pulsar.client.exceptions import Timeout
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
 PARTITIONS = 2
-COUNT = 4000
-CUTS = 24
+COUNT = 5000
+CUTS = 40
 
 
 @pytest.mark.parametrize("consumer_type", [ConsumerType.Exclusive, ConsumerType.Shared], ids=lambda t: t.name)

@@ -16,8 +16,8 @@ from airflow_pulsar.client.client import Client
 
 PARTITIONS = 3
 PRODUCERS = 2
-PER_PRODUCER = 2500
-CUTS = 24
+PER_PRODUCER = 3000
+CUTS = 40
 
 
 def test_connections_cut_mid_frame_lose_and_duplicate_nothing(broker_factory: Any, topic_name: str) -> None:

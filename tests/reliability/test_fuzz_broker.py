@@ -179,7 +179,7 @@ def test_broker_survives_100k_hostile_frames(fuzz_broker: BrokerProcess, topic_n
         lock = threading.Lock()
         sent = [0]
         errors: list[BaseException] = []
-        for worker_index in range(NONSENSE_CONNECTIONS // 2):
+        for round_index in range(NONSENSE_CONNECTIONS // 2):  # two connections at a time
             threads = [
                 threading.Thread(target=_catching(_nonsense, errors), args=(broker.port, fuzzer, lock, sent))
                 for _ in range(2)
@@ -188,7 +188,7 @@ def test_broker_survives_100k_hostile_frames(fuzz_broker: BrokerProcess, topic_n
                 thread.start()
             for thread in threads:
                 thread.join()
-            assert not errors, f"nonsense batch {worker_index} (seed {SEED}): {errors[0]}"
+            assert not errors, f"nonsense round {round_index} (seed {SEED}): {errors[0]}"
         nonsense_time = time.monotonic() - start
 
         mutations = [fuzzer.malformed_frame() for _ in range(MALFORMED_CONNECTIONS)]
