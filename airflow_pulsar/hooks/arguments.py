@@ -138,6 +138,40 @@ def function_arguments(args: Any, kwargs: Any, prefix: str) -> tuple[Sequence[An
     return args, dict(kwargs)
 
 
+def flag(value: Any, name: str) -> bool:
+    """A bool setting (``True``/``False``, not merely truthy)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def message_source(
+    *,
+    topics: Any,
+    subscription: Any,
+    apply_function: Any,
+    apply_function_args: Any,
+    apply_function_kwargs: Any,
+    subscription_type: Any,
+    position: Any,
+    pulsar_conn_id: Any,
+) -> dict[str, Any]:
+    """The validated settings of a subscription read for a user function (the await-message sensor
+    and trigger, the message event trigger), as attribute name -> value. Enums are kept by name and
+    the function by dotted path, so the values stay plain JSON for the triggerer."""
+    function_args, function_kwargs = function_arguments(apply_function_args, apply_function_kwargs, "apply_function")
+    return {
+        "topics": topic_list(topics),
+        "subscription": non_empty_str(subscription, "subscription"),
+        "apply_function": function_reference(apply_function, "apply_function", optional=True, allow_callable=False),
+        "apply_function_args": function_args,
+        "apply_function_kwargs": function_kwargs,
+        "subscription_type": consumer_type(subscription_type).name,
+        "initial_position": initial_position(position).name,
+        "pulsar_conn_id": non_empty_str(pulsar_conn_id, "pulsar_conn_id"),
+    }
+
+
 def resolve_function(value: Any, name: str) -> Callable[..., Any]:
     """The callable itself, or the object a dotted path names (imported now, when the task runs)."""
     if callable(value):

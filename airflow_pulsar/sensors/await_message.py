@@ -68,20 +68,19 @@ class PulsarAwaitMessageSensor(BaseSensorOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.topics = arguments.topic_list(topics)
-        self.subscription = arguments.non_empty_str(subscription, "subscription")
-        self.apply_function = arguments.function_reference(
-            apply_function, "apply_function", optional=True, allow_callable=False
+        source = arguments.message_source(
+            topics=topics,
+            subscription=subscription,
+            apply_function=apply_function,
+            apply_function_args=apply_function_args,
+            apply_function_kwargs=apply_function_kwargs,
+            subscription_type=subscription_type,
+            position=initial_position,
+            pulsar_conn_id=pulsar_conn_id,
         )
-        self.apply_function_args, self.apply_function_kwargs = arguments.function_arguments(
-            apply_function_args, apply_function_kwargs, "apply_function"
-        )
-        self.subscription_type = arguments.consumer_type(subscription_type).name
-        self.initial_position = arguments.initial_position(initial_position).name
-        if not isinstance(acknowledge, bool):
-            raise ValueError(f"acknowledge must be a bool, got {acknowledge!r}")
-        self.acknowledge = acknowledge
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        for name, value in source.items():
+            setattr(self, name, value)
+        self.acknowledge = arguments.flag(acknowledge, "acknowledge")
 
     def execute(self, context: Any) -> None:
         """Defer to the trigger (this sensor only runs deferred)."""

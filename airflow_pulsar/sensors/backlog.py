@@ -82,9 +82,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
         )
         self.max_message_age = arguments.seconds(max_message_age, "max_message_age", optional=True)
         self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
-        if not isinstance(deferrable, bool):
-            raise ValueError(f"deferrable must be a bool, got {deferrable!r}")
-        self.deferrable = deferrable
+        self.deferrable = arguments.flag(deferrable, "deferrable")
 
     def _trigger(self, deadline: float | None = None) -> PulsarBacklogTrigger:
         return PulsarBacklogTrigger(

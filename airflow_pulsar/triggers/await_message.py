@@ -53,21 +53,19 @@ class PulsarAwaitMessageTrigger(BaseTrigger):
         deadline: float | None = None,
     ) -> None:
         super().__init__()
-        self.topics = arguments.topic_list(topics)
-        self.subscription = arguments.non_empty_str(subscription, "subscription")
-        self.apply_function = arguments.function_reference(
-            apply_function, "apply_function", optional=True, allow_callable=False
+        source = arguments.message_source(
+            topics=topics,
+            subscription=subscription,
+            apply_function=apply_function,
+            apply_function_args=apply_function_args,
+            apply_function_kwargs=apply_function_kwargs,
+            subscription_type=subscription_type,
+            position=initial_position,
+            pulsar_conn_id=pulsar_conn_id,
         )
-        self.apply_function_args, self.apply_function_kwargs = arguments.function_arguments(
-            apply_function_args, apply_function_kwargs, "apply_function"
-        )
-        # Kept by name: the keyword arguments must stay plain JSON for the triggerer.
-        self.subscription_type = arguments.consumer_type(subscription_type).name
-        self.initial_position = arguments.initial_position(initial_position).name
-        if not isinstance(acknowledge, bool):
-            raise ValueError(f"acknowledge must be a bool, got {acknowledge!r}")
-        self.acknowledge = acknowledge
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        for name, value in source.items():
+            setattr(self, name, value)
+        self.acknowledge = arguments.flag(acknowledge, "acknowledge")
         self.deadline = deadline
 
     def serialize(self) -> tuple[str, dict[str, Any]]:

@@ -81,18 +81,19 @@ class PulsarMessageEventTrigger(BaseEventTrigger):
         pulsar_conn_id: str = PulsarHook.default_conn_name,
     ) -> None:
         super().__init__()
-        self.topics = arguments.topic_list(topics)
-        self.subscription = arguments.non_empty_str(subscription, "subscription")
-        self.apply_function = arguments.function_reference(
-            apply_function, "apply_function", optional=True, allow_callable=False
+        source = arguments.message_source(
+            topics=topics,
+            subscription=subscription,
+            apply_function=apply_function,
+            apply_function_args=apply_function_args,
+            apply_function_kwargs=apply_function_kwargs,
+            subscription_type=subscription_type,
+            position=initial_position,
+            pulsar_conn_id=pulsar_conn_id,
         )
-        self.apply_function_args, self.apply_function_kwargs = arguments.function_arguments(
-            apply_function_args, apply_function_kwargs, "apply_function"
-        )
-        self.subscription_type = arguments.consumer_type(subscription_type).name
-        self.initial_position = arguments.initial_position(initial_position).name
+        for name, value in source.items():
+            setattr(self, name, value)
         self.redelivery_delay = arguments.seconds(redelivery_delay, "redelivery_delay", allow_zero=True)
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
         self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
