@@ -119,7 +119,8 @@ class AsyncReader:
         consumer = self.reader._consumer
         consumer._check_open()
         message = await _take(consumer._queue, consumer.receive, timeout_millis)
-        message._owner.acks.add_cumulative(message._id.ledger_id(), message._id.entry_id())  # type: ignore[union-attr]
+        delivery = message._delivery
+        delivery.owner.acks.add_cumulative(delivery.ledger_id, delivery.entry_id)  # type: ignore[union-attr]
         return message
 
     async def has_message_available(self) -> bool:

@@ -28,7 +28,7 @@ from ..exceptions import (
     Timeout,
 )
 from ..protocol import commands
-from ..protocol.batch import BatchFormatError, iter_batch, unacked_mask
+from ..protocol.batch import BatchFormatError, read_batch, unacked_mask
 from ..protocol.compression import CompressionError, decompress
 from ..protocol.frames import FrameError, encode_command, split_entry
 from ..protocol.message_id import MessageId
@@ -36,7 +36,7 @@ from ..protocol.PulsarApi_pb2 import BaseCommand, CommandAck, CommandSubscribe, 
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
 from .chunks import ChunkedMessageCollector
 from .dead_letter import DeadLetterProcessor
-from .message import Message
+from .message import Delivery, Message
 from .negative_acks import NegativeAcksTracker
 from .receiver_queue import Permits, QueuedEntry, ReceiverQueue
 from .settings import ConsumerSettings, ConsumerType
@@ -109,7 +109,7 @@ class PartitionConsumer:
         self._start_inclusive = settings.start_message_id_inclusive
         self._seek_pending = False
         self._seek_by_time = False
-        self.last_dequeued: MessageId | None = None
+        self._last_taken: Message | None = None
         self._connection: Any = None
         self._ready = threading.Event()
         # One (re)subscribe at a time: a second one on the same connection would bump the epoch and
@@ -191,8 +191,9 @@ class PartitionConsumer:
         if self.settings.durable:
             self._start_id = None  # the durable cursor knows; a seek's filter ends with its reconnect
             return None
-        if self.last_dequeued is not None:
-            self._start_id = self.last_dequeued
+        last = self.last_dequeued
+        if last is not None:
+            self._start_id = last
             self._start_inclusive = False
         return self._start_id
 
@@ -310,31 +311,32 @@ class PartitionConsumer:
             self.permits.returned(max(count, 1))
             return []
         redelivery_count = body.redelivery_count
-        topic = self.topic
-        epoch = self.epoch
+        delivery = Delivery(
+            self, self.epoch, ledger, entry, self.partition, count, metadata, self.topic, redelivery_count, self._id_topic
+        )
         if not count:
-            message_id = self._id(MessageId(self.partition, ledger, entry))
             if self._is_prior(ledger, entry, -1):
                 self.permits.returned(1)
                 return []
-            message = Message(bytes(payload), message_id, metadata, None, topic, redelivery_count, self, epoch)
             if chunk_ids is not None:
-                message._chunk_ids = chunk_ids
+                delivery.chunk_ids = chunk_ids
                 with self._ack_lock:
                     self._chunk_ids[(ledger, entry)] = chunk_ids
-            messages = [message]
+            messages = [Message(delivery, -1, bytes(payload), None)]
         else:
-            mask = unacked_mask(body.ack_set, count)
+            ack_set = body.ack_set
+            mask = unacked_mask(ack_set, count) if ack_set else None
             messages = []
             try:
-                for index, single, data in iter_batch(payload, count):
-                    if mask >> index & 1 and not single.compacted_out and not self._is_prior(ledger, entry, index):
-                        message_id = self._id(MessageId(self.partition, ledger, entry, index, count))
-                        messages.append(Message(data, message_id, metadata, single, topic, redelivery_count, self, epoch))
+                read_batch(payload, count, Message, delivery, mask, messages)
             except BatchFormatError as exc:
                 log.error("discarding the rest of batch %d:%d of %s: %s", ledger, entry, self.topic, exc)
+            # Only the start entry itself can hold messages before the start id: test it once per entry.
+            start = self._start_id
+            if start is not None and ledger == start.ledger_id() and entry <= start.entry_id():
+                messages = [m for m in messages if not self._is_prior(ledger, entry, m._index)]
             with self._ack_lock:
-                self._batch_unacked[(ledger, entry)] = mask
+                self._batch_unacked[(ledger, entry)] = (1 << count) - 1 if mask is None else mask
             if len(messages) < count:
                 self.permits.returned(count - len(messages))
         if self.dead_letter is not None:
@@ -371,35 +373,58 @@ class PartitionConsumer:
         """The application took a message: a permit comes back, and the ack-timeout clock starts."""
         self.permits.returned(1)
         if self.unacked is not None:
-            self.unacked.add(message._id)
-        self.last_dequeued = message._id
+            self.unacked.add(message.message_id())
+        self._last_taken = message
+
+    def taken_many(self, messages: list[Message]) -> None:
+        """The application took several messages at once (``batch_receive``)."""
+        self.permits.returned(len(messages))
+        if self.unacked is not None:
+            for message in messages:
+                self.unacked.add(message.message_id())
+        self._last_taken = messages[-1]
+
+    @property
+    def last_dequeued(self) -> MessageId | None:
+        """The id of the last message the application took, None before the first."""
+        last = self._last_taken
+        return None if last is None else last.message_id()
 
     # ---- acknowledgement ----
 
     def acknowledge(self, target: Message | MessageId) -> None:
         """Individual ack; a batch entry is acked once all its messages are (or per index if enabled)."""
-        message_id = target._id if isinstance(target, Message) else target
-        # The hot path: MessageId's slots are read directly, a method call per field costs too much.
-        key = (message_id._ledger_id, message_id._entry_id)
-        index = message_id._batch_index
+        # The hot path: fields are read directly, a method call per field costs too much.
+        if type(target) is Message:
+            delivery = target._delivery
+            ledger, entry, index, size = delivery.ledger_id, delivery.entry_id, target._index, delivery.batch_size
+        else:
+            ledger, entry, index, size = target._ledger_id, target._entry_id, target._batch_index, target._batch_size
         if self.unacked is not None:
-            self.unacked.remove(message_id)
+            self.unacked.remove(target.message_id() if type(target) is Message else target)
+        key = (ledger, entry)
         if self.dead_letter is not None:
-            self.dead_letter.forget(*key)
+            self.dead_letter.forget(ledger, entry)
         chunk_ids = None
-        with self._ack_lock:
+        lock = self._ack_lock
+        lock.acquire()  # cheaper than ``with`` on this path
+        try:
             if self._chunk_ids:
                 chunk_ids = self._chunk_ids.pop(key, None)
-            size = message_id._batch_size
             if index >= 0 and size > 0:
-                remaining = self._batch_unacked.get(key, (1 << size) - 1) & ~(1 << index)
+                remaining = self._batch_unacked.get(key)
+                if remaining is None:
+                    remaining = (1 << size) - 1
+                remaining &= ~(1 << index)
                 if remaining:
                     self._batch_unacked[key] = remaining
                     if self.settings.batch_index_ack_enabled:
-                        self.acks.add_batch_indexes(key[0], key[1], remaining, size)
+                        self.acks.add_batch_indexes(ledger, entry, remaining, size)
                         self._maybe_flush_for_receipt()
                     return
                 self._batch_unacked.pop(key, None)
+        finally:
+            lock.release()
         for chunk in chunk_ids or ():
             self.acks.add_entry(chunk.ledger_id(), chunk.entry_id())
         self.acks.add_entry(*key)
@@ -411,7 +436,7 @@ class PartitionConsumer:
             raise CumulativeAcknowledgementNotAllowedError(
                 f"acknowledge_cumulative is not allowed on a {self.settings.consumer_type.name} subscription"
             )
-        message_id = target._id if isinstance(target, Message) else target
+        message_id = target.message_id() if type(target) is Message else target
         ledger, entry, index, size = message_id.ledger_id(), message_id.entry_id(), message_id.batch_index(), message_id.batch_size()
         partial = 0 <= index < size - 1
         with self._ack_lock:
@@ -469,7 +494,7 @@ class PartitionConsumer:
 
     def negative_acknowledge(self, target: Message | MessageId) -> None:
         """Redeliver this message after the negative-ack delay."""
-        message_id = target._id if isinstance(target, Message) else target
+        message_id = target.message_id() if type(target) is Message else target
         if self.unacked is not None:
             self.unacked.remove(message_id)
         self.nacks.add(message_id.ledger_id(), message_id.entry_id())
@@ -519,10 +544,10 @@ class PartitionConsumer:
                 return
             self.permits.returned(max(metadata.num_messages_in_batch, 1))
 
-    def stale_message(self, message: Message) -> None:
-        """An unpacked message of an older epoch was dropped: return its permit if still owed."""
-        if message._epoch >= self._connection_epoch:
-            self.permits.returned(1)
+    def stale_messages(self, delivery: Delivery, count: int) -> None:
+        """``count`` unpacked messages of an older epoch were dropped: return their permits if still owed."""
+        if delivery.epoch >= self._connection_epoch:
+            self.permits.returned(count)
 
     # ---- seek, last message id ----
 
@@ -537,7 +562,7 @@ class PartitionConsumer:
             fields = {"message_publish_time": int(target)}
             self._start_id, self._seek_by_time = None, True
         self._start_inclusive = self.settings.start_message_id_inclusive
-        self.last_dequeued = None
+        self._last_taken = None
         self._seek_pending = True
         self.epoch += 1
         try:
@@ -652,6 +677,7 @@ class Consumer:
         self._listener_thread: threading.Thread | None = None
         self._listener_paused = threading.Event()
         self._wait_hook: Any = None
+        self._listener = settings.message_listener
         self._max_messages, self._max_bytes, self._batch_timeout = settings.batch_receive_limits()
 
     # ---- children ----
@@ -673,7 +699,7 @@ class Consumer:
 
     def _child_for(self, target: Message | MessageId) -> PartitionConsumer:
         if isinstance(target, Message):
-            owner = target._owner
+            owner = target._delivery.owner
             if owner is None or owner.topic not in self._children:
                 raise InvalidConfiguration("the message was not received by this consumer")
             return owner
@@ -693,9 +719,10 @@ class Consumer:
 
     def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises Timeout after ``timeout_millis`` (None: wait forever)."""
-        if self._settings.message_listener is not None:
+        if self._listener is not None:
             raise InvalidConfiguration("receive() cannot be used with a message_listener")
-        self._check_open()
+        if self._closed:
+            self._check_open()
         if timeout_millis is not None and (not isinstance(timeout_millis, int) or timeout_millis < 0):
             raise InvalidConfiguration(f"timeout_millis must be None or an int >= 0, got {timeout_millis!r}")
         message = self._queue.take(None if timeout_millis is None else timeout_millis / 1000, self._wait_hook)
@@ -742,7 +769,13 @@ class Consumer:
 
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (grouped; with ack receipts, returns once the broker confirmed)."""
-        self._check_open()
+        if self._closed:
+            self._check_open()
+        if type(message) is Message:  # the hot path: the message knows its partition consumer
+            owner = message._delivery.owner
+            if owner is not None and owner.topic in self._children:
+                owner.acknowledge(message)
+                return
         self._child_for(message).acknowledge(message)
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:

@@ -1,46 +1,94 @@
 """Message: one received message, as the official Python client's ``pulsar.Message`` exposes it.
 
-A message keeps references to its entry's metadata and (inside a batch) its own single-message
-metadata; properties and keys are read from them only when asked, so receiving stays cheap.
+Receiving stays cheap by deferring what a user may never look at. The messages of one entry
+share a :class:`Delivery` (position, entry metadata, the consumer that received it); a message
+adds only its payload, its index in the batch and its single-message metadata, which stays raw
+bytes until a key, property or timestamp is asked for. The MessageId is built on first request.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.message_id import MessageId
+from ..protocol.message_id import MessageId, _with_topic
 from ..protocol.PulsarApi_pb2 import MessageMetadata, SingleMessageMetadata
 
 if TYPE_CHECKING:
     from .consumer import PartitionConsumer
 
 
-class Message:
-    """A received message: payload, keys, properties, timestamps and its id."""
+class Delivery:
+    """One entry as the broker delivered it to a partition consumer: what its messages share.
 
-    __slots__ = ("_data", "_id", "_meta", "_single", "_topic", "_redelivery_count", "_owner", "_epoch", "_chunk_ids")
+    ``epoch`` is the consumer's epoch at delivery (a message of an older epoch is dropped unread);
+    ``batch_size`` is 0 for an entry that is not a batch; ``chunk_ids`` lists every chunk's id of
+    a message that arrived in chunks.
+    """
+
+    __slots__ = (
+        "owner",
+        "epoch",
+        "ledger_id",
+        "entry_id",
+        "partition",
+        "batch_size",
+        "metadata",
+        "topic",
+        "redelivery_count",
+        "id_topic",
+        "chunk_ids",
+    )
 
     def __init__(
         self,
-        data: bytes,
-        message_id: MessageId,
+        owner: PartitionConsumer | None,
+        epoch: int,
+        ledger_id: int,
+        entry_id: int,
+        partition: int,
+        batch_size: int,
         metadata: MessageMetadata,
-        single: SingleMessageMetadata | None,
         topic: str,
         redelivery_count: int = 0,
-        owner: PartitionConsumer | None = None,
-        epoch: int = 0,
+        id_topic: str | None = None,
     ):
+        self.owner = owner
+        self.epoch = epoch
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.partition = partition
+        self.batch_size = batch_size
+        self.metadata = metadata
+        self.topic = topic
+        self.redelivery_count = redelivery_count
+        # Set on the ids of a multi-topic consumer's messages, so acks by id find their partition.
+        self.id_topic = id_topic
+        self.chunk_ids: list[MessageId] | None = None
+
+
+class Message:
+    """A received message: payload, keys, properties, timestamps and its id."""
+
+    __slots__ = ("_data", "_delivery", "_index", "_single", "_id")
+
+    def __init__(self, delivery: Delivery, index: int, data: bytes, single: bytes | SingleMessageMetadata | None):
+        self._delivery = delivery
+        # Index in the batch, -1 for a message that is a whole entry.
+        self._index = index
         self._data = data
-        self._id = message_id
-        self._meta = metadata
+        # Raw or parsed SingleMessageMetadata inside a batch, None otherwise.
         self._single = single
-        self._topic = topic
-        self._redelivery_count = redelivery_count
-        # The partition consumer that received it: acks go back through it.
-        self._owner = owner
-        self._epoch = epoch
-        self._chunk_ids: list[MessageId] | None = None
+        self._id: MessageId | None = None
+
+    def _source(self) -> Any:
+        """Where the per-message fields live: the single-message metadata, or the entry's."""
+        single = self._single
+        if single is None:
+            return self._delivery.metadata
+        if type(single) is bytes:
+            single = self._single = SingleMessageMetadata.FromString(single)
+        return single
 
     def data(self) -> bytes:
         """The payload."""
@@ -52,52 +100,74 @@ class Message:
 
     def properties(self) -> dict[str, str]:
         """The application-defined properties."""
-        source = self._single if self._single is not None else self._meta
-        return {kv.key: kv.value for kv in source.properties}
+        return {kv.key: kv.value for kv in self._source().properties}
 
     def partition_key(self) -> str:
         """The key used for routing and Key_Shared dispatch, or ``""``."""
-        source = self._single if self._single is not None else self._meta
-        return source.partition_key
+        return self._source().partition_key
 
     def ordering_key(self) -> str:
         """The ordering key (Key_Shared takes it before the partition key), or ``""``."""
-        source = self._single if self._single is not None else self._meta
-        return source.ordering_key.decode("utf-8", "replace")
+        return self._source().ordering_key.decode("utf-8", "replace")
 
     def publish_timestamp(self) -> int:
         """When the producer published it, in milliseconds since the epoch."""
-        return self._meta.publish_time
+        return self._delivery.metadata.publish_time
 
     def event_timestamp(self) -> int:
         """The application's event time in milliseconds, or 0 if none was set."""
-        source = self._single if self._single is not None else self._meta
-        return source.event_time
+        return self._source().event_time
 
     def message_id(self) -> MessageId:
         """Its position: ledger, entry, partition, and index inside a batch."""
-        return self._id
+        message_id = self._id
+        if message_id is None:
+            delivery = self._delivery
+            message_id = MessageId(delivery.partition, delivery.ledger_id, delivery.entry_id, self._index, delivery.batch_size)
+            if delivery.id_topic is not None:
+                _with_topic(message_id, delivery.id_topic)
+            self._id = message_id
+        return message_id
 
     def topic_name(self) -> str:
         """The topic (partition) it was received from."""
-        return self._topic
+        return self._delivery.topic
 
     def redelivery_count(self) -> int:
         """How often the broker delivered it before (Shared and Key_Shared count; others say 0)."""
-        return self._redelivery_count
+        return self._delivery.redelivery_count
 
     def producer_name(self) -> str:
         """The name of the producer that sent it."""
-        return self._meta.producer_name
+        return self._delivery.metadata.producer_name
 
     def schema_version(self) -> bytes:
         """The schema version the producer set, or empty bytes."""
-        return self._meta.schema_version
+        return self._delivery.metadata.schema_version
 
     def has_null_value(self) -> bool:
         """Whether the producer sent a null value (a tombstone)."""
-        source = self._single if self._single is not None else self._meta
-        return source.null_value
+        return self._source().null_value
+
+    def fields(self) -> tuple[str, bytes | None, int, int, int, int, int, Sequence[tuple[str, str]], int]:
+        """Everything a table row of this message holds, in one call, for readers that turn many
+        messages into columns: (partition key, payload or None for a null value, ledger id, entry
+        id, batch index, publish time ms, event time ms or 0, properties as (key, value) pairs,
+        redelivery count)."""
+        source = self._source()
+        delivery = self._delivery
+        properties = source.properties
+        return (
+            source.partition_key,
+            None if source.null_value else self._data,
+            delivery.ledger_id,
+            delivery.entry_id,
+            self._index,
+            delivery.metadata.publish_time,
+            source.event_time,
+            [(kv.key, kv.value) for kv in properties] if properties else (),
+            delivery.redelivery_count,
+        )
 
     def __repr__(self) -> str:
-        return f"Message(topic={self._topic!r}, id={self._id}, {len(self._data)} bytes)"
+        return f"Message(topic={self._delivery.topic!r}, id={self.message_id()}, {len(self._data)} bytes)"

@@ -32,7 +32,8 @@ class Reader:
         """The next message; raises Timeout after ``timeout_millis`` (None: wait forever)."""
         message = self._consumer.receive(timeout_millis)
         # Acked cumulatively, so the broker forgets what it has delivered (the cursor is not stored).
-        message._owner.acks.add_cumulative(message._id.ledger_id(), message._id.entry_id())  # type: ignore[union-attr]
+        delivery = message._delivery
+        delivery.owner.acks.add_cumulative(delivery.ledger_id, delivery.entry_id)  # type: ignore[union-attr]
         return message
 
     def has_message_available(self) -> bool:

@@ -1,9 +1,10 @@
 """The receiver queue and the permits that keep it filled (seed 000).
 
 The connection's reader thread appends whole entries, still packed, to the queue; the thread that
-calls ``receive`` unpacks them (a batch into its messages) and takes messages off the front. Each
-message the application takes gives its partition consumer a permit back, and once half a queue's
-worth has built up the consumer sends them to the broker in one FLOW. A consumer whose available
+calls ``receive`` unpacks them (a batch into its messages) and takes messages off the front. The
+unpacked messages of one entry wait in a plain list read by position, so ``batch_receive`` takes
+them with one slice. Each message the application takes gives its partition consumer a permit
+back, and once half a queue's worth has built up the consumer sends them to the broker in one FLOW. A consumer whose available
 permits never grow is one whose application has stopped taking messages: the "stuck" consumer.
 
 Entries carry the *epoch* of their partition consumer; bumping the epoch (on reconnect, seek or
@@ -19,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .message import Message
+from .message import Delivery, Message
 
 if TYPE_CHECKING:
     from .consumer import PartitionConsumer
@@ -39,6 +40,10 @@ class Permits:
 
     ``available`` counts messages the application has taken since the last FLOW; they are sent in
     one FLOW as soon as they reach half the queue size (every message for a queue of 0 or 1).
+
+    Only the thread holding the receiver queue's take lock returns permits (taking, unpacking and
+    dropping stale messages all happen under it), so counting needs no lock of its own; a
+    resubscribe, on another thread, only marks the count to start afresh.
     """
 
     def __init__(self, queue_size: int, send_flow: Callable[[int], bool]):
@@ -48,12 +53,12 @@ class Permits:
         self.flows_sent = 0
         self.permits_sent = 0
         self._send_flow = send_flow
-        self._lock = threading.Lock()
+        self._restart = False
 
     def grant_initial(self) -> None:
         """After a (re)subscribe the broker knows no permits: offer a whole queue again."""
-        with self._lock:
-            self.available = 0
+        self._restart = True
+        self.available = 0
         if self.queue_size > 0:
             self._flow(self.queue_size)
 
@@ -62,14 +67,18 @@ class Permits:
         self._flow(1)
 
     def returned(self, count: int = 1) -> None:
-        """The application took (or the consumer discarded) ``count`` messages."""
-        with self._lock:
+        """The application took (or the consumer discarded) ``count`` messages (under the take lock)."""
+        if self._restart:
+            self._restart = False
+            available = count
+        else:
             available = self.available + count
-            if available < self.threshold or self.queue_size == 0:
-                self.available = available if self.queue_size else 0
-                return
-            self.available = 0
-        self._flow(available)
+        if available < self.threshold:
+            self.available = available
+            return
+        self.available = 0
+        if self.queue_size:  # a zero queue asks for each message itself
+            self._flow(available)
 
     def _flow(self, count: int) -> None:
         # If the connection is down the permits are moot: the resubscribe grants a fresh queue.
@@ -84,7 +93,10 @@ class ReceiverQueue:
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._entries: deque[QueuedEntry] = deque()
-        self._ready: deque[Message] = deque()
+        # The unpacked messages of one entry; those before _ready_pos are taken.
+        self._ready: list[Message] = []
+        self._ready_pos = 0
+        self._ready_delivery: Delivery | None = None
         # Held by whoever is taking messages, so entries unpack in arrival order.
         self._take_lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -114,14 +126,28 @@ class ReceiverQueue:
 
     def take(self, timeout: float | None, before_wait: Callable[[], None] | None = None) -> Message | None:
         """The next message, waiting up to ``timeout`` seconds (None: forever); None on timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._take_lock:
+        lock = self._take_lock
+        lock.acquire()  # cheaper than ``with`` on this path
+        try:
+            # The hot path, spelled out: a current message is ready.
+            ready, pos = self._ready, self._ready_pos
+            if pos < len(ready):
+                delivery = self._ready_delivery
+                owner = delivery.owner  # type: ignore[union-attr]
+                if delivery.epoch == owner.epoch:  # type: ignore[union-attr]
+                    self._ready_pos = pos + 1
+                    message = ready[pos]
+                    owner.taken(message)
+                    return message
+            deadline = None if timeout is None else time.monotonic() + timeout
             while True:
                 message = self._next_ready()
                 if message is not None:
                     return message
                 if not self._unpack_next(deadline, before_wait):
                     return None
+        finally:
+            lock.release()
 
     def take_many(self, max_messages: int, max_bytes: int, timeout: float) -> list[Message]:
         """Messages until ``max_messages`` or ``max_bytes`` (limits <= 0 are off) or the timeout."""
@@ -130,14 +156,22 @@ class ReceiverQueue:
         size = 0
         with self._take_lock:
             while True:
-                while (max_messages <= 0 or len(taken) < max_messages) and (max_bytes <= 0 or size < max_bytes):
-                    message = self._next_ready()
-                    if message is None:
-                        break
-                    taken.append(message)
-                    size += len(message._data)
-                else:
-                    return taken
+                if self._current():
+                    ready, pos = self._ready, self._ready_pos
+                    stop = len(ready)
+                    if max_messages > 0:
+                        stop = min(stop, pos + max_messages - len(taken))
+                    if max_bytes > 0:
+                        end, stop = stop, pos
+                        while stop < end and size < max_bytes:
+                            size += len(ready[stop]._data)
+                            stop += 1
+                    part = ready[pos:stop]
+                    self._ready_pos = stop
+                    self._ready_delivery.owner.taken_many(part)  # type: ignore[union-attr]
+                    taken += part
+                    if (max_messages > 0 and len(taken) >= max_messages) or (max_bytes > 0 and size >= max_bytes):
+                        return taken
                 if not self._unpack_next(deadline, None):
                     return taken
 
@@ -157,7 +191,7 @@ class ReceiverQueue:
         """A future that completes when an entry arrives (at once if one is already queued)."""
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
-            if self._entries or self._ready or self._closed:
+            if self._entries or self._ready_pos < len(self._ready) or self._closed:
                 future.set_result(None)
             else:
                 self._waiters.append((loop, future))
@@ -165,25 +199,39 @@ class ReceiverQueue:
 
     def has_messages(self) -> bool:
         """Whether a message or a (possibly stale) entry is queued."""
-        return bool(self._ready) or bool(self._entries)
+        return self._ready_pos < len(self._ready) or bool(self._entries)
 
     def counts(self, owner: PartitionConsumer | None = None) -> tuple[int, int]:
         """(entries still packed, messages unpacked and ready), for one owner or for all."""
         with self._cond:
             entries = sum(1 for e in self._entries if owner is None or (e.owner is owner and e.epoch == owner.epoch))
-        ready = sum(1 for m in list(self._ready) if owner is None or (m._owner is owner and m._epoch == owner.epoch))
+        delivery = self._ready_delivery
+        ready = len(self._ready) - self._ready_pos
+        if delivery is None or (owner is not None and (delivery.owner is not owner or delivery.epoch != owner.epoch)):
+            ready = 0
         return entries, ready
 
+    def _current(self) -> bool:
+        """Whether messages of a current entry are ready; those of a stale one are dropped."""
+        ready, pos = self._ready, self._ready_pos
+        if pos >= len(ready):
+            return False
+        delivery = self._ready_delivery
+        owner = delivery.owner  # type: ignore[union-attr]
+        if delivery.epoch == owner.epoch:  # type: ignore[union-attr]
+            return True
+        owner.stale_messages(delivery, len(ready) - pos)  # type: ignore[union-attr]
+        self._ready, self._ready_pos = [], 0
+        return False
+
     def _next_ready(self) -> Message | None:
-        ready = self._ready
-        while ready:
-            message = ready.popleft()
-            owner = message._owner
-            if message._epoch == owner.epoch:  # type: ignore[union-attr]
-                owner.taken(message)  # type: ignore[union-attr]
-                return message
-            owner.stale_message(message)  # type: ignore[union-attr]
-        return None
+        if not self._current():
+            return None
+        pos = self._ready_pos
+        self._ready_pos = pos + 1
+        message = self._ready[pos]
+        self._ready_delivery.owner.taken(message)  # type: ignore[union-attr]
+        return message
 
     def _unpack_next(self, deadline: float | None, before_wait: Callable[[], None] | None) -> bool:
         """Move the next current entry's messages to the ready queue; False on timeout or close."""
@@ -207,7 +255,9 @@ class ReceiverQueue:
                         return False
                     self._cond.wait(remaining)
         # Unpacking happens outside the lock, so the reader thread can keep queueing meanwhile.
-        self._ready.extend(item.owner.unpack(item))
+        messages = item.owner.unpack(item)
+        if messages:
+            self._ready, self._ready_pos, self._ready_delivery = messages, 0, messages[0]._delivery
         return True
 
 

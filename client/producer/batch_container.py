@@ -23,7 +23,7 @@ class Batch:
     """The drained contents of a container, ready to become one SEND."""
 
     payload: bytes
-    callbacks: list[SendCallback]
+    callbacks: list[SendCallback | None]
     first_sequence_id: int
     last_sequence_id: int
     payload_bytes: int
@@ -36,12 +36,15 @@ class Batch:
 
 
 class BatchContainer:
-    """Accumulates encoded single messages (``[size][SingleMessageMetadata][payload]``)."""
+    """Accumulates messages as ``[size][SingleMessageMetadata]`` headers and their payloads.
+
+    A callback may be None (a ``send_async`` whose outcome nobody waits for).
+    """
 
     __slots__ = (
         "max_messages",
         "max_bytes",
-        "_singles",
+        "_parts",
         "_callbacks",
         "_size",
         "_payload_bytes",
@@ -53,8 +56,8 @@ class BatchContainer:
     def __init__(self, max_messages: int, max_bytes: int):
         self.max_messages = max_messages
         self.max_bytes = max_bytes
-        self._singles: list[bytes] = []
-        self._callbacks: list[SendCallback] = []
+        self._parts: list[bytes] = []
+        self._callbacks: list[SendCallback | None] = []
         self._size = 0
         self._payload_bytes = 0
         self._first_seq = -1
@@ -64,37 +67,44 @@ class BatchContainer:
     def __len__(self) -> int:
         return len(self._callbacks)
 
+    @property
+    def first_added(self) -> float:
+        """When (monotonic) the oldest message still in the container was added."""
+        return self._first_added
+
     def accepts(self, payload_size: int) -> bool:
         """Whether a message of this payload size may be batched at all."""
         return payload_size <= self.max_bytes
 
     def has_space(self, encoded_size: int) -> bool:
-        """Whether a message encoded to ``encoded_size`` fits without flushing first."""
+        """Whether a message encoded to ``encoded_size`` (header and payload) fits without flushing first."""
         return not self._callbacks or self._size + encoded_size <= self.max_bytes
 
-    def add(self, encoded: bytes, callback: SendCallback, sequence_id: int, payload_size: int) -> bool:
-        """Add one encoded message; True when the batch is now full and must be flushed."""
-        if not self._callbacks:
+    def add(self, header: bytes, payload: bytes, callback: SendCallback | None, sequence_id: int) -> bool:
+        """Add one message (its header from ``single_header``); True when the batch is now full and must be flushed."""
+        callbacks = self._callbacks
+        if not callbacks:
             self._first_seq = sequence_id
             self._first_added = time.monotonic()
-        self._singles.append(encoded)
-        self._callbacks.append(callback)
+        self._parts += (header, payload)
+        callbacks.append(callback)
         self._last_seq = sequence_id
-        self._size += len(encoded)
-        self._payload_bytes += payload_size
-        return len(self._callbacks) >= self.max_messages or self._size >= self.max_bytes
+        size = len(payload)
+        self._payload_bytes += size
+        self._size += len(header) + size
+        return len(callbacks) >= self.max_messages or self._size >= self.max_bytes
 
     def drain(self) -> Batch:
         """Take everything out as a :class:`Batch` and start empty."""
         batch = Batch(
-            b"".join(self._singles),
+            b"".join(self._parts),
             self._callbacks,
             self._first_seq,
             self._last_seq,
             self._payload_bytes,
             self._first_added,
         )
-        self._singles = []
+        self._parts = []
         self._callbacks = []
         self._size = 0
         self._payload_bytes = 0

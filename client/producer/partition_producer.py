@@ -2,8 +2,9 @@
 
 It owns the partition's batch container and pending queue, its sequence ids and its broker
 connection. Sends run on the caller's thread under the producer's lock: the message is appended
-to the batch container and, when a trigger fires, the batch is built, compressed, queued and
-written right there. Receipts arrive on the connection's reader thread, which completes the head
+to the batch container and, when a trigger fires, the batch is built, compressed and queued right
+there; its frame is written by that thread once the lock is released (one thread writes at a
+time, in queue order), so a socket that is slow to drain never holds up receipts. Receipts arrive on the connection's reader thread, which completes the head
 op and runs its callbacks. The client's single timer flushes batches on their max delay and fails
 ops whose send timeout passed. A lost connection starts a reconnect (with backoff); once the
 broker accepts the producer again, every pending op is written again in order, and new sequence
@@ -33,7 +34,7 @@ from ..exceptions import (
     result_for_server_error,
 )
 from ..protocol import commands
-from ..protocol.batch import encode_single, set_message_fields
+from ..protocol.batch import set_message_fields, single_header, single_header_with
 from ..protocol.checksum import crc32c
 from ..protocol.compression import CompressionType, compress
 from ..protocol.frames import encode_entry, encode_payload_command
@@ -91,13 +92,16 @@ class PartitionProducer:
             if config.batching_enabled
             else None
         )
-        self._batch_generation = 0
+        self._batch_timer_armed = False
         self._batch_delay = config.batching_max_publish_delay_ms / 1000
         self._compression = config.compression_type
         self._send_timeout = config.send_timeout
         self._timeout_armed = False
         self._connection: Connection | None = None
         self._ready = False
+        # Frames queued under the lock, written after it by one thread at a time.
+        self._unsent: list[bytes] = []
+        self._writing = False
         self._producer_id = -1
         self._max_message_size = 0
         self._epoch = 0
@@ -161,6 +165,7 @@ class PartitionProducer:
                     self._config.batching_max_allowed_size_in_bytes,
                     max(1, connection.max_message_size - _BATCH_HEADROOM),
                 )
+            self._unsent = []  # for the old connection: every pending op goes out again below
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
                 connection.send(b"".join(self._frame(op) for op in self._pending))
@@ -229,7 +234,7 @@ class PartitionProducer:
         sequence_id: int | None = None,
         flush: bool = False,
     ) -> None:
-        """Queue one message; ``callback(result, message_id)`` runs when it completes.
+        """Queue one message; ``callback(result, message_id)`` runs when it completes (None: nobody waits).
 
         ``flush`` sends the batch at once (a sync send has nothing to wait for).
         """
@@ -238,41 +243,52 @@ class PartitionProducer:
         if error is not None:
             _call_failed(callback, error)
             return
+        lock = self._lock
+        lock.acquire()  # cheaper than ``with`` on this path
         try:
-            with self._lock:
-                if self._closing or self._failure is not None:
-                    raise self._failure or AlreadyClosed(f"producer on {self.topic} is closed")
-                if sequence_id is None:
-                    sequence_id = self._next_sequence_id
-                self._next_sequence_id = max(self._next_sequence_id, sequence_id + 1)
-                batch = self._batch
-                if batch is not None and batch.accepts(size):
-                    encoded = encode_single(
-                        content,
-                        properties=properties,
-                        partition_key=partition_key,
-                        ordering_key=ordering_key,
-                        event_time=event_timestamp,
-                        sequence_id=sequence_id,
-                    )
-                    if not batch.has_space(len(encoded)):
-                        self._flush_batch_locked()
-                    if not len(batch):
-                        self._arm_batch_timer()
-                    if batch.add(encoded, callback, sequence_id, size) or flush:
-                        self._flush_batch_locked()
+            if self._closing or self._failure is not None:
+                raise self._failure or AlreadyClosed(f"producer on {self.topic} is closed")
+            if sequence_id is None:
+                sequence_id = self._next_sequence_id
+                self._next_sequence_id = sequence_id + 1
+            elif sequence_id >= self._next_sequence_id:
+                self._next_sequence_id = sequence_id + 1
+            batch = self._batch
+            if batch is not None and size <= batch.max_bytes:
+                if properties is None and partition_key is None and ordering_key is None and event_timestamp is None:
+                    header = single_header(size, sequence_id)
                 else:
-                    if batch is not None and len(batch):
-                        self._flush_batch_locked()  # keep order: the batch was sent first
-                    self._send_single_locked(
-                        content, callback, sequence_id, properties, partition_key, ordering_key, event_timestamp
-                    )
-        except PulsarException as exc:
+                    header = single_header_with(size, sequence_id, properties, partition_key, ordering_key, event_timestamp)
+                if not batch.has_space(len(header) + size):
+                    self._flush_batch_locked()
+                if not self._batch_timer_armed:
+                    self._arm_batch_timer(self._batch_delay)
+                if batch.add(header, content, callback, sequence_id) or flush:
+                    self._flush_batch_locked()
+            else:
+                if batch is not None and len(batch):
+                    self._flush_batch_locked()  # keep order: the batch was sent first
+                self._send_single_locked(
+                    content, callback, sequence_id, properties, partition_key, ordering_key, event_timestamp
+                )
+        except BaseException as exc:
+            lock.release()
             self._release(1, size)
+            if not isinstance(exc, PulsarException):
+                raise
             _call_failed(callback, exc)
+        else:
+            lock.release()
+            if self._unsent:
+                self._write_unsent()
 
     def _reserve(self, size: int) -> PulsarException | None:
         """Take a pending slot and ``size`` bytes of client memory, or say why not."""
+        pending = self.pending_limit
+        if pending.try_acquire(1):  # the common case: both fit at once
+            if self._memory.try_acquire(size):
+                return None
+            pending.release(1)
         if self._config.block_if_queue_full:
             timeout = self._send_timeout
             deadline = None if timeout is None else time.monotonic() + timeout
@@ -301,23 +317,30 @@ class PartitionProducer:
         if memory:
             self._memory.release(memory)
 
-    def _arm_batch_timer(self) -> None:
-        generation = self._batch_generation
+    def _arm_batch_timer(self, delay: float) -> None:
+        # One timer at a time, not one per batch: when it fires it flushes the batch if its first
+        # message has waited long enough, and otherwise waits for the rest of that time.
         try:
-            self._timer.call_later(self._batch_delay, lambda: self._on_batch_timer(generation))
+            self._timer.call_later(delay, self._on_batch_timer)
+            self._batch_timer_armed = True
         except RuntimeError:  # the client's timer is closed: the client is closing
             pass
 
-    def _on_batch_timer(self, generation: int) -> None:
+    def _on_batch_timer(self) -> None:
         with self._lock:
-            # A batch flushed by size or count meanwhile is another generation.
-            if generation == self._batch_generation and self._batch is not None and len(self._batch):
-                self._flush_batch_locked()
+            self._batch_timer_armed = False
+            batch = self._batch
+            if batch is not None and len(batch):
+                wait = batch.first_added + self._batch_delay - time.monotonic()
+                if wait > 0.0005:
+                    self._arm_batch_timer(wait)
+                else:
+                    self._flush_batch_locked()
+        self._write_unsent()
 
     def _flush_batch_locked(self) -> None:
         assert self._batch is not None
         batch = self._batch.drain()
-        self._batch_generation += 1
         count = batch.num_messages
         payload = compress(self._compression, batch.payload)
         metadata = self._new_metadata(batch.first_sequence_id, len(batch.payload))
@@ -406,20 +429,45 @@ class PartitionProducer:
         return None if self._send_timeout is None else created + self._send_timeout
 
     def _append_locked(self, op: OpSend) -> None:
+        """Queue an op; its frame waits in ``_unsent`` until the caller, out of the lock, writes it."""
         self._pending.append(op)
         if self._ready and self._connection is not None:
-            self._connection.send(self._frame(op))
+            self._unsent.append(self._frame(op))
         if self._send_timeout is not None and not self._timeout_armed:
             self._arm_timeout(op.deadline)
 
+    def _write_unsent(self) -> None:
+        """Write the queued frames, in order, without holding the lock (call it after releasing it).
+
+        One thread writes at a time; frames queued meanwhile by others are written by it too.
+        """
+        lock = self._lock
+        with lock:
+            if self._writing or not self._unsent:
+                return
+            self._writing = True
+        try:
+            while True:
+                with lock:
+                    frames, self._unsent = self._unsent, []
+                    connection = self._connection
+                    if not frames or connection is None:
+                        self._writing = False
+                        return
+                # Lost frames (a closed connection) go out again with every pending op on reconnect.
+                connection.send(frames[0] if len(frames) == 1 else b"".join(frames))
+        except BaseException:
+            with lock:
+                self._writing = False
+            raise
+
     def _frame(self, op: OpSend) -> bytes:
-        command = commands.make(
-            T.SEND,
-            producer_id=self._producer_id,
-            sequence_id=op.sequence_id,
-            num_messages=op.num_messages,
-            highest_sequence_id=op.highest_sequence_id if op.batched else None,
-            is_chunk=True if op.chunk else None,
+        command = commands.encode_send(
+            self._producer_id,
+            op.sequence_id,
+            op.num_messages,
+            op.highest_sequence_id if op.batched else None,
+            op.chunk,
         )
         return encode_payload_command(command, op.entry, op.checksum)
 
@@ -500,7 +548,10 @@ class PartitionProducer:
         partition = self.partition
         ok = Result.Ok
         count = len(callbacks) if op.batched else 0
-        for index, callback in enumerate(callbacks):
+        # Message ids are built only for callbacks that exist.
+        for index, callback in enumerate(callbacks) if any(callbacks) else ():
+            if callback is None:
+                continue
             try:
                 if count:
                     callback(ok, MessageId(partition, ledger_id, entry_id, index, count))
@@ -534,12 +585,12 @@ class PartitionProducer:
         with self._lock:
             if self._batch is not None and len(self._batch):
                 self._flush_batch_locked()
+        self._write_unsent()
 
     def flush(self) -> None:
         """Send the current batch and wait until every op queued so far is completed."""
+        self.flush_batch()
         with self._lock:
-            if self._batch is not None and len(self._batch):
-                self._flush_batch_locked()
             target = self._pending.tail()
             if target is None:
                 return
@@ -597,7 +648,9 @@ class PartitionProducer:
         return self.pending_limit.is_full()
 
 
-def _call_failed(callback: SendCallback, error: PulsarException) -> None:
+def _call_failed(callback: SendCallback | None, error: PulsarException) -> None:
+    if callback is None:
+        return
     fail = getattr(callback, "fail", None)
     try:
         if fail is not None:

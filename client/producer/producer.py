@@ -67,6 +67,8 @@ class Producer:
         ]
         self._num_partitions = count
         self._router = self._make_router() if count else None
+        # Unkeyed messages skip building a message object for the router, unless it is the user's.
+        self._route_unkeyed = None if self._router is None or isinstance(self._router, CustomRouter) else self._router.choose_unkeyed
         self._interceptors = config.interceptors
         self._closed = False
         started: list[PartitionProducer] = []
@@ -117,10 +119,25 @@ class Producer:
         producer, a message too big) are reported through the callback before this returns.
         ``None`` ignores the outcome, as the official client allows.
         """
-        if callback is None:
-            callback = _ignore
-        elif not callable(callback):
+        if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(result, message_id), got {callback!r}")
+        if (
+            type(content) is bytes
+            and properties is None
+            and partition_key is None
+            and ordering_key is None
+            and sequence_id is None
+            and event_timestamp is None
+            and not self._interceptors
+        ):
+            # The common case, with nothing to check or convert.
+            if self._router is None:
+                self._partitions[0].send_async(content, callback)
+            elif self._route_unkeyed is not None:
+                self._partitions[self._route_unkeyed(self._num_partitions)].send_async(content, callback)
+            else:
+                self._dispatch(content, callback, None, None, None, None, None, False)
+            return
         self._dispatch(content, callback, properties, partition_key, ordering_key, sequence_id, event_timestamp, False)
 
     def send(
@@ -154,7 +171,7 @@ class Producer:
     def _dispatch(
         self,
         content: bytes,
-        callback: SendCallback,
+        callback: SendCallback | None,
         properties: Mapping[str, str] | None,
         partition_key: str | None,
         ordering_key: str | None,
@@ -169,7 +186,7 @@ class Producer:
             message = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
             for interceptor in self._interceptors:
                 message = interceptor.before_send(self, message)
-            callback = self._intercepted(callback, message)
+            callback = self._intercepted(callback if callback is not None else _ignore, message)
             content, properties, partition_key = message.content, message.props, message.key
             ordering_key, event_timestamp, sequence_id = message.ordering, message.event_time, message.seq
         if self._router is None:
@@ -297,7 +314,7 @@ class _Waiter:
 
 
 def _ignore(result: Result, message_id: MessageId | None) -> None:
-    """The callback of a ``send_async(content, None)``."""
+    """What interceptors wrap for a ``send_async(content, None)`` (elsewhere None stays None)."""
 
 
 def _check_fields(

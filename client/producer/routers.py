@@ -78,6 +78,10 @@ class _KeyHashRouter:
         key = message.key
         if key is not None:
             return self._hash(key) % num_partitions
+        return self.choose_unkeyed(num_partitions)
+
+    def choose_unkeyed(self, num_partitions: int) -> int:
+        """The partition of a message without a key (no message object needed)."""
         chosen = self._unkeyed(num_partitions)
         if self._is_full is not None and self._is_full(chosen):
             for step in range(1, num_partitions):

@@ -54,9 +54,9 @@ class Frame:
     broker_entry_metadata: bytes | None = None
 
 
-def encode_command(command: BaseCommand) -> bytes:
-    """Encode a simple (payload-less) frame."""
-    body = command.SerializeToString()
+def encode_command(command: BaseCommand | bytes) -> bytes:
+    """Encode a simple (payload-less) frame; ``command`` may be given already serialized."""
+    body = command if isinstance(command, bytes) else command.SerializeToString()
     return _HEADER.pack(len(body) + 4, len(body)) + body
 
 
@@ -67,15 +67,18 @@ def encode_entry(metadata: MessageMetadata | bytes, payload: bytes) -> bytes:
 
 
 def encode_payload_command(
-    command: BaseCommand,
+    command: BaseCommand | bytes,
     entry: bytes,
     checksum: int | None = None,
     broker_entry_metadata: bytes | None = None,
 ) -> bytes:
-    """Encode a payload frame around an entry region; the checksum is computed when not given."""
+    """Encode a payload frame around an entry region; the checksum is computed when not given.
+
+    ``command`` may be given already serialized (see ``commands.encode_send``).
+    """
     if checksum is None:
         checksum = crc32c(entry)
-    body = command.SerializeToString()
+    body = command if isinstance(command, bytes) else command.SerializeToString()
     extra = 0
     bem_part = b""
     if broker_entry_metadata is not None:

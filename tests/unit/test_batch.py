@@ -12,7 +12,8 @@ from airflow_pulsar.client.protocol.batch import (
     BatchFormatError,
     ack_set_words,
     encode_single,
-    iter_batch,
+    parse_single,
+    read_batch,
     unacked_mask,
 )
 from airflow_pulsar.client.protocol.compression import CompressionType, compress, decompress
@@ -20,6 +21,11 @@ from airflow_pulsar.client.protocol.compression import CompressionType, compress
 
 def batch_of(*payloads: bytes) -> bytes:
     return b"".join(encode_single(p, sequence_id=i) for i, p in enumerate(payloads))
+
+
+def iter_batch(data, count):
+    """(index, parsed SingleMessageMetadata, payload) of every message, as a list."""
+    return read_batch(data, count, lambda _, index, payload, single: (index, parse_single(single), payload))
 
 
 # Encoding.
