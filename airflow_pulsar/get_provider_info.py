@@ -85,7 +85,11 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": "Apache Pulsar",
-                "python-modules": ["airflow_pulsar.operators.produce", "airflow_pulsar.operators.consume"],
+                "python-modules": [
+                    "airflow_pulsar.operators.produce",
+                    "airflow_pulsar.operators.consume",
+                    "airflow_pulsar.operators.pulsar_to_table",
+                ],
             }
         ],
         "sensors": [

@@ -1,0 +1,139 @@
+"""The Spark job that writes one ingest batch to a table: ``spark-submit job.py --spec JSON``.
+
+The driver reads the batch's ranges through the ``pulsar_ranges`` data source, writes the rows to
+the table (created if missing, partitioned by ``batch_id``) with dynamic partition overwrite, so
+writing a batch again replaces what an earlier attempt wrote. It then counts what the table holds
+for the batch, per topic partition, and appends a ``committed`` record with those counts and the
+ends reached to the plan log, which is how the operator learns the outcome wherever the driver ran.
+
+The session is Hive-enabled: the warehouse directory and the metastore (Derby for a local
+metastore, or a metastore service) come from the Spark configuration the job is submitted with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+# Absolute imports: spark-submit runs this file as a script.
+from airflow_pulsar.spark.columns import BATCH_ID
+from airflow_pulsar.spark.faults import inject
+from airflow_pulsar.spark.plan import BatchOutcome, Position
+from airflow_pulsar.spark.plan_log import COMMITTED, PlanRecord, publish_record
+from airflow_pulsar.spark.source import PulsarRangesDataSource
+from airflow_pulsar.spark.spec import TOKEN_ENV, IngestJobSpec
+
+log = logging.getLogger("airflow_pulsar.spark.job")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job described by ``--spec``; the exit status is 0 once the batch is committed."""
+    parser = argparse.ArgumentParser(prog="airflow-pulsar-ingest", description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, help="the IngestJobSpec, as JSON")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
+    spec = IngestJobSpec.from_json(args.spec)
+    inject("before-write")
+    spark = session(spec)
+    try:
+        outcome = write_batch(spark, spec)
+        inject("after-write")
+    finally:
+        spark.stop()
+    with spec.client() as client:
+        publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome))
+    log.info("batch %s committed: %d rows; reported to %s", spec.plan.batch_id, outcome.total_rows, spec.plan_topic)
+    return 0
+
+
+def session(spec: IngestJobSpec) -> SparkSession:
+    """The Hive-enabled session, overwriting partitions dynamically."""
+    builder = SparkSession.builder.enableHiveSupport().config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    if os.environ.get(TOKEN_ENV):
+        # Executors on other machines need the token too; Spark redacts "token" keys in its UI.
+        builder = builder.config(f"spark.executorEnv.{TOKEN_ENV}", os.environ[TOKEN_ENV])
+    spark = builder.getOrCreate()
+    # Spark's INFO lines would bury the job's own progress in the task log.
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def write_batch(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
+    """Write the batch to the table and return what the table holds for it."""
+    plan = spec.plan
+    spark.dataSource.register(PulsarRangesDataSource)
+    rows = storable(spark.read.format(PulsarRangesDataSource.name()).option("spec", spec.to_json()).load(), spec.table_format)
+    ensure_table(spark, plan.table, rows, spec.table_format)
+    log.info("writing batch %s: %d ranges of %d partitions into %s", plan.batch_id, len(plan.ranges), len(plan.partitions), plan.table)
+    rows.write.insertInto(plan.table, overwrite=True)
+    return stored_outcome(spark, spec)
+
+
+def storable(rows: DataFrame, table_format: str) -> DataFrame:
+    """The rows as the format can hold them: csv has no struct or map columns, so the message id
+    becomes three columns and the properties a JSON object."""
+    if table_format != "csv":
+        return rows
+    columns = []
+    for name in rows.columns:
+        if name == "message_id":
+            columns += [F.col(f"message_id.{part}").alias(f"message_{part}") for part in ("ledger_id", "entry_id", "batch_index")]
+        elif name == "properties":
+            columns.append(F.to_json("properties").alias("properties"))
+        else:
+            columns.append(F.col(name))
+    return rows.select(columns)
+
+
+def ensure_table(spark: SparkSession, table: str, rows: DataFrame, table_format: str) -> None:
+    """Create the table (and its database) if missing, partitioned by batch id."""
+    database, _, _ = table.rpartition(".")
+    if database:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+    if spark.catalog.tableExists(table):
+        return
+    log.info("creating table %s (%s, partitioned by %s)", table, table_format, BATCH_ID)
+    ddl = rows.schema.toDDL()
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({ddl}) USING {table_format} PARTITIONED BY ({BATCH_ID})")
+
+
+def stored_outcome(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
+    """Rows per partition topic as the table holds them for the batch, and where each ended.
+
+    A partition read to its planned last entry ends there; one stopped by its budget ends at
+    the newest entry written.
+    """
+    plan = spec.plan
+    flat = spec.table_format == "csv"
+    ledger = F.col("message_ledger_id" if flat else "message_id.ledger_id")
+    entry = F.col("message_entry_id" if flat else "message_id.entry_id")
+    counted = (
+        spark.table(plan.table)
+        .where(F.col(BATCH_ID) == plan.batch_id)
+        .groupBy("topic", "partition")
+        .agg(F.count(F.lit(1)).alias("rows"), F.max(F.struct(ledger.alias("l"), entry.alias("e"))).alias("end"))
+        .collect()
+    )
+    found = {(row["topic"], row["partition"]): row for row in counted}
+    rows: dict[str, int] = {}
+    ends: dict[str, Position] = {}
+    for part in plan.partitions:
+        row = found.get((part.source_topic, part.partition))
+        rows[part.topic] = int(row["rows"]) if row else 0
+        if not part.budgeted:
+            ends[part.topic] = part.last
+        elif row is not None:
+            ends[part.topic] = Position(int(row["end"]["l"]), int(row["end"]["e"]))
+        else:
+            ends[part.topic] = part.mark_delete
+        log.info("partition %s: %d rows, through %s", part.topic, rows[part.topic], ends[part.topic])
+    return BatchOutcome(rows, ends)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

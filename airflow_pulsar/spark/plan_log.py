@@ -1,0 +1,160 @@
+"""The plan log: a topic on the broker that records each batch's plan and progress.
+
+Every record is one JSON message: a batch's plan with its state, ``planned`` (written by the
+operator before the Spark job is submitted), ``committed`` (written by the job once the table
+holds the batch, with rows and ends per partition) or ``acked`` (written by the operator after
+acknowledging). The newest record says what the next run must settle.
+
+The log lives in Pulsar so that it is as durable as the messages it describes and is reachable
+from any Airflow worker and from the Spark driver, wherever they run. It is read through a
+durable Exclusive subscription named after the ingest subscription, which acknowledges every
+record but the newest: Pulsar keeps unacknowledged messages, so the newest record is retained
+without a retention policy and older ones can be trimmed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_pulsar.client import ConsumerType, InitialPosition, Timeout
+from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
+
+from .plan import BatchOutcome, IngestPlan, Position
+
+log = logging.getLogger(__name__)
+
+PLANNED = "planned"
+COMMITTED = "committed"
+ACKED = "acked"
+_STATES = (PLANNED, COMMITTED, ACKED)
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One entry of the plan log."""
+
+    state: str
+    plan: IngestPlan
+    outcome: BatchOutcome | None = None
+
+    def __post_init__(self) -> None:
+        if self.state not in _STATES:
+            raise ValueError(f"plan record state must be one of {_STATES}, got {self.state!r}")
+
+    @property
+    def batch_id(self) -> str:
+        return self.plan.batch_id
+
+    def to_json(self) -> bytes:
+        body: dict[str, Any] = {"state": self.state, "plan": self.plan.to_dict()}
+        if self.outcome is not None:
+            body["outcome"] = self.outcome.to_dict()
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> PlanRecord:
+        body = json.loads(data)
+        outcome = body.get("outcome")
+        return cls(body["state"], IngestPlan.from_dict(body["plan"]), BatchOutcome.from_dict(outcome) if outcome else None)
+
+
+def default_plan_topic(topic: str, subscription: str) -> str:
+    """``<subscription>-ingest-plans`` in the namespace of ``topic``."""
+    name = TopicName.parse(topic)
+    plan_topic = f"persistent://{name.tenant}/{name.namespace}/{subscription}-ingest-plans"
+    try:
+        TopicName.parse(plan_topic)
+    except InvalidTopicNameError as exc:
+        raise ValueError(f"subscription {subscription!r} does not make a valid plan topic name; pass plan_topic: {exc}") from None
+    return plan_topic
+
+
+def publish_record(client: Any, plan_topic: str, record: PlanRecord) -> None:
+    """Append a record (the Spark job's side: it only writes); returns once the broker stored it."""
+    producer = client.create_producer(plan_topic, batching_enabled=False)
+    try:
+        producer.send(record.to_json(), partition_key=record.batch_id)
+    finally:
+        producer.close()
+
+
+class PlanLog:
+    """The operator's side of the plan log: reads the newest record, appends, waits for the job's."""
+
+    def __init__(self, client: Any, plan_topic: str, subscription: str, receive_timeout_seconds: float = 10):
+        self.topic = str(TopicName.parse(plan_topic))
+        self._client = client
+        self._timeout_ms = int(receive_timeout_seconds * 1000)
+        self._consumer = client.subscribe(
+            self.topic,
+            subscription,
+            consumer_type=ConsumerType.Exclusive,
+            initial_position=InitialPosition.Earliest,
+            receiver_queue_size=100,
+            ack_receipt_enabled=True,
+        )
+        self._producer: Any = None
+        self._newest: tuple[Any, PlanRecord] | None = None
+        self._seen: Position | None = None
+
+    def latest(self) -> PlanRecord | None:
+        """The newest record, reading every record the log holds past its subscription."""
+        last, mark_delete = self._consumer.get_last_message_ids()[self.topic]
+        if mark_delete is not None and Position.of(last) <= Position.of(mark_delete):
+            return self._newest[1] if self._newest else None
+        self._receive_through(Position.of(last))
+        return self._newest[1] if self._newest else None
+
+    def append(self, record: PlanRecord) -> None:
+        """Write a record and read it back, so it is the newest one seen."""
+        if self._producer is None:
+            self._producer = self._client.create_producer(self.topic, batching_enabled=False)
+        message_id = self._producer.send(record.to_json(), partition_key=record.batch_id)
+        self._receive_through(Position.of(message_id))
+
+    def wait_for(self, batch_id: str, state: str, timeout_seconds: float) -> PlanRecord:
+        """The record of ``batch_id`` in ``state`` (the Spark job's report), waiting for it."""
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            if self._newest is not None:
+                record = self._newest[1]
+                if record.batch_id == batch_id and record.state == state:
+                    return record
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no {state!r} record of batch {batch_id} in {self.topic} within {timeout_seconds:g} s")
+            try:
+                self._take(self._consumer.receive(int(min(remaining, 1) * 1000) or 1))
+            except Timeout:
+                continue
+
+    def _receive_through(self, position: Position) -> None:
+        while self._seen is None or self._seen < position:
+            try:
+                self._take(self._consumer.receive(self._timeout_ms))
+            except Timeout:
+                raise TimeoutError(f"the plan log {self.topic} did not deliver its records up to {position}") from None
+
+    def _take(self, message: Any) -> None:
+        self._seen = Position.of(message.message_id())
+        try:
+            record = PlanRecord.from_json(message.data())
+        except (ValueError, KeyError, TypeError) as exc:
+            # Not ours: acknowledged with the rest, never taken for a plan.
+            log.warning("skipping an unreadable record %s in %s: %s", message.message_id(), self.topic, exc)
+            return
+        previous = self._newest
+        self._newest = (message, record)
+        if previous is not None:
+            # Everything before the newest record may go; the newest stays unacknowledged.
+            self._consumer.acknowledge_cumulative(previous[0])
+
+    def close(self) -> None:
+        """Close the producer and the subscription's consumer."""
+        if self._producer is not None:
+            self._producer.close()
+        self._consumer.close()

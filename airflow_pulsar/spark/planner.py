@@ -1,0 +1,72 @@
+"""Planning a batch from where each partition stands: ranges, budgets and the batch id.
+
+Without a message cap, each partition's backlog (after its mark-delete position, up to its newest
+entry) is taken whole and cut into sub-ranges so at least ``min_partitions`` Spark tasks share it
+(see :mod:`.allocation`). With ``max_messages``, the cap is shared evenly across the partitions
+with a backlog and each partition is read by one reader that stops at its share: where a share
+ends is only known while reading, so a capped partition is not cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+
+from .allocation import average_shares, backlog_segments, pieces_per_partition, split_segments
+from .hold import PartitionState
+from .plan import IngestPlan, PartitionPlan, ReadRange, batch_id_for
+
+# (ledger id, entries) of a partition topic's ledgers, in log order (from Pulsar's internal stats).
+LedgerLayout = Callable[[str], Sequence[tuple[int, int]]]
+
+
+def plan_batch(
+    states: Sequence[PartitionState],
+    subscription: str,
+    table: str,
+    *,
+    min_partitions: int = 1,
+    max_messages: int | None = None,
+    ledgers_of: LedgerLayout | None = None,
+) -> IngestPlan | None:
+    """The next batch, or None when no partition has a backlog."""
+    if min_partitions < 1:
+        raise ValueError(f"min_partitions must be >= 1, got {min_partitions}")
+    if max_messages is not None and max_messages < 1:
+        raise ValueError(f"max_messages must be >= 1 or None, got {max_messages}")
+    pending = [state for state in states if not state.empty]
+    if not pending:
+        return None
+    batch_id = batch_id_for(subscription, table, {state.topic: state.mark_delete for state in pending})
+    if max_messages is not None:
+        budgets = [max(share, 1) for share in average_shares(max_messages, len(pending))]
+        partitions = [_capped(state, budget) for state, budget in zip(pending, budgets)]
+    else:
+        partitions = _split(pending, min_partitions, ledgers_of)
+    planned_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return IngestPlan(batch_id, subscription, table, tuple(partitions), planned_at)
+
+
+def _capped(state: PartitionState, budget: int) -> PartitionPlan:
+    read = ReadRange(state.topic, state.partition, state.mark_delete, state.last, budget)
+    return PartitionPlan(state.topic, state.source_topic, state.partition, state.mark_delete, state.last, (read,), budget)
+
+
+def _split(states: Sequence[PartitionState], min_partitions: int, ledgers_of: LedgerLayout | None) -> list[PartitionPlan]:
+    layouts = []
+    for state in states:
+        spans_ledgers = state.mark_delete.ledger_id != state.last.ledger_id
+        ledgers = ledgers_of(state.topic) if spans_ledgers and ledgers_of is not None else ()
+        # Without the ledger layout a range across ledgers cannot be measured: one reader takes it.
+        layouts.append(backlog_segments(state.mark_delete, state.last, ledgers) if not spans_ledgers or ledgers else None)
+    entries = [sum(s.entries for s in segments) if segments is not None else 1 for segments in layouts]
+    pieces = pieces_per_partition(entries, min_partitions)
+    partitions = []
+    for state, segments, count in zip(states, layouts, pieces):
+        if segments is None or count <= 1:
+            cuts = [(state.mark_delete, state.last)]
+        else:
+            cuts = split_segments(state.mark_delete, segments, count)
+        ranges = tuple(ReadRange(state.topic, state.partition, after, last) for after, last in cuts)
+        partitions.append(PartitionPlan(state.topic, state.source_topic, state.partition, state.mark_delete, state.last, ranges))
+    return partitions

@@ -1,0 +1,150 @@
+"""The Python data source that reads a batch's ranges on the executors, as Arrow record batches.
+
+``spark.read.format("pulsar_ranges").option("spec", spec_json).load()`` gives one Spark task per
+range of the plan. Each task opens a reader just after the range's start, reads through its last
+entry (or until its message budget), and yields record batches of the row schema.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from airflow_pulsar.client import Client, Timeout
+
+from .columns import RowBatchBuilder, row_ddl
+from .faults import inject
+from .plan import ReadRange
+from .spec import IngestJobSpec
+
+log = logging.getLogger(__name__)
+
+ROWS_PER_BATCH = 10_000
+READER_QUEUE_SIZE = 2000
+
+# One client per Python worker process and broker; workers are reused across tasks.
+_clients: dict[str, Client] = {}
+
+
+class RangeReadError(RuntimeError):
+    """A range could not be read to its end."""
+
+
+class PulsarRangesDataSource(DataSource):
+    """Reads the ranges of the plan in the ``spec`` option (an IngestJobSpec as JSON)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pulsar_ranges"
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        if "spec" not in options:
+            raise ValueError("the pulsar_ranges data source needs the 'spec' option (an IngestJobSpec as JSON)")
+        self.spec = IngestJobSpec.from_json(options["spec"])
+
+    def schema(self) -> str:
+        return row_ddl(self.spec.value_format, self.spec.value_schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return PulsarRangesReader(self.spec, schema)
+
+
+class RangePartition(InputPartition):
+    """One range of the plan: one Spark task."""
+
+    def __init__(self, index: int, read_range: ReadRange) -> None:
+        super().__init__(read_range.to_dict())
+        self.index = index
+        self.read_range = read_range
+
+
+class PulsarRangesReader(DataSourceReader):
+    """Plans one partition per range and reads it with a Pulsar reader."""
+
+    def __init__(self, spec: IngestJobSpec, schema: StructType) -> None:
+        self.spec = spec
+        self.schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        return [RangePartition(index, read_range) for index, read_range in enumerate(self.spec.plan.ranges)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        spec = self.spec
+        read_range = partition.read_range
+        builder = RowBatchBuilder(
+            to_arrow_schema(self.schema, timezone="UTC"),
+            spec.value_format,
+            spec.plan.partition(read_range.topic).source_topic,
+            read_range.partition,
+            spec.plan.batch_id,
+        )
+        for batch in read_range_batches(_client(spec), read_range, builder, spec.read_timeout_seconds):
+            yield batch
+            if partition.index == 0:
+                inject("mid-read")
+
+
+def _client(spec: IngestJobSpec) -> Client:
+    key = json.dumps([spec.service_url, spec.client_settings], sort_keys=True)
+    client = _clients.get(key)
+    if client is None:
+        client = _clients[key] = spec.client()
+    return client
+
+
+def read_range_batches(
+    client: Client, read_range: ReadRange, builder: RowBatchBuilder, timeout_seconds: float
+) -> Iterator[pa.RecordBatch]:
+    """Read ``read_range`` and yield its rows, ``ROWS_PER_BATCH`` at a time.
+
+    The reader starts after ``read_range.after`` and stops after the last message of the entry
+    ``read_range.last``, or before the first entry that would take it past the message budget.
+    """
+    after = (read_range.after.ledger_id, read_range.after.entry_id)
+    last = (read_range.last.ledger_id, read_range.last.entry_id)
+    budget = read_range.message_budget
+    timeout_ms = int(timeout_seconds * 1000)
+    reader = client.create_reader(
+        read_range.topic, read_range.after.message_id(read_range.partition), receiver_queue_size=READER_QUEUE_SIZE
+    )
+    taken = 0
+    try:
+        while True:
+            try:
+                message = reader.read_next(timeout_ms)
+            except Timeout:
+                raise RangeReadError(
+                    f"no message within {timeout_seconds:g} s reading {read_range.topic} after "
+                    f"{read_range.after} up to {read_range.last} ({taken} read)"
+                ) from None
+            fields = message.fields()
+            position = (fields[2], fields[3])
+            if position <= after:
+                # A reader started after a whole entry may still get that entry's batched
+                # messages (the standalone broker starts at the entry itself): skip them.
+                continue
+            if position > last:
+                break
+            index = fields[4]
+            # An entry is taken whole: stop before one that would overrun the budget.
+            if budget is not None and index <= 0 and taken and taken + max(message.message_id().batch_size(), 1) > budget:
+                break
+            builder.add(fields)
+            taken += 1
+            if taken % ROWS_PER_BATCH == 0:
+                yield builder.build()
+            if position == last and (index < 0 or index >= message.message_id().batch_size() - 1):
+                break
+        if len(builder):
+            yield builder.build()
+    finally:
+        reader.close()
+    log.info("read %d messages of %s after %s up to %s", taken, read_range.topic, read_range.after, read_range.last)

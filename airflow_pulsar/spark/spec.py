@@ -1,0 +1,159 @@
+"""What the ingest job is asked to do: its single argument, as JSON.
+
+The operator builds an :class:`IngestJobSpec` and passes it on the spark-submit command line; the
+driver parses it and hands it to the data source, whose executors read it too. Secrets are not
+part of it: a token travels in the :data:`TOKEN_ENV` environment variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_pulsar.client import AuthenticationToken, Client
+
+from .plan import IngestPlan
+
+TOKEN_ENV = "AIRFLOW_PULSAR_TOKEN"
+
+FILE_FORMATS = ("parquet", "orc", "json", "csv")
+# Table formats whose Spark integration comes in jars that must be on the cluster.
+JAR_FORMATS = {"delta": "io.delta", "iceberg": "org.apache.iceberg"}
+TABLE_FORMATS = (*FILE_FORMATS, *JAR_FORMATS)
+
+VALUE_BYTES = "bytes"
+VALUE_STRING = "string"
+VALUE_JSON = "json"
+VALUE_FORMATS = (VALUE_BYTES, VALUE_STRING, VALUE_JSON)
+
+# The columns every row has besides the value (see columns.py); JSON value fields may not reuse them.
+ROW_COLUMNS = frozenset(
+    {
+        "key",
+        "_corrupt_record",
+        "topic",
+        "partition",
+        "message_id",
+        "publish_time",
+        "event_time",
+        "properties",
+        "redelivery_count",
+        "batch_id",
+    }
+)
+
+# Client settings that may travel in the spec (no secrets, nothing machine-local but file paths).
+CLIENT_SETTINGS = (
+    "use_tls",
+    "tls_trust_certs_file_path",
+    "tls_allow_insecure_connection",
+    "tls_validate_hostname",
+    "operation_timeout_seconds",
+)
+
+
+@dataclass(frozen=True)
+class IngestJobSpec:
+    """The batch to write and how: plan, broker, table format and how message values are decoded."""
+
+    plan: IngestPlan
+    plan_topic: str
+    service_url: str
+    table_format: str = "parquet"
+    value_format: str = VALUE_BYTES
+    value_schema: str | None = None
+    read_timeout_seconds: float = 120.0
+    client_settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_formats(self.table_format, self.value_format, self.value_schema)
+        check_table_name(self.plan.table)
+        unknown = set(self.client_settings) - set(CLIENT_SETTINGS)
+        if unknown:
+            raise ValueError(f"client settings {sorted(unknown)} cannot be passed to the job; allowed: {CLIENT_SETTINGS}")
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "plan": self.plan.to_dict(),
+                "plan_topic": self.plan_topic,
+                "service_url": self.service_url,
+                "table_format": self.table_format,
+                "value_format": self.value_format,
+                "value_schema": self.value_schema,
+                "read_timeout_seconds": self.read_timeout_seconds,
+                "client_settings": self.client_settings,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> IngestJobSpec:
+        body = json.loads(text)
+        return cls(
+            plan=IngestPlan.from_dict(body["plan"]),
+            plan_topic=body["plan_topic"],
+            service_url=body["service_url"],
+            table_format=body["table_format"],
+            value_format=body["value_format"],
+            value_schema=body.get("value_schema"),
+            read_timeout_seconds=float(body["read_timeout_seconds"]),
+            client_settings=dict(body.get("client_settings") or {}),
+        )
+
+    def client(self) -> Client:
+        """A client for the broker, with the token from :data:`TOKEN_ENV` when it is set."""
+        token = os.environ.get(TOKEN_ENV)
+        authentication = AuthenticationToken(token) if token else None
+        return Client(self.service_url, authentication=authentication, **self.client_settings)
+
+
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
+
+
+def check_table_name(table: str) -> None:
+    """A table name is ``table``, ``database.table`` or ``catalog.database.table``, plain identifiers."""
+    if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
+        raise ValueError(f"table must be 'name', 'database.name' or 'catalog.database.name' of letters, digits and _, got {table!r}")
+
+
+def check_formats(table_format: str, value_format: str, value_schema: str | None) -> None:
+    """Reject combinations the job cannot write, naming what is wrong."""
+    if table_format not in TABLE_FORMATS:
+        raise ValueError(f"format must be one of {TABLE_FORMATS}, got {table_format!r}")
+    if value_format not in VALUE_FORMATS:
+        raise ValueError(f"value_format must be one of {VALUE_FORMATS}, got {value_format!r}")
+    if value_format == VALUE_JSON and not (isinstance(value_schema, str) and value_schema.strip()):
+        raise ValueError("value_format 'json' needs value_schema, a DDL string such as 'id BIGINT, name STRING'")
+    if value_format != VALUE_JSON and value_schema is not None:
+        raise ValueError(f"value_schema is only used with value_format 'json', not {value_format!r}")
+    if table_format == "csv" and value_format == VALUE_BYTES:
+        raise ValueError("the csv format cannot hold binary values; use value_format 'string' or 'json'")
+    if value_schema is not None:
+        check_value_schema(value_schema)
+
+
+def check_value_schema(value_schema: str) -> None:
+    """JSON value fields become columns next to the ones every row has: no name may be taken twice."""
+    clashes = sorted(ROW_COLUMNS & set(top_level_names(value_schema)))
+    if clashes:
+        raise ValueError(f"value_schema fields {clashes} clash with the columns every row has: rename them")
+
+
+def top_level_names(ddl: str) -> list[str]:
+    """The field names of a DDL field list (``a INT, b STRUCT<x: INT>`` gives ``a, b``)."""
+    names, depth, start = [], 0, 0
+    for index, char in enumerate(ddl + ","):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            item = ddl[start:index].strip()
+            if item:
+                names.append(item.split()[0].strip("`").lower())
+            start = index + 1
+    return names

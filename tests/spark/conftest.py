@@ -1,0 +1,54 @@
+"""Spark ingestion tests: Airflow settings (shared with tests/airflow), a Pulsar connection to the
+module's broker, and per-test catalog directories (Derby lets one process at a time use a metastore)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Sets AIRFLOW_HOME and friends before anything imports airflow.
+from airflow_test_env import AIRFLOW_HOME
+
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from spark_helpers import Catalog
+
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(AIRFLOW_HOME, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def spark_submit_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """spark-submit is the one pip installed with pyspark into this environment, as on a worker."""
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
+
+
+@pytest.fixture
+def pulsar_default(broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch) -> BrokerProcess:
+    """The default Pulsar connection points at the module's broker."""
+    conn = {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
+    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_DEFAULT", json.dumps(conn))
+    return broker
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    """A warehouse and a Derby metastore of the test's own."""
+    return Catalog(tmp_path / "warehouse", tmp_path / "metastore")
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Iterator[None]:
+    """Airflow's metadata database (SQLite in the shared AIRFLOW_HOME), for dag.test()."""
+    from airflow.utils.db import initdb
+
+    initdb()
+    yield

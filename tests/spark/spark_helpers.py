@@ -1,0 +1,70 @@
+"""Helpers of the Spark ingestion tests: producing JSON messages, and reading what a table holds.
+
+The table's files are read with pyarrow, not Spark: a second Spark process would need the Derby
+metastore the jobs use, and Derby admits one process at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from airflow_pulsar.client import Client
+
+VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP"
+
+
+def produce_json(service_url: str, topic: str, first: int, count: int, batch: int = 1000) -> None:
+    """Messages ``first .. first+count-1`` as JSON objects with batching, keys and a property."""
+    with Client(service_url) as client:
+        producer = client.create_producer(
+            topic, batching_enabled=True, batching_max_messages=batch, batching_max_publish_delay_ms=20, block_if_queue_full=True
+        )
+        for i in range(first, first + count):
+            value = {"id": i, "name": f"n{i}", "amount": i / 4, "at": "2024-05-01T12:00:00Z"}
+            producer.send_async(json.dumps(value).encode(), None, partition_key=f"k{i}", properties={"seq": str(i)})
+        producer.flush()
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A test's warehouse directory and Derby metastore directory."""
+
+    warehouse: Path
+    metastore: Path
+
+    def operator_args(self) -> dict[str, str]:
+        return {"warehouse_dir": str(self.warehouse), "metastore_dir": str(self.metastore)}
+
+    def table_dir(self, table: str) -> Path:
+        database, _, name = table.rpartition(".")
+        return self.warehouse / name if database in ("", "default") else self.warehouse / f"{database}.db" / name
+
+    def rows(self, table: str) -> pa.Table:
+        """Every row of a parquet table, with its batch_id partition column."""
+        return ds.dataset(self.table_dir(table), format="parquet", partitioning="hive").to_table()
+
+
+def message_keys(rows: pa.Table) -> list[tuple[Any, ...]]:
+    """(topic, partition, ledger, entry, batch index) of each row."""
+    ids = rows.column("message_id").to_pylist()
+    return [
+        (t, p, i["ledger_id"], i["entry_id"], i["batch_index"])
+        for t, p, i in zip(rows.column("topic").to_pylist(), rows.column("partition").to_pylist(), ids)
+    ]
+
+
+def assert_exactly_once(rows: pa.Table, expected_ids: range) -> None:
+    """Every produced message is in the table once: no message twice, none missing."""
+    keys = Counter(message_keys(rows))
+    doubled = [key for key, seen in keys.items() if seen > 1]
+    assert not doubled, f"{len(doubled)} messages written more than once, e.g. {doubled[:3]}"
+    ids = Counter(rows.column("id").to_pylist())
+    assert sorted(ids) == list(expected_ids), f"ids differ: {len(ids)} distinct, expected {len(expected_ids)}"
+    assert max(ids.values()) == 1

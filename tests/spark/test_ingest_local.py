@@ -1,0 +1,190 @@
+"""PulsarToTableOperator on local Spark against the broker process: a 100 000-message ingest, the
+next run appending only new messages, an empty backlog, and a crash at each crash point.
+
+Crashes are injected with AIRFLOW_PULSAR_INGEST_FAULT (airflow_pulsar.spark.faults): the job and
+the operator raise at the named point, as a process dying there would stop them. What a crash
+leaves behind is then exactly what the next run finds: a plan record in the plan topic, perhaps
+a written table partition, perhaps some acknowledged partitions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pyarrow.compute as pc
+import pytest
+
+from airflow_pulsar.client import Client
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from airflow_pulsar.spark.faults import FAULT_ENV, InjectedFault
+from airflow_pulsar.spark.hold import SubscriptionBusy, SubscriptionHold
+from spark_helpers import VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
+
+PARTITIONS = 4
+# Short-lived driver JVMs on a busy 2-core machine start twice as fast with the C1 compiler only.
+SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
+def ingest(catalog: Catalog, topic: str, table: str) -> dict:
+    """One run of the operator, as a task would run it."""
+    operator = PulsarToTableOperator(
+        task_id="ingest",
+        topics=topic,
+        subscription="to-table",
+        table=table,
+        value_format="json",
+        value_schema=VALUE_SCHEMA,
+        min_partitions=6,
+        conf=SPARK_CONF,
+        **catalog.operator_args(),
+    )
+    return operator.execute(context={})
+
+
+@pytest.fixture
+def admin(pulsar_default: BrokerProcess) -> Iterator[PulsarAdmin]:
+    with PulsarAdmin(pulsar_default.web_url) as client:
+        yield client
+
+
+def test_ingests_100k_json_messages_then_appends_only_new_ones(
+    pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str
+) -> None:
+    admin.create_partitioned_topic(topic_name, PARTITIONS)
+    produce_json(pulsar_default.service_url, topic_name, 0, 100_000)
+
+    started = time.monotonic()
+    first = ingest(catalog, topic_name, "events")
+    seconds = time.monotonic() - started
+
+    assert first["skipped"] is False and first["total_rows"] == 100_000
+    partitions = [f"persistent://public/default/{topic_name}-partition-{i}" for i in range(PARTITIONS)]
+    assert sorted(first["rows"]) == partitions
+    assert sum(first["rows"].values()) == 100_000 and min(first["rows"].values()) > 0
+    for span in first["ranges"]:
+        # Each partition from its start (nothing acknowledged: entry -1) through its newest entry,
+        # cut into contiguous sub-ranges for the 6 Spark tasks.
+        ledger = span["after"].split(":")[0]
+        assert span["after"] == f"{ledger}:-1"
+        stats = admin.internal_stats(span["topic"])
+        assert span["through"] == stats["lastConfirmedEntry"]
+        cuts = span["spark_ranges"]
+        assert cuts[0][0] == span["after"] and cuts[-1][1] == span["through"]
+        assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+    assert sum(len(span["spark_ranges"]) for span in first["ranges"]) >= 6
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 0
+
+    rows = catalog.rows("events")
+    assert_exactly_once(rows, range(100_000))
+    assert set(rows.column("batch_id").to_pylist()) == {first["batch_id"]}
+    sample = rows.filter(pc.equal(rows.column("id"), 7)).to_pylist()[0]
+    assert sample["key"] == "k7" and sample["name"] == "n7" and sample["amount"] == 1.75
+    assert sample["properties"] == [("seq", "7")] and sample["_corrupt_record"] is None
+    assert sample["topic"] == topic_name and sample["publish_time"] is not None and sample["event_time"] is None
+    assert (catalog.metastore / "metastore_db").is_dir()
+    print(f"100000 messages ingested in {seconds:.1f} s (spark-submit included)")
+
+    produce_json(pulsar_default.service_url, topic_name, 100_000, 1_000)
+    second = ingest(catalog, topic_name, "events")
+
+    assert second["total_rows"] == 1_000 and second["batch_id"] != first["batch_id"]
+    for before, after in zip(first["ranges"], second["ranges"]):
+        assert after["after"] == before["through"]
+    rows = catalog.rows("events")
+    assert_exactly_once(rows, range(101_000))
+    assert rows.filter(pc.equal(rows.column("batch_id"), second["batch_id"])).num_rows == 1_000
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 0
+
+    third = ingest(catalog, topic_name, "events")
+
+    assert third["skipped"] is True and third["total_rows"] == 0 and third["settled"] is None
+    assert catalog.rows("events").num_rows == 101_000
+
+
+@pytest.fixture
+def crash_at(catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], None]:
+    """Run the operator with a failure injected at a crash point; it must fail."""
+
+    def run(point: str, table: str) -> None:
+        monkeypatch.setenv(FAULT_ENV, point)
+        with pytest.raises(Exception) as failure:
+            ingest(catalog, topic_name, table)
+        monkeypatch.delenv(FAULT_ENV)
+        # The job's faults fail spark-submit (the hook raises); the operator's raise in the task.
+        assert isinstance(failure.value, InjectedFault) or "Cannot execute" in str(failure.value), failure.value
+
+    return run
+
+
+def test_crashes_before_during_and_after_the_write_leave_each_message_once(
+    pulsar_default: BrokerProcess,
+    admin: PulsarAdmin,
+    catalog: Catalog,
+    topic_name: str,
+    crash_at: Callable[[str, str], None],
+) -> None:
+    admin.create_partitioned_topic(topic_name, PARTITIONS)
+    table = "crashes"
+    # A batch planned, then the job dies before writing, then mid-read on the retry, then after
+    # writing the table but before reporting: three attempts leave at most a written partition.
+    produce_json(pulsar_default.service_url, topic_name, 0, 3_000, batch=100)
+    crash_at("before-write", table)
+    assert not catalog.table_dir(table).exists() or catalog.rows(table).num_rows == 0
+    crash_at("mid-read", table)
+    assert catalog.rows(table).num_rows == 0  # the table exists now, but the failed job left no rows
+    crash_at("after-write", table)
+    written = catalog.rows(table)
+    assert written.num_rows == 3_000  # in the table, but neither reported nor acknowledged
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 3_000
+
+    rerun = ingest(catalog, topic_name, table)
+
+    # The unfinished batch is written again under its id, replacing the partition; nothing is left.
+    assert rerun["settled"]["batch_id"] == written.column("batch_id")[0].as_py()
+    assert rerun["settled"]["was"] == "planned" and rerun["settled"]["total_rows"] == 3_000
+    assert rerun["skipped"] is True
+    assert_exactly_once(catalog.rows(table), range(3_000))
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 0
+
+
+def test_crashes_before_and_during_the_acks_leave_each_message_once(
+    pulsar_default: BrokerProcess,
+    admin: PulsarAdmin,
+    catalog: Catalog,
+    topic_name: str,
+    crash_at: Callable[[str, str], None],
+) -> None:
+    admin.create_partitioned_topic(topic_name, PARTITIONS)
+    table = "ack_crashes"
+    # The job commits, then the operator dies before acknowledging; then mid-ack on the retry.
+    produce_json(pulsar_default.service_url, topic_name, 0, 700, batch=100)
+    crash_at("before-ack", table)
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 700
+    crash_at("mid-ack", table)
+    partial = admin.backlog(topic_name, "to-table")
+    assert 0 < partial.msg_backlog < 700  # the first partition was acknowledged
+    assert_exactly_once(catalog.rows(table), range(700))
+
+    final = ingest(catalog, topic_name, table)
+
+    assert final["settled"]["was"] == "committed" and final["settled"]["total_rows"] == 700
+    assert final["skipped"] is True  # acknowledging was all that was left
+    assert_exactly_once(catalog.rows(table), range(700))
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 0
+    assert len(set(catalog.rows(table).column("batch_id").to_pylist())) == 1
+
+
+def test_a_second_run_cannot_take_a_held_subscription(
+    pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str
+) -> None:
+    admin.create_partitioned_topic(topic_name, 2)
+    with Client(pulsar_default.service_url) as client, SubscriptionHold(client, [topic_name], "to-table"):
+        with pytest.raises(SubscriptionBusy, match="held by another consumer"):
+            ingest(catalog, topic_name, "held")

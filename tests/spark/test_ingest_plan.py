@@ -1,0 +1,180 @@
+"""Planning an ingest batch without a broker: the averaging allocation, cuts across ledgers,
+budgets, batch ids and the plan's JSON form; the operator's checks of its arguments."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from airflow_pulsar.spark.allocation import (
+    Segment,
+    average_shares,
+    backlog_segments,
+    pieces_per_partition,
+    split_segments,
+)
+from airflow_pulsar.spark.columns import row_ddl
+from airflow_pulsar.spark.hold import PartitionState
+from airflow_pulsar.spark.plan import BatchOutcome, IngestPlan, Position, batch_id_for
+from airflow_pulsar.spark.plan_log import PLANNED, PlanRecord, default_plan_topic
+from airflow_pulsar.spark.planner import plan_batch
+from airflow_pulsar.spark.spec import IngestJobSpec, top_level_names
+
+P = Position
+
+
+def state(index: int, mark_delete: Position, last: Position) -> PartitionState:
+    return PartitionState(f"persistent://public/default/t-partition-{index}", "t", index, mark_delete, last)
+
+
+def test_average_shares_give_the_first_remainder_parts_one_more() -> None:
+    # RocketMQ's averaging: 10 queues over 4 consumers are 3, 3, 2, 2, contiguous.
+    assert average_shares(10, 4) == [3, 3, 2, 2]
+    assert average_shares(8, 4) == [2, 2, 2, 2]
+    assert average_shares(2, 4) == [1, 1, 0, 0]
+    with pytest.raises(ValueError, match="parts must be positive"):
+        average_shares(3, 0)
+
+
+def test_pieces_go_to_the_partitions_with_the_largest_pieces() -> None:
+    assert pieces_per_partition([100, 10, 0], 1) == [1, 1, 0]
+    assert pieces_per_partition([100, 10, 0], 5) == [4, 1, 0]
+    assert pieces_per_partition([3, 3, 3], 4) == [2, 1, 1]
+    assert pieces_per_partition([1, 1], 8) == [1, 1]  # a piece is at least one entry
+
+
+def test_a_backlog_is_cut_into_contiguous_ranges_across_ledgers() -> None:
+    # Mark-delete at 7:8 in ledger 7 (10 entries), ledger 9 whole (5 entries), then 12 up to entry 3.
+    segments = backlog_segments(P(7, 8), P(12, 3), [(5, 100), (7, 10), (9, 5), (12, 0)])
+    assert segments == [Segment(7, 9, 9), Segment(9, 0, 4), Segment(12, 0, 3)]
+    cuts = split_segments(P(7, 8), segments, 3)  # 10 entries: 4, 3, 3
+    assert cuts == [(P(7, 8), P(9, 2)), (P(9, 2), P(12, 0)), (P(12, 0), P(12, 3))]
+    assert backlog_segments(P(3, 4), P(3, 4)) == []
+    assert backlog_segments(P(3, 4), P(3, 9)) == [Segment(3, 5, 9)]
+    with pytest.raises(ValueError, match="spans ledgers"):
+        backlog_segments(P(3, 4), P(4, 9))
+
+
+def test_plan_without_a_cap_splits_large_partitions_for_min_partitions() -> None:
+    states = [state(0, P(1, -1), P(1, 99)), state(1, P(2, 49), P(2, 59)), state(2, P(3, 5), P(3, 5))]
+    plan = plan_batch(states, "sub", "db.events", min_partitions=6)
+    assert plan is not None
+    assert [p.topic.rsplit("-", 1)[1] for p in plan.partitions] == ["0", "1"]  # partition 2 is empty
+    big, small = plan.partitions
+    cuts = [("1:-1", "1:19"), ("1:19", "1:39"), ("1:39", "1:59"), ("1:59", "1:79"), ("1:79", "1:99")]
+    assert [(str(r.after), str(r.last)) for r in big.ranges] == cuts
+    assert [(str(r.after), str(r.last)) for r in small.ranges] == [("2:49", "2:59")]
+    assert all(r.message_budget is None for r in plan.ranges)
+    assert plan_batch(states[2:], "sub", "db.events") is None
+
+
+def test_plan_with_a_cap_shares_it_evenly_and_keeps_one_reader_per_partition() -> None:
+    states = [state(i, P(i, -1), P(i, 999)) for i in range(3)]
+    plan = plan_batch(states, "sub", "events", min_partitions=8, max_messages=1000)
+    assert plan is not None
+    assert [p.message_budget for p in plan.partitions] == [334, 333, 333]
+    assert all(len(p.ranges) == 1 and p.budgeted for p in plan.partitions)
+    tiny = plan_batch(states, "sub", "events", max_messages=2)
+    assert tiny is not None and [p.message_budget for p in tiny.partitions] == [1, 1, 1]
+    with pytest.raises(ValueError, match="max_messages"):
+        plan_batch(states, "sub", "events", max_messages=0)
+
+
+def test_the_batch_id_depends_on_where_the_batch_starts_only() -> None:
+    starts = {"a": P(1, 5), "b": P(2, -1)}
+    assert batch_id_for("sub", "t", starts) == batch_id_for("sub", "t", dict(reversed(starts.items())))
+    assert batch_id_for("sub", "t", starts) != batch_id_for("sub", "t", {"a": P(1, 6), "b": P(2, -1)})
+    assert batch_id_for("sub", "t", starts) != batch_id_for("sub", "u", starts)
+    early = plan_batch([state(0, P(1, 5), P(1, 10))], "sub", "t")
+    later = plan_batch([state(0, P(1, 5), P(1, 90))], "sub", "t")
+    assert early is not None and later is not None and early.batch_id == later.batch_id
+
+
+def test_plans_and_records_survive_their_json_form() -> None:
+    plan = plan_batch([state(0, P(1, -1), P(1, 9)), state(1, P(2, 3), P(2, 9))], "sub", "db.t", max_messages=10)
+    assert plan is not None
+    assert IngestPlan.from_json(plan.to_json()) == plan
+    record = PlanRecord(PLANNED, plan, BatchOutcome({plan.partitions[0].topic: 4}, {plan.partitions[0].topic: P(1, 3)}))
+    assert PlanRecord.from_json(record.to_json()) == record
+    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True})
+    assert IngestJobSpec.from_json(spec.to_json()) == spec
+    with pytest.raises(ValueError, match="position is 'ledger:entry'"):
+        Position.parse("12")
+    with pytest.raises(ValueError, match="state must be one of"):
+        PlanRecord("done", plan)
+
+
+def test_plan_topic_and_row_schema() -> None:
+    assert default_plan_topic("persistent://acme/orders/in", "etl") == "persistent://acme/orders/etl-ingest-plans"
+    assert top_level_names("a INT, `b` STRUCT<x: INT, y: MAP<STRING, INT>>, c DECIMAL(10, 2)") == ["a", "b", "c"]
+    assert row_ddl("bytes").startswith("key STRING, value BINARY, topic STRING, partition INT, message_id STRUCT<")
+    assert "id BIGINT, _corrupt_record STRING, topic" in row_ddl("json", "id BIGINT")
+    with pytest.raises(ValueError, match=r"\['partition', 'topic'\] clash"):
+        row_ddl("json", "topic STRING, partition INT, x INT")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"format": "avro"}, "format must be one of"),
+        ({"value_format": "xml"}, "value_format must be one of"),
+        ({"value_format": "json"}, "needs value_schema"),
+        ({"value_schema": "a INT"}, "only used with value_format 'json'"),
+        ({"format": "csv"}, "csv format cannot hold binary values"),
+        ({"max_messages": 0}, "max_messages must be a positive int"),
+        ({"min_partitions": 0}, "min_partitions must be a positive int"),
+        ({"initial_position": "first"}, "initial_position must be"),
+        ({"value_format": "json", "value_schema": "id INT, Key STRING"}, r"\['key'\] clash"),
+    ],
+)
+def test_the_operator_rejects_bad_arguments(arguments: dict, message: str) -> None:
+    from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+
+    with pytest.raises(ValueError, match=message):
+        PulsarToTableOperator(task_id="t", topics="t", subscription="s", table="events", **arguments)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"table": "events; DROP TABLE x"}, "table must be"),
+        ({"format": "delta"}, "format 'delta' needs its Spark jars"),
+        ({"topics": []}, "topics must be"),
+    ],
+)
+def test_the_operator_checks_templated_arguments_before_connecting(arguments: dict, message: str) -> None:
+    from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+
+    operator = PulsarToTableOperator(task_id="t", **{"topics": "t", "subscription": "s", "table": "events", **arguments})
+    with pytest.raises(ValueError, match=message):
+        operator.execute(context={})
+
+
+def test_delta_passes_the_jar_check_when_its_package_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+
+    monkeypatch.delenv("AIRFLOW_CONN_PULSAR_DEFAULT", raising=False)
+    operator = PulsarToTableOperator(
+        task_id="t", topics="t", subscription="s", table="events", format="delta", packages="io.delta:delta-spark_2.13:4.0.0"
+    )
+    # Past the argument checks, the run stops at the first thing it needs: the Pulsar connection.
+    with pytest.raises(AirflowNotFoundException, match="pulsar_default"):
+        operator.execute(context={})
+
+
+def test_the_spark_job_modules_never_import_airflow() -> None:
+    # A fresh interpreter, as on an executor: the job and its data source need only the client.
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import airflow_pulsar.spark as package\n"
+        "for module in pkgutil.iter_modules(package.__path__):\n"
+        "    importlib.import_module('airflow_pulsar.spark.' + module.name)\n"
+        "leaked = sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.'))\n"
+        "assert 'airflow_pulsar.spark.job' in sys.modules and not leaked, leaked\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

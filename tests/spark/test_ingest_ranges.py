@@ -1,0 +1,190 @@
+"""The ingest's broker side without Spark, against the broker process: internal stats, the exclusive
+hold, the plan log, and reading ranges into Arrow record batches."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
+
+from airflow_pulsar.client import Client
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.spark.columns import RowBatchBuilder, decode_json, json_parse_schema
+from airflow_pulsar.spark.hold import SubscriptionBusy, SubscriptionHold
+from airflow_pulsar.spark.plan import IngestPlan, Position
+from airflow_pulsar.spark.plan_log import ACKED, COMMITTED, PLANNED, PlanLog, PlanRecord, publish_record
+from airflow_pulsar.spark.planner import plan_batch
+from airflow_pulsar.spark.source import RangeReadError, read_range_batches
+
+# The row schema of value_format "bytes", as the data source declares it (built without a JVM).
+BYTES_ROWS = StructType(
+    [
+        StructField("key", StringType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField(
+            "message_id",
+            StructType([StructField("ledger_id", LongType()), StructField("entry_id", LongType()), StructField("batch_index", IntegerType())]),
+        ),
+        StructField("publish_time", TimestampType()),
+        StructField("event_time", TimestampType()),
+        StructField("properties", MapType(StringType(), StringType())),
+        StructField("redelivery_count", IntegerType()),
+        StructField("batch_id", StringType()),
+    ]
+)
+
+
+@pytest.fixture
+def client(broker: BrokerProcess):
+    with Client(broker.service_url) as c:
+        yield c
+
+
+@pytest.fixture
+def admin(broker: BrokerProcess):
+    with PulsarAdmin(broker.web_url) as a:
+        yield a
+
+
+def produce(client: Client, topic: str, count: int, batch: int) -> None:
+    """``count`` messages in entries of ``batch`` (batch 1: no batching)."""
+    producer = client.create_producer(topic, batching_enabled=batch > 1, batching_max_messages=batch, batching_max_publish_delay_ms=1000)
+    for i in range(count):
+        producer.send_async(b"m%d" % i, None, partition_key=f"k{i}", properties={"i": str(i)}, event_timestamp=1000 + i)
+    producer.flush()
+    producer.close()
+
+
+def test_internal_stats_give_ledgers_and_cursor_positions(client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+    produce(client, topic_name, 30, 10)  # three entries
+    consumer = client.subscribe(topic_name, "stats", initial_position=1)
+    received = [consumer.receive(5000) for _ in range(30)]
+    consumer.acknowledge_cumulative(received[9])  # entry 0
+    for message in received[20:]:  # entry 2, individually
+        consumer.acknowledge(message)
+    consumer.close()
+
+    stats = admin.internal_stats(topic_name)
+
+    ledger = received[0].message_id().ledger_id()
+    assert stats["lastConfirmedEntry"] == f"{ledger}:2"
+    assert stats["currentLedgerEntries"] == 3 and stats["numberOfEntries"] == 3
+    assert stats["ledgers"] == [{"ledgerId": ledger, "entries": 0, "size": 0, "offloaded": False}]
+    cursor = stats["cursors"]["stats"]
+    assert cursor["markDeletePosition"] == f"{ledger}:0"
+    assert cursor["individuallyDeletedMessages"] == f"[({ledger}:1..{ledger}:2]]"
+
+
+def test_the_hold_reports_positions_acknowledges_and_excludes_others(client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+    admin.create_partitioned_topic(topic_name, 2)
+    produce(client, topic_name, 40, 5)
+
+    with SubscriptionHold(client, [topic_name], "hold") as hold:
+        states = hold.states()
+        assert [s.partition for s in states] == [0, 1]
+        assert all(s.mark_delete.entry_id == -1 and s.last > s.mark_delete for s in states)
+        with pytest.raises(SubscriptionBusy, match="'hold' .* is held by another consumer"):
+            SubscriptionHold(client, [topic_name], "hold")
+        sub = admin.partitioned_stats(topic_name)["subscriptions"]["hold"]
+        assert sub["msgOutCounter"] == 0 and sub["unackedMessages"] == 0  # nothing is delivered to a hold
+        first = states[0]
+        hold.acknowledge_through(first.topic, first.last)
+        hold.acknowledge_through(first.topic, first.mark_delete)  # behind the mark-delete: no change
+        assert admin.internal_stats(first.topic)["cursors"]["hold"]["markDeletePosition"] == str(first.last)
+        backlog = admin.backlog(topic_name, "hold")
+        assert backlog.partitions[0].msg_backlog == 0 and backlog.partitions[1].msg_backlog > 0
+        assert hold.states()[0].empty
+    with SubscriptionHold(client, [topic_name], "hold") as again:  # released on close
+        assert again.states()[0].mark_delete == first.last
+
+
+def test_the_plan_log_keeps_the_newest_record_for_the_next_run(client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+    plan_topic = f"{topic_name}-plans"
+    plan = IngestPlan("b1", "sub", "t", ())
+    log = PlanLog(client, plan_topic, "sub")
+    assert log.latest() is None
+    log.append(PlanRecord(PLANNED, plan))
+    with Client(client.service_url.url) as job_client:  # the Spark driver's side
+        publish_record(job_client, plan_topic, PlanRecord(COMMITTED, plan))
+    assert log.wait_for("b1", COMMITTED, 10).state == COMMITTED
+    with pytest.raises(TimeoutError, match="no 'acked' record of batch b1"):
+        log.wait_for("b1", ACKED, 0.3)
+    log.close()
+
+    next_run = PlanLog(client, plan_topic, "sub")
+    latest = next_run.latest()
+    assert latest is not None and latest.state == COMMITTED and latest.batch_id == "b1"
+    next_run.append(PlanRecord(ACKED, plan))
+    next_run.close()
+    # Everything but the newest record is acknowledged: the backlog holds exactly one.
+    assert admin.backlog(plan_topic, "sub").msg_backlog == 1
+    third = PlanLog(client, plan_topic, "sub")
+    assert third.latest().state == ACKED
+    third.close()
+
+
+def read_all(client: Client, plan: IngestPlan) -> pa.Table:
+    arrow = to_arrow_schema(BYTES_ROWS, timezone="UTC")
+    batches = []
+    for read_range in plan.ranges:
+        builder = RowBatchBuilder(arrow, "bytes", "src", read_range.partition, plan.batch_id)
+        batches += list(read_range_batches(client, read_range, builder, 10))
+    return pa.Table.from_batches(batches, arrow)
+
+
+@pytest.mark.parametrize("batch", [1, 7], ids=["unbatched", "batched"])
+def test_cut_ranges_read_every_message_once(client: Client, topic_name: str, batch: int) -> None:
+    produce(client, topic_name, 100, batch)
+    with SubscriptionHold(client, [topic_name], "read") as hold:
+        plan = plan_batch(hold.states(), "read", "t", min_partitions=4)
+    assert plan is not None and len(plan.ranges) == 4
+
+    rows = read_all(client, plan)
+
+    assert sorted(rows.column("value").to_pylist()) == sorted(b"m%d" % i for i in range(100))
+    first = rows.slice(0, 1).to_pylist()[0]
+    assert first["key"] == "k0" and first["properties"] == [("i", "0")] and first["topic"] == "src"
+    assert first["event_time"].timestamp() == 1.0 and first["partition"] == -1 and first["batch_id"] == plan.batch_id
+    indexes = set(rows.column("message_id").combine_chunks().field("batch_index").to_pylist())
+    assert indexes == ({-1} if batch == 1 else set(range(7)))
+
+
+def test_a_budget_stops_before_the_entry_that_would_overrun_it(client: Client, topic_name: str) -> None:
+    produce(client, topic_name, 50, 10)  # five entries of ten
+    with SubscriptionHold(client, [topic_name], "budget") as hold:
+        plan = plan_batch(hold.states(), "budget", "t", max_messages=25)
+        small = plan_batch(hold.states(), "budget", "t", max_messages=3)
+    assert plan is not None and small is not None
+    assert read_all(client, plan).num_rows == 20  # two whole entries; a third would make 30
+    assert read_all(client, small).num_rows == 10  # at least one entry
+
+
+def test_json_values_decode_with_corrupt_records_kept() -> None:
+    target = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("tags", pa.list_(pa.string()))])
+    values = [b'{"id": 1, "day": "2024-05-01", "tags": ["a"]}', b"not json", None, b'{"id": 2,\n "extra": true}', b""]
+    fields, corrupt = decode_json(values, target, json_parse_schema(target))
+    assert fields.column("id").to_pylist() == [1, None, None, 2, None]
+    assert str(fields.column("day")[0]) == "2024-05-01"
+    assert corrupt.to_pylist() == [None, "not json", None, None, ""]
+    with pytest.raises(ValueError, match="MAP types cannot be decoded"):
+        json_parse_schema(pa.schema([("m", pa.map_(pa.string(), pa.string()))]))
+    assert json.loads(b'{"id": 2,\n "extra": true}')["id"] == 2  # a newline is whitespace in JSON
+
+
+def test_a_range_whose_messages_never_come_fails_with_its_position(client: Client, topic_name: str) -> None:
+    produce(client, topic_name, 3, 1)
+    with SubscriptionHold(client, [topic_name], "gone") as hold:
+        plan = plan_batch(hold.states(), "gone", "t")
+    assert plan is not None
+    # The range claims entries up to 9; the partition has entries 0..2.
+    beyond = replace(plan.ranges[0], last=Position(plan.ranges[0].last.ledger_id, 9))
+    builder = RowBatchBuilder(to_arrow_schema(BYTES_ROWS, timezone="UTC"), "bytes", "src", -1, "b")
+    with pytest.raises(RangeReadError, match=r"no message within 0.5 s reading .* \(3 read\)"):
+        list(read_range_batches(client, beyond, builder, 0.5))
