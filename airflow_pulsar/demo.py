@@ -1,57 +1,146 @@
-"""``make demo``: start the embedded broker, create a topic, and make a produce/consume round trip
-with the bundled client.
+"""``make demo``: the scheduled-ingestion example end to end on one machine.
 
-The broker's data and log stay under ``var/demo/`` so they can be looked at afterwards.
+It starts the embedded broker, creates the ``shop-events`` topic (4 partitions) and the
+``lakehouse`` subscription, produces sample shop events with the bundled client, then runs the
+``pulsar_shop_events_ingest`` DAG with ``airflow dags test``: the deferred backlog sensor fires,
+the Spark job (local[*]) writes the events to the ``shop.events`` parquet table and the
+subscription is acknowledged. It prints the backlog before and after, the table's rows per
+partition, and where the table and the logs are; then it stops the broker.
+
+Everything lives under ``var/demo/`` (wiped at the start of each run): the broker's data and log,
+the Airflow home, the Spark warehouse and metastore, and the DAG run's log.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import airflow_pulsar.client as pulsar
+from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
-DATA_DIR = Path("var/demo/broker")
-TOPIC = "demo-events"
-SUBSCRIPTION = "demo"
+DEMO_DIR = Path("var/demo")
+DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
+DAG_ID = "pulsar_shop_events_ingest"
+TOPIC = "persistent://public/default/shop-events"
+SUBSCRIPTION = "lakehouse"
+EVENTS = 20_000
+
+
+def _produce(service_url: str, count: int) -> int:
+    """Publish ``count`` generated shop events, keyed by user, with the DAGs' own generator;
+    returns how many the broker acknowledged."""
+    sys.path.insert(0, str(DAGS_DIR))
+    import shop_events
+
+    acknowledged = []
+
+    def receipt(result: pulsar.Result, message_id: pulsar.MessageId | None) -> None:
+        if result == pulsar.Result.Ok:
+            acknowledged.append(message_id)
+
+    with pulsar.Client(service_url, operation_timeout_seconds=30) as client:
+        producer = client.create_producer(
+            TOPIC, batching_enabled=True, compression_type=pulsar.CompressionType.LZ4, block_if_queue_full=True
+        )
+        for key, value, properties in shop_events.generate(count, seed=2024):
+            producer.send_async(value.encode(), receipt, partition_key=key, properties=properties)
+        producer.flush()
+    return len(acknowledged)
+
+
+def _airflow_env(broker: BrokerProcess, home: Path) -> dict[str, str]:
+    """An Airflow installation under ``home`` whose DAGs folder is dags/ and whose
+    ``pulsar_default`` connection is the demo broker; no Spark connection, so Spark runs local[*]."""
+    venv_bin = str(Path(sys.executable).parent)
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
+        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_PULSAR_EXAMPLES_DIR": str(DEMO_DIR.resolve()),
+        "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
+            {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
+        ),
+    }
+
+
+def _airflow(env: dict[str, str], log: Path, *args: str) -> str:
+    """Run the venv's ``airflow`` CLI, its output appended to ``log``; raise if it fails."""
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    result = subprocess.run([airflow, *args], env=env, capture_output=True, text=True)
+    with log.open("a") as file:
+        file.write(f"$ airflow {' '.join(args)}\n{result.stdout}{result.stderr}\n")
+    if result.returncode != 0 or ("dags" in args and "state=success" not in result.stdout + result.stderr):
+        raise RuntimeError(f"airflow {' '.join(args)} failed; see {log.resolve()}")
+    return result.stdout + result.stderr
+
+
+def _table_rows(warehouse: Path) -> dict[str, int]:
+    """Rows of ``shop.events`` per topic partition, read from the table's parquet files."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(warehouse / "shop.db" / "events", format="parquet", partitioning="hive").to_table(
+        columns=["partition"]
+    )
+    counts = pc.value_counts(table["partition"]).to_pylist()
+    return {f"{TOPIC}-partition-{c['values']}": c["counts"] for c in sorted(counts, key=lambda c: c["values"])}
+
+
+def _backlog(admin: PulsarAdmin) -> int:
+    return admin.backlog(TOPIC, SUBSCRIPTION).msg_backlog
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the round trip and print what happened; exits non-zero if anything is missing."""
-    broker = BrokerProcess(DATA_DIR).start()
-    print(f"broker running: {broker.service_url} (admin {broker.web_url}, data {DATA_DIR.resolve()})")
+    """Run the demo and print what happened; exits non-zero if the table or the backlog is wrong."""
+    if not (DAGS_DIR / f"{DAG_ID}.py").exists():
+        print(f"the example DAGs are not at {DAGS_DIR}: run the demo from a checkout of the project", file=sys.stderr)
+        return 2
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
+    DEMO_DIR.mkdir(parents=True)
+    log = DEMO_DIR / "demo.log"
+    started = time.monotonic()
+    broker = BrokerProcess(DEMO_DIR / "broker").start()
+    print(f"broker running: {broker.service_url} (admin {broker.web_url})")
     try:
-        broker.admin("PUT", f"/admin/v2/persistent/public/default/{TOPIC}/partitions", content="4")
-        client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
-        consumer = client.subscribe(TOPIC, SUBSCRIPTION, initial_position=pulsar.InitialPosition.Earliest)
-        producer = client.create_producer(TOPIC, batching_enabled=True)
-        sent = [f"event-{i}-{time.time_ns()}".encode() for i in range(100)]
-        for i, payload in enumerate(sent):
-            producer.send_async(payload, None, partition_key=f"user-{i % 7}")
-        producer.flush()
-        stats = broker.admin("GET", f"/admin/v2/persistent/public/default/{TOPIC}/partitioned-stats").json()
-        print(f"produced {len(sent)} messages; backlog of '{SUBSCRIPTION}': {stats['subscriptions'][SUBSCRIPTION]['msgBacklog']}")
-        received = set()
-        while len(received) < len(sent):
-            message = consumer.receive(10_000)
-            received.add(message.data())
-            consumer.acknowledge(message)
-        client.close()
-        time.sleep(0.2)  # acks are grouped for 100 ms before they reach the broker
-        stats = broker.admin("GET", f"/admin/v2/persistent/public/default/{TOPIC}/partitioned-stats").json()
-        backlog = stats["subscriptions"][SUBSCRIPTION]["msgBacklog"]
-        print(f"consumed and acknowledged {len(received)} messages; backlog now {backlog}")
-        for name, part in sorted(stats["partitions"].items()):
-            print(f"  {name}: {part['msgInCounter']} messages in")
-        ok = received == set(sent)
-        print("round trip OK" if ok else "round trip FAILED: messages missing")
+        with PulsarAdmin(broker.web_url) as admin:
+            admin.create_partitioned_topic(TOPIC, 4)
+            admin.create_subscription(TOPIC, SUBSCRIPTION, pulsar.InitialPosition.Earliest)
+            produced = _produce(broker.service_url, EVENTS)
+            print(f"produced {produced} shop events to {TOPIC} (4 partitions)")
+            print(f"backlog of '{SUBSCRIPTION}' before: {_backlog(admin)} messages")
+
+            env = _airflow_env(broker, (DEMO_DIR / "airflow").resolve())
+            print("running the ingestion DAG: airflow dags test pulsar_shop_events_ingest ...", flush=True)
+            _airflow(env, log, "db", "migrate")
+            output = _airflow(env, log, "dags", "test", DAG_ID)
+            for line in output.splitlines():  # the report task's own lines
+                if line.startswith(("backlog when", "batch ", "  persistent://")):
+                    print(f"  | {line}")
+
+            rows = _table_rows(DEMO_DIR / "warehouse")
+            print(f"table shop.events holds {sum(rows.values())} rows:")
+            for partition, count in rows.items():
+                print(f"  {partition}: {count} rows")
+            after = _backlog(admin)
+            print(f"backlog of '{SUBSCRIPTION}' after: {after} messages")
+        ok = sum(rows.values()) == produced == EVENTS and after == 0
+        print(f"demo {'OK' if ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
+        print(f"table: {(DEMO_DIR / 'warehouse' / 'shop.db' / 'events').resolve()} (parquet, partitioned by batch_id)")
+        print(f"logs: {log.resolve()} (Airflow), {broker.log_path.resolve()} (broker)")
         return 0 if ok else 1
     finally:
         broker.stop()
-        print(f"broker stopped; its log is {broker.log_path.resolve()}")
+        print("broker stopped")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, task
 
-from airflow_pulsar.hooks.pulsar import PulsarHook
+import shop_events
 from airflow_pulsar.operators.produce import PulsarProduceOperator
-from shop_events import ALERTS_TOPIC, PARTITIONS, TOPIC
+from shop_events import ALERTS_TOPIC, TOPIC
 
 EVENT_ARGS = {"count": "{{ dag_run.conf.get('count', 1000) }}", "seed": "{{ dag_run.conf.get('seed', none) }}"}
 
@@ -34,13 +34,7 @@ with DAG(
     @task
     def ensure_topic() -> int:
         """Create ``shop-events`` with its partitions if it does not exist yet; return the partition count."""
-        with PulsarHook() as hook:
-            admin = hook.get_admin()
-            partitions = admin.partition_count(TOPIC)
-            if not partitions:
-                admin.create_partitioned_topic(TOPIC, PARTITIONS)
-                partitions = PARTITIONS
-            return partitions
+        return shop_events.ensure_topic()
 
     publish = PulsarProduceOperator(
         task_id="publish_events",

@@ -23,6 +23,10 @@ PARTITIONS = 4
 COUNTRIES = ("DE", "FR", "NL", "PL", "SE", "ES", "IT")
 PRODUCTS = {"kettle": 39.0, "lamp": 24.5, "desk": 249.0, "chair": 129.0, "mug": 8.9, "monitor": 319.0}
 EVENT_TYPES = ("page_view", "page_view", "page_view", "add_to_cart", "add_to_cart", "order_placed")
+# The columns of an event, for the ingestion DAG's JSON value schema (Spark DDL).
+EVENT_SCHEMA = (
+    "event_type STRING, user_id STRING, country STRING, ts BIGINT, product STRING, quantity INT, amount DOUBLE"
+)
 # An order at or above this total also goes to the alerts topic, for the asset-driven DAG.
 LARGE_ORDER_EUR = 500.0
 
@@ -59,12 +63,36 @@ def large_orders(count: int = 1000, seed: int | None = None) -> Iterator[tuple[s
             yield user, value, {"severity": "high", "reason": "large_order"}
 
 
+def ensure_topic(subscriptions: tuple[str, ...] = ()) -> int:
+    """Create ``shop-events`` with its partitions, and the given subscriptions from the earliest
+    message, unless they exist; return the partition count. Safe to run any number of times."""
+    from airflow_pulsar.client import InitialPosition
+    from airflow_pulsar.client.admin import AdminConflictError
+    from airflow_pulsar.hooks.pulsar import PulsarHook
+
+    with PulsarHook() as hook:
+        admin = hook.get_admin()
+        partitions = admin.partition_count(TOPIC)
+        if not partitions:
+            admin.create_partitioned_topic(TOPIC, PARTITIONS)
+            partitions = PARTITIONS
+        existing = set(admin.list_subscriptions(TOPIC))
+        for subscription in subscriptions:
+            if subscription not in existing:
+                try:
+                    admin.create_subscription(TOPIC, subscription, InitialPosition.Earliest)
+                except AdminConflictError:  # made meanwhile by another run
+                    pass
+    return partitions
+
+
 def example_dir() -> Path:
-    """Where the examples keep their output: $AIRFLOW_PULSAR_EXAMPLES_DIR, else under AIRFLOW_HOME."""
+    """Where the examples keep their output: $AIRFLOW_PULSAR_EXAMPLES_DIR, else under AIRFLOW_HOME.
+
+    Only a path: DAG files call this while they are parsed, so it creates nothing.
+    """
     default = Path(os.environ.get("AIRFLOW_HOME", Path.home() / "airflow")) / "pulsar-examples"
-    path = Path(os.environ.get("AIRFLOW_PULSAR_EXAMPLES_DIR", default))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return Path(os.environ.get("AIRFLOW_PULSAR_EXAMPLES_DIR", default))
 
 
 def tally_orders(messages: list[Any], database: str | None = None) -> None:
@@ -77,6 +105,7 @@ def tally_orders(messages: list[Any], database: str | None = None) -> None:
     orders = [json.loads(m.data()) for m in messages]
     orders = [o for o in orders if o.get("event_type") == "order_placed"]
     path = database or str(example_dir() / "orders.db")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE IF NOT EXISTS revenue (country TEXT PRIMARY KEY, orders INTEGER, amount REAL)")
         for order in orders:

@@ -68,7 +68,7 @@ def test_every_example_dag_has_a_docstring_and_parses(airflow_env: dict[str, str
         [AIRFLOW, "dags", "list", "--output", "json"], env=airflow_env, capture_output=True, text=True, timeout=300
     )
     dag_ids = {row["dag_id"] for row in json_lines(listing.stdout)}
-    assert {"pulsar_shop_events_producer", "pulsar_order_tally", "pulsar_alert_handler"} <= dag_ids
+    assert {"pulsar_shop_events_producer", "pulsar_order_tally", "pulsar_alert_handler", "pulsar_shop_events_ingest"} <= dag_ids
     errors = subprocess.run(
         [AIRFLOW, "dags", "list-import-errors", "--output", "json"], env=airflow_env, capture_output=True, text=True
     )
