@@ -59,10 +59,8 @@ def _produce(service_url: str, count: int) -> int:
 def _airflow_env(broker: BrokerProcess, home: Path) -> dict[str, str]:
     """An Airflow installation under ``home`` whose DAGs folder is dags/ and whose
     ``pulsar_default`` connection is the demo broker; no Spark connection, so Spark runs local[*]."""
-    venv_bin = str(Path(sys.executable).parent)
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
-        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

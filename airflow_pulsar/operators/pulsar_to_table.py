@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -295,6 +296,7 @@ class PulsarToTableOperator(SparkSubmitOperator):
         self.log.info("Batch %s: %d rows in %s, acknowledged.", plan.batch_id, outcome.total_rows, plan.table)
 
     def _get_hook(self) -> SparkSubmitHook:
+        _spark_submit_on_path()
         with _local_master_if_undefined(self._spark_conn_id):
             return super()._get_hook()
 
@@ -379,6 +381,14 @@ def _summary(plan: IngestPlan, outcome: BatchOutcome) -> dict[str, Any]:
             for part in plan.partitions
         ],
     }
+
+
+def _spark_submit_on_path() -> None:
+    """The Spark provider runs ``spark-submit`` from the PATH; a virtualenv that was not activated
+    has pyspark's one next to its ``python`` only, so put that directory on this task's PATH."""
+    beside_python = Path(sys.executable).with_name("spark-submit")
+    if shutil.which("spark-submit") is None and beside_python.exists():
+        os.environ["PATH"] = os.pathsep.join((str(beside_python.parent), os.environ.get("PATH", "")))
 
 
 @contextmanager
