@@ -571,6 +571,7 @@ class _AdminBase:
         timeout_seconds: float = 30,
         tls_trust_certs_file_path: str | None = None,
         tls_allow_insecure_connection: bool = False,
+        tls_validate_hostname: bool = True,
     ):
         try:
             url = httpx.URL(web_service_url)
@@ -589,8 +590,10 @@ class _AdminBase:
         self._verify: ssl.SSLContext | bool = True
         if tls_allow_insecure_connection:
             self._verify = False
-        elif tls_trust_certs_file_path:
+        elif tls_trust_certs_file_path or not tls_validate_hostname:
+            # Without host name checks the certificate chain is still verified, as on the binary port.
             self._verify = ssl.create_default_context(cafile=tls_trust_certs_file_path)
+            self._verify.check_hostname = tls_validate_hostname
         # Redirects are followed by _Exchange, which keeps the auth headers (httpx drops them across hosts).
         self._http = self._open(
             base_url=self._base_url, timeout=httpx.Timeout(timeout_seconds), verify=self._verify, follow_redirects=False

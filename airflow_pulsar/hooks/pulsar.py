@@ -268,6 +268,7 @@ class PulsarHook(BaseHook):
             "timeout_seconds": config.operation_timeout_seconds or 30,
             "tls_trust_certs_file_path": config.tls_trust_certs_file_path,
             "tls_allow_insecure_connection": config.tls_allow_insecure_connection,
+            "tls_validate_hostname": config.tls_validate_hostname,
         }
 
     def get_admin(self) -> Any:

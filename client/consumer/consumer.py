@@ -25,6 +25,7 @@ from ..exceptions import (
     CumulativeAcknowledgementNotAllowedError,
     InvalidConfiguration,
     PulsarException,
+    Result,
     Timeout,
 )
 from ..protocol import commands
@@ -48,6 +49,17 @@ log = logging.getLogger(__name__)
 T = BaseCommand.Type
 _U64 = (1 << 64) - 1
 _consumer_ids = itertools.count(1)
+# A resubscribe refused for one of these will be refused again: the consumer fails instead of retrying.
+_RESUBSCRIBE_FATAL = frozenset(
+    {
+        Result.AuthenticationError,
+        Result.AuthorizationError,
+        Result.TopicNotFound,
+        Result.SubscriptionNotFound,
+        Result.InvalidTopicName,
+        Result.NotAllowedError,
+    }
+)
 
 
 def _signed(value: int) -> int:
@@ -118,6 +130,8 @@ class PartitionConsumer:
         self._reconnecting = False
         self._closing = False
         self._closed_event = threading.Event()
+        # Set when a resubscribe was refused for good; receive() then raises it.
+        self.failure: PulsarException | None = None
         self.is_active: bool | None = None
         self.reached_end_of_topic = False
         self.reconnects = 0
@@ -256,6 +270,11 @@ class PartitionConsumer:
                     return
                 reason = "connection lost again"
             except PulsarException as exc:
+                if exc.result in _RESUBSCRIBE_FATAL:
+                    log.error("consumer %s cannot resubscribe to %s: %s", self.consumer_name, self.topic, exc)
+                    self.failure = exc
+                    self.queue.close()  # wakes receivers, who then raise the failure
+                    break
                 reason = str(exc)
             delay = backoff.next()
             log.info("resubscribing %s to %s failed (%s); retrying in %.1f s", self.consumer_name, self.topic, reason, delay)
@@ -740,6 +759,9 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise AlreadyClosed(f"consumer on {self._topic_label} is closed")
+        for child in self._children.values():
+            if child.failure is not None:
+                raise child.failure
 
     # ---- listener ----
 

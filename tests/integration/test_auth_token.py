@@ -87,6 +87,19 @@ def test_a_connection_outliving_its_token_must_refresh_it(secured: SecuredBroker
             producer.send(b"too late")
 
 
+def test_a_consumer_whose_token_expired_fails_instead_of_retrying(secured: SecuredBroker, topic_name: str) -> None:
+    token = secured.token(expires_in=2)
+    with Client(secured.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=5) as client:
+        consumer = client.subscribe(topic_name, "expiring")
+        started = time.monotonic()
+        # The broker closes the connection when the token expires; the resubscribe is refused for good.
+        with pytest.raises(AuthenticationError, match="token expired"):
+            consumer.receive(15_000)
+        assert time.monotonic() - started < 10
+        with pytest.raises(AuthenticationError):
+            consumer.receive(100)
+
+
 def test_admin_api_requires_a_bearer_token(secured: SecuredBroker, topic_name: str) -> None:
     with PulsarAdmin(secured.web_url, authentication=AuthenticationToken(secured.token())) as admin:
         admin.create_topic(topic_name)

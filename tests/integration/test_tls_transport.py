@@ -100,6 +100,12 @@ def test_admin_client_over_https(secured: SecuredBroker, wrong_host: SecuredBrok
     with PulsarAdmin(wrong_host.web_url, tls_trust_certs_file_path=str(pki.ca)) as admin:
         with pytest.raises(AdminConnectionError, match="certificate verify failed"):
             admin.list_topics("public/default")
+    unchecked_host = {"tls_trust_certs_file_path": str(pki.ca), "tls_validate_hostname": False}
+    with PulsarAdmin(wrong_host.web_url, **unchecked_host) as admin:
+        assert isinstance(admin.list_topics("public/default"), list)
+    with PulsarAdmin(wrong_host.web_url, tls_validate_hostname=False) as admin:  # the chain is still checked
+        with pytest.raises(AdminConnectionError, match="certificate verify failed"):
+            admin.list_topics("public/default")
     with PulsarAdmin(wrong_host.web_url, tls_allow_insecure_connection=True) as admin:
         assert isinstance(admin.list_topics("public/default"), list)
 
