@@ -50,7 +50,7 @@ def test_produce_then_consume_acknowledges(broker: BrokerProcess, topic_name: st
     assert partial.returncode == 0 and "acknowledged 1000 messages" in partial.stderr
     assert "backlog 2000 messages" in run(broker, "topics", "stats", topic_name).stdout
 
-    rest = run(broker, "consume", topic_name, "-s", "check", "--timeout", "1")
+    rest = run(broker, "consume", topic_name, "-s", "check", "--timeout", "5")
     lines = rest.stdout.splitlines()
     assert len(lines) == 2000 and all("properties={'origin': 'cli'}" in line for line in lines)
     bodies = {line.rsplit(": ", 1)[1].split(":")[0] for line in lines}
@@ -61,7 +61,7 @@ def test_produce_then_consume_acknowledges(broker: BrokerProcess, topic_name: st
 def test_produce_from_stdin_with_key_and_consume_without_ack(broker: BrokerProcess, topic_name: str) -> None:
     produced = run(broker, "produce", topic_name, "--file", "-", "--key", "user-7", "--no-batching", stdin="a\nb\nc\n")
     assert "sent 3 messages" in produced.stdout, produced.stderr
-    peek = run(broker, "consume", topic_name, "-s", "peek", "--timeout", "1", "--no-ack")
+    peek = run(broker, "consume", topic_name, "-s", "peek", "--timeout", "5", "--no-ack")
     assert [line.split(": ", 1)[1] for line in peek.stdout.splitlines()] == ["a", "b", "c"]
     assert all(" key=user-7" in line for line in peek.stdout.splitlines())
     assert "backlog 3 messages" in run(broker, "topics", "stats", topic_name).stdout
@@ -131,6 +131,6 @@ def test_commands_over_tls_with_a_token(tmp_path: Path) -> None:
 
         assert cli("topics", "create", "secure").returncode == 0
         assert "sent 2 messages" in cli("produce", "secure", "-m", "a", "-m", "b").stdout
-        assert cli("consume", "secure", "-s", "s", "--timeout", "1").stdout.splitlines()[-1].endswith(": b")
+        assert cli("consume", "secure", "-s", "s", "--timeout", "5").stdout.splitlines()[-1].endswith(": b")
         refused = cli("topics", "list", token=False)
         assert refused.returncode == 1 and "401" in refused.stderr
