@@ -35,7 +35,8 @@ from .tls import TlsStream
 
 log = logging.getLogger(__name__)
 
-T = BaseCommand.Type
+# Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
+T = BaseCommand
 CLIENT_VERSION = "airflow-pulsar-0.1.0"
 _RECV_SIZE = 256 * 1024
 

@@ -82,6 +82,9 @@ class AckGroupingTracker:
 
     def add_cumulative(self, ledger: int, entry: int, unacked: int | None = None, batch_size: int = 0) -> None:
         """Acknowledge everything up to an entry (with ``unacked``: up to an index inside it)."""
+        current = self._cumulative
+        if unacked is None and current is not None and current[:3] == (ledger, entry, None):
+            return  # already pending, as when a reader acks each message of a batch in turn
         with self._lock:
             current = self._cumulative
             # Only the newest position matters; an older one is already covered.

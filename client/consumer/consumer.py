@@ -37,7 +37,7 @@ from ..protocol.PulsarApi_pb2 import BaseCommand, CommandAck, CommandSubscribe, 
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
 from .chunks import ChunkedMessageCollector
 from .dead_letter import DeadLetterProcessor
-from .message import Delivery, Message
+from .message import Delivery, Message, UnackedIndexes
 from .negative_acks import NegativeAcksTracker
 from .receiver_queue import Permits, QueuedEntry, ReceiverQueue
 from .settings import ConsumerSettings, ConsumerType
@@ -46,7 +46,8 @@ from .unacked_tracker import UnackedMessageTracker
 
 log = logging.getLogger(__name__)
 
-T = BaseCommand.Type
+# Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
+T = BaseCommand
 _U64 = (1 << 64) - 1
 _consumer_ids = itertools.count(1)
 # A resubscribe refused for one of these will be refused again: the consumer fails instead of retrying.
@@ -114,7 +115,7 @@ class PartitionConsumer:
             else None
         )
         self._ack_lock = threading.Lock()
-        self._batch_unacked: dict[tuple[int, int], int] = {}  # batch entry -> bits still unacked
+        self._batch_unacked: dict[tuple[int, int], UnackedIndexes] = {}  # batch entry -> indexes still unacked
         self._chunk_ids: dict[tuple[int, int], list[MessageId]] = {}  # last chunk -> every chunk
         # Start filter: messages before it (or at it, unless inclusive) are dropped (readers, seek).
         self._start_id = start_message_id
@@ -345,6 +346,14 @@ class PartitionConsumer:
         else:
             ack_set = body.ack_set
             mask = unacked_mask(ack_set, count) if ack_set else None
+            bits = (1 << count) - 1 if mask is None else mask
+            with self._ack_lock:
+                pending = self._batch_unacked.get((ledger, entry))
+                if pending is None:
+                    pending = self._batch_unacked[(ledger, entry)] = UnackedIndexes(bits)
+                else:  # a redelivery: acks of messages from either delivery count
+                    pending.bits = bits
+            delivery.unacked = pending
             messages = []
             try:
                 read_batch(payload, count, Message, delivery, mask, messages)
@@ -354,8 +363,6 @@ class PartitionConsumer:
             start = self._start_id
             if start is not None and ledger == start.ledger_id() and entry <= start.entry_id():
                 messages = [m for m in messages if not self._is_prior(ledger, entry, m._index)]
-            with self._ack_lock:
-                self._batch_unacked[(ledger, entry)] = (1 << count) - 1 if mask is None else mask
             if len(messages) < count:
                 self.permits.returned(count - len(messages))
         if self.dead_letter is not None:
@@ -417,11 +424,12 @@ class PartitionConsumer:
         if type(target) is Message:
             delivery = target._delivery
             ledger, entry, index, size = delivery.ledger_id, delivery.entry_id, target._index, delivery.batch_size
+            pending = delivery.unacked
         else:
             ledger, entry, index, size = target._ledger_id, target._entry_id, target._batch_index, target._batch_size
+            pending = None
         if self.unacked is not None:
             self.unacked.remove(target.message_id() if type(target) is Message else target)
-        key = (ledger, entry)
         if self.dead_letter is not None:
             self.dead_letter.forget(ledger, entry)
         chunk_ids = None
@@ -429,24 +437,25 @@ class PartitionConsumer:
         lock.acquire()  # cheaper than ``with`` on this path
         try:
             if self._chunk_ids:
-                chunk_ids = self._chunk_ids.pop(key, None)
+                chunk_ids = self._chunk_ids.pop((ledger, entry), None)
             if index >= 0 and size > 0:
-                remaining = self._batch_unacked.get(key)
-                if remaining is None:
-                    remaining = (1 << size) - 1
-                remaining &= ~(1 << index)
+                if pending is None:
+                    pending = self._batch_unacked.get((ledger, entry))
+                    if pending is None:
+                        pending = self._batch_unacked[(ledger, entry)] = UnackedIndexes((1 << size) - 1)
+                remaining = pending.bits & ~(1 << index)
+                pending.bits = remaining
                 if remaining:
-                    self._batch_unacked[key] = remaining
                     if self.settings.batch_index_ack_enabled:
                         self.acks.add_batch_indexes(ledger, entry, remaining, size)
                         self._maybe_flush_for_receipt()
                     return
-                self._batch_unacked.pop(key, None)
+                self._batch_unacked.pop((ledger, entry), None)
         finally:
             lock.release()
         for chunk in chunk_ids or ():
             self.acks.add_entry(chunk.ledger_id(), chunk.entry_id())
-        self.acks.add_entry(*key)
+        self.acks.add_entry(ledger, entry)
         self._maybe_flush_for_receipt()
 
     def acknowledge_cumulative(self, target: Message | MessageId) -> None:

@@ -18,12 +18,24 @@ if TYPE_CHECKING:
     from .consumer import PartitionConsumer
 
 
+class UnackedIndexes:
+    """The indexes of a batch entry not yet acknowledged, as a bitset (bit i set: message i is not).
+
+    One per entry, shared by every delivery of it, so acks of its messages need no lookup.
+    """
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits: int):
+        self.bits = bits
+
+
 class Delivery:
     """One entry as the broker delivered it to a partition consumer: what its messages share.
 
     ``epoch`` is the consumer's epoch at delivery (a message of an older epoch is dropped unread);
-    ``batch_size`` is 0 for an entry that is not a batch; ``chunk_ids`` lists every chunk's id of
-    a message that arrived in chunks.
+    ``batch_size`` is 0 for an entry that is not a batch, ``unacked`` its ack state if it is one;
+    ``chunk_ids`` lists every chunk's id of a message that arrived in chunks.
     """
 
     __slots__ = (
@@ -37,6 +49,7 @@ class Delivery:
         "topic",
         "redelivery_count",
         "id_topic",
+        "unacked",
         "chunk_ids",
     )
 
@@ -64,6 +77,7 @@ class Delivery:
         self.redelivery_count = redelivery_count
         # Set on the ids of a multi-topic consumer's messages, so acks by id find their partition.
         self.id_topic = id_topic
+        self.unacked: UnackedIndexes | None = None
         self.chunk_ids: list[MessageId] | None = None
 
 

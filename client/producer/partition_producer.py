@@ -37,7 +37,7 @@ from ..protocol import commands
 from ..protocol.batch import set_message_fields, single_header, single_header_with
 from ..protocol.checksum import crc32c
 from ..protocol.compression import CompressionType, compress
-from ..protocol.frames import encode_entry, encode_payload_command
+from ..protocol.frames import encode_entry, encode_payload_command, encode_plain_metadata
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue, MessageMetadata
 from .batch_container import BatchContainer
@@ -51,7 +51,8 @@ __all__ = ["PartitionProducer", "SendCallback"]
 
 log = logging.getLogger(__name__)
 
-T = BaseCommand.Type
+# Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
+T = BaseCommand
 SendCallback = Callable[[Result, "MessageId | None"], None]
 _U64 = 1 << 64
 # Producer ids only need to be unique per connection; one process-wide counter makes them so.
@@ -254,7 +255,7 @@ class PartitionProducer:
             elif sequence_id >= self._next_sequence_id:
                 self._next_sequence_id = sequence_id + 1
             batch = self._batch
-            if batch is not None and size <= batch.max_bytes:
+            if batch is not None and batch.accepts(size):
                 if properties is None and partition_key is None and ordering_key is None and event_timestamp is None:
                     header = single_header(size, sequence_id)
                 else:
@@ -263,7 +264,12 @@ class PartitionProducer:
                     self._flush_batch_locked()
                 if not self._batch_timer_armed:
                     self._arm_batch_timer(self._batch_delay)
-                if batch.add(header, content, callback, sequence_id) or flush:
+                # Past its max delay the batch goes now, from this thread, rather than on the timer's.
+                if (
+                    batch.add(header, content, callback, sequence_id)
+                    or flush
+                    or time.monotonic() - batch.first_added >= self._batch_delay
+                ):
                     self._flush_batch_locked()
             else:
                 if batch is not None and len(batch):
@@ -343,10 +349,15 @@ class PartitionProducer:
         batch = self._batch.drain()
         count = batch.num_messages
         payload = compress(self._compression, batch.payload)
-        metadata = self._new_metadata(batch.first_sequence_id, len(batch.payload))
-        metadata.num_messages_in_batch = count
-        if batch.last_sequence_id > batch.first_sequence_id:
-            metadata.highest_sequence_id = batch.last_sequence_id
+        metadata = encode_plain_metadata(
+            self._name,  # type: ignore[arg-type]  # set once the broker accepted the producer
+            batch.first_sequence_id,
+            int(time.time() * 1000),
+            int(self._compression),
+            len(batch.payload),
+            count,
+            batch.last_sequence_id if batch.last_sequence_id > batch.first_sequence_id else None,
+        )
         self._stats.record_written(count, len(batch.payload), len(payload), True)
         entry = encode_entry(metadata, payload)
         self._append_locked(
@@ -375,14 +386,23 @@ class PartitionProducer:
         ordering_key: bytes | None,
         event_timestamp: int | None,
     ) -> None:
-        metadata = self._new_metadata(sequence_id, len(content))
-        set_message_fields(metadata, properties, partition_key, ordering_key, event_timestamp)
         payload = compress(self._compression, content)
         size = len(content)
         self._stats.record_written(1, size, len(payload), False)
         now = time.monotonic()
         deadline = self._deadline(now)
         limit = self._max_message_size
+        plain = properties is None and partition_key is None and ordering_key is None and event_timestamp is None
+        if len(payload) <= limit and plain:
+            metadata = encode_plain_metadata(
+                self._name, sequence_id, int(time.time() * 1000), int(self._compression), size  # type: ignore[arg-type]
+            )
+            entry = encode_entry(metadata, payload)
+            op = OpSend(sequence_id, sequence_id, 1, False, entry, crc32c(entry), [callback], 1, size, now, deadline)
+            self._append_locked(op)
+            return
+        metadata = self._new_metadata(sequence_id, size)
+        set_message_fields(metadata, properties, partition_key, ordering_key, event_timestamp)
         if len(payload) <= limit:
             entry = encode_entry(metadata, payload)
             op = OpSend(sequence_id, sequence_id, 1, False, entry, crc32c(entry), [callback], 1, size, now, deadline)

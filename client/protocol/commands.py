@@ -119,9 +119,11 @@ def encode_send(
 def encode_send_receipt(producer_id: int, sequence_id: int, ledger_id: int, entry_id: int, highest_sequence_id: int) -> bytes:
     """A serialized SEND_RECEIPT; a negative ledger or entry id (-1 for a duplicate) wraps to uint64."""
     position = b"\x08" + varint(ledger_id & U64_MASK) + b"\x10" + varint(entry_id & U64_MASK)
-    body = (
-        b"\x08" + varint(producer_id) + b"\x10" + varint(sequence_id)
-        + b"\x1a" + varint(len(position)) + position + b"\x20" + varint(highest_sequence_id)
+    sequence = varint(sequence_id)
+    # Unbatched, the highest sequence id is the sequence id: one varint serves both.
+    highest = sequence if highest_sequence_id == sequence_id else varint(highest_sequence_id)
+    body = b"".join(
+        (b"\x08", varint(producer_id), b"\x10", sequence, b"\x1a", bytes((len(position),)), position, b"\x20", highest)
     )
     return _envelope(BaseCommand.SEND_RECEIPT, body)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .checksum import crc32c
 from .PulsarApi_pb2 import BaseCommand, MessageMetadata
+from .wire import varint
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -64,6 +65,31 @@ def encode_entry(metadata: MessageMetadata | bytes, payload: bytes) -> bytes:
     """Build the checksum-covered entry region from metadata and (already compressed) payload."""
     meta = metadata if isinstance(metadata, (bytes, bytearray)) else metadata.SerializeToString()
     return _U32.pack(len(meta)) + meta + payload
+
+
+def encode_plain_metadata(
+    producer_name: str,
+    sequence_id: int,
+    publish_time: int,
+    compression: int = 0,
+    uncompressed_size: int = 0,
+    num_messages_in_batch: int | None = None,
+    highest_sequence_id: int | None = None,
+) -> bytes:
+    """A serialized MessageMetadata without keys, properties or event time, written by hand.
+
+    The bytes equal the generated class's: compression and uncompressed size are written only
+    for a codec other than NONE, as the producer sets them.
+    """
+    name = producer_name.encode("utf-8")
+    parts = [b"\x0a", varint(len(name)), name, b"\x10", varint(sequence_id), b"\x18", varint(publish_time)]
+    if compression:
+        parts += (b"\x40", varint(compression), b"\x48", varint(uncompressed_size))
+    if num_messages_in_batch is not None:
+        parts += (b"\x58", varint(num_messages_in_batch))
+    if highest_sequence_id is not None:
+        parts += (b"\xc0\x01", varint(highest_sequence_id))  # field 24: a two-byte tag
+    return b"".join(parts)
 
 
 def encode_payload_command(

@@ -1,22 +1,18 @@
 """Protobuf wire-format primitives for the few messages coded by hand on hot paths.
 
 A message built through the generated classes costs an object per field and per message; the
-per-message metadata of a batch, and the commands sent once per entry (SEND, SEND_RECEIPT,
-MESSAGE), are small and fixed enough to be written and read as bytes. Everything else goes
-through ``PulsarApi_pb2``. Fields are written in field-number order, as protobuf serializes
-them, so hand-coded bytes equal the generated classes' bytes.
+per-message metadata in a batch, the metadata of an unkeyed entry and the commands sent once
+per entry (SEND, SEND_RECEIPT, MESSAGE) are small and fixed enough to be written as bytes.
+Everything else goes through ``PulsarApi_pb2``. Fields are written in field-number order, as
+protobuf serializes them, so hand-coded bytes equal the generated classes' bytes.
 """
 
 from __future__ import annotations
 
-__all__ = ["U64_MASK", "WireFormatError", "length_delimited", "read_varint", "varint"]
+__all__ = ["U64_MASK", "varint"]
 
 U64_MASK = (1 << 64) - 1
 _ONE_BYTE = [bytes((value,)) for value in range(0x80)]
-
-
-class WireFormatError(ValueError):
-    """Bytes that are not a valid varint where one is expected."""
 
 
 def varint(value: int) -> bytes:
@@ -39,28 +35,3 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-def length_delimited(tag: int, body: bytes) -> bytes:
-    """A length-delimited field: its tag byte, the body's length, the body."""
-    return _ONE_BYTE[tag] + varint(len(body)) + body if tag < 0x80 else varint(tag) + varint(len(body)) + body
-
-
-def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Decode the varint at ``data[pos]`` (reading no further than ``end``): (value, next position).
-
-    Raises:
-        WireFormatError: the varint runs past ``end`` or is longer than ten bytes.
-    """
-    value = 0
-    shift = 0
-    while pos < end:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value & U64_MASK, pos
-        shift += 7
-        if shift >= 70:
-            raise WireFormatError("varint longer than ten bytes")
-    raise WireFormatError("varint runs past the end")

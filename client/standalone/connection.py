@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol import commands
-from ..protocol.commands import PROTOCOL_VERSION
+from ..protocol.commands import PROTOCOL_VERSION, encode_message, encode_send_receipt
 from ..protocol.frames import FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command, encode_payload_command
 from ..protocol.PulsarApi_pb2 import (
     AuthData,
@@ -39,7 +39,8 @@ from .topic import ServerProducer, Topic
 log = logging.getLogger(__name__)
 
 SERVER_VERSION = "airflow-pulsar-standalone"
-T = BaseCommand.Type
+# Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
+T = BaseCommand
 _LATEST = 0x7FFFFFFFFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
 
@@ -413,14 +414,8 @@ class ServerConnection(asyncio.Protocol):
                     message=f"could not store the entry: {error}",
                 )
                 return
-            self._send(
-                T.SEND_RECEIPT,
-                producer_id=producer_id,
-                sequence_id=sequence_id,
-                # A duplicate's (-1, -1) must wrap: the fields are uint64.
-                message_id=MessageIdData(ledgerId=position[0] & _U64, entryId=position[1] & _U64),
-                highest_sequence_id=highest,
-            )
+            # A duplicate's (-1, -1) wraps: the fields are uint64.
+            self._write(encode_command(encode_send_receipt(producer_id, sequence_id, position[0], position[1], highest)))
 
         try:
             # Sequence ids are Java longs in Pulsar: dedup and storage take them signed (the receipt echoes them as sent).
@@ -694,14 +689,17 @@ class ServerConnection(asyncio.Protocol):
         ack_set: list[int] | None,
     ) -> None:
         """Deliver one entry to a consumer on this connection."""
-        command = commands.make(
-            T.MESSAGE,
-            consumer_id=consumer_id,
-            # Clients take the partition of a received id from here (-1 when not a partition).
-            message_id=MessageIdData(ledgerId=ledger_id, entryId=entry.entry_id, partition=partition),
-            redelivery_count=redelivery_count or None,
-            ack_set=ack_set,
-        )
+        # Clients take the partition of a received id from here (-1 when not a partition).
+        if ack_set is None:
+            command: Any = encode_message(consumer_id, ledger_id, entry.entry_id, partition, redelivery_count or None)
+        else:
+            command = commands.make(
+                T.MESSAGE,
+                consumer_id=consumer_id,
+                message_id=MessageIdData(ledgerId=ledger_id, entryId=entry.entry_id, partition=partition),
+                redelivery_count=redelivery_count or None,
+                ack_set=ack_set,
+            )
         self._write(encode_payload_command(command, entry.data, entry.checksum))
 
     def close_consumer(self, consumer_id: int) -> None:

@@ -7,10 +7,12 @@ and sizes, so the backlog between any two positions is two lookups.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import functools
 from array import array
 from collections.abc import Callable
 
-from .storage import Storage, StoredEntry
+from .storage import Commit, Storage, StoredEntry
 
 # Tail entries kept in memory so consumers that keep up never touch the database.
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
@@ -39,7 +41,9 @@ class Ledger:
         self._cache: dict[int, StoredEntry] = {}
         self._cache_size = 0
         self.cache_bytes = cache_bytes
+        # Called once per committed group of entries (from the event loop), not once per entry.
         self.on_committed: list[Callable[[], None]] = []
+        self._notify_scheduled = False
 
     def _push_index(self, num_messages: int, size: int) -> None:
         self._cum_messages.append(self._cum_messages[-1] + num_messages)
@@ -72,20 +76,26 @@ class Ledger:
         first = max(first, 0)
         return self._cum_bytes[last + 1] - self._cum_bytes[first] if last >= first else 0
 
+    def entries_for(self, first: int, messages: int, limit: int) -> int:
+        """How many entries from ``first`` (a committed one) hold ``messages`` messages: 1 .. ``limit``."""
+        cumulative = self._cum_messages
+        end = bisect.bisect_left(cumulative, cumulative[first] + messages, first + 1)
+        return max(1, min(limit, end - first))
+
     def entry_messages(self, entry_id: int) -> int:
         """The message count of one committed entry."""
         return self._cum_messages[entry_id + 1] - self._cum_messages[entry_id]
 
-    def append(self, entry: StoredEntry, producer_name: str | None, sequence_id: int | None) -> asyncio.Future[None]:
-        """Assign the next entry id to ``entry`` and queue it; the future resolves when committed."""
+    def append(self, entry: StoredEntry, producer_name: str | None, sequence_id: int | None) -> Commit:
+        """Assign the next entry id to ``entry`` and queue it; the Commit finishes when committed."""
         entry.entry_id = self.next_entry_id
         self.next_entry_id += 1
-        future = self.storage.append(self.ledger_id, entry, producer_name, sequence_id)
-        future.add_done_callback(lambda f: self._committed(entry, f))
-        return future
+        commit = self.storage.append(self.ledger_id, entry, producer_name, sequence_id)
+        commit.add_done_callback(functools.partial(self._committed, entry))
+        return commit
 
-    def _committed(self, entry: StoredEntry, future: asyncio.Future[None]) -> None:
-        if future.cancelled() or future.exception() is not None:
+    def _committed(self, entry: StoredEntry, commit: Commit) -> None:
+        if commit.exception() is not None:
             self._push_index(0, 0)
             return
         self._push_index(entry.num_messages, len(entry.data))
@@ -94,6 +104,13 @@ class Ledger:
         while self._cache_size > self.cache_bytes and self._cache:
             oldest = next(iter(self._cache))
             self._cache_size -= len(self._cache.pop(oldest).data)
+        if not self._notify_scheduled:
+            # After the rest of the group: one dispatch then serves every entry in it.
+            self._notify_scheduled = True
+            asyncio.get_running_loop().call_soon(self._notify)
+
+    def _notify(self) -> None:
+        self._notify_scheduled = False
         for listener in self.on_committed:
             listener()
 

@@ -2,19 +2,27 @@
 
 Reads run on the caller's (event loop) thread through their own connection; every write goes to
 one writer thread that commits whatever has queued up in a single transaction, so one fsync
-covers a whole group of sends and acks. A write's future resolves only after its commit (and
-fsync, unless switched off), which is what lets the broker send a receipt.
+covers a whole group of sends and acks. A write completes only after its commit (and fsync,
+unless switched off), which is what lets the broker send a receipt. An entry's completion is a
+:class:`Commit`, whose callbacks a committed group runs in one go on the event loop (an asyncio
+future per entry would schedule each callback on its own); other writes return futures.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import json
+import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS topics (
@@ -49,6 +57,10 @@ _INSERT_ENTRY = (
     "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, checksum, producer_name,"
     " sequence_id, sticky_key, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# Entries go in many rows per statement: the sqlite3 module lets go of the GIL around every
+# statement step, and one step per row would hand the GIL to and fro with the event loop for
+# every entry. Power-of-two row counts keep the distinct statements (and their cache) few.
+_ROWS_PER_INSERT = 256
 _SAVE_CURSOR = "INSERT OR REPLACE INTO cursors (ledger_id, name, state) VALUES (?, ?, ?)"
 # SQLite integers are signed 64-bit, as Pulsar's Java longs; uint64 wire values above wrap as there.
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -73,11 +85,51 @@ class StoredEntry:
     data: bytes
 
 
+Done = Callable[[BaseException | None], None]
+
+
+class Commit:
+    """The completion of one appended entry: the future-like part of it the broker uses.
+
+    Callbacks run on the event loop once the entry's group is committed (or failed), in the
+    order they were added; one added after that runs at once.
+    """
+
+    __slots__ = ("_done", "_error", "_callbacks")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Commit], None]] = []
+
+    def done(self) -> bool:
+        """Whether the commit has finished, well or not."""
+        return self._done
+
+    def exception(self) -> BaseException | None:
+        """The storage error that failed the entry, if any."""
+        return self._error
+
+    def add_done_callback(self, callback: Callable[[Commit], None]) -> None:
+        """Call ``callback(commit)`` once finished."""
+        if self._done:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    def finish(self, error: BaseException | None) -> None:
+        """Record the outcome and run the callbacks (the storage calls it on the event loop)."""
+        self._done, self._error = True, error
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+
 @dataclass(slots=True)
 class _Write:
     sql: str
     params: tuple[Any, ...]
-    waiters: list[asyncio.Future[None]]
+    done: list[Done]
 
 
 class Storage:
@@ -176,22 +228,22 @@ class Storage:
         entry: StoredEntry,
         producer_name: str | None,
         sequence_id: int | None,
-    ) -> asyncio.Future[None]:
-        """Queue an entry; the future resolves once it is committed."""
-        return self._submit(
-            _INSERT_ENTRY,
-            (
-                ledger_id,
-                entry.entry_id,
-                _as_int64(entry.publish_time),
-                entry.num_messages,
-                entry.checksum,
-                producer_name,
-                sequence_id,
-                entry.sticky_key,
-                entry.data,
-            ),
+    ) -> Commit:
+        """Queue an entry; the Commit finishes once it is committed."""
+        commit = Commit()
+        params = (
+            ledger_id,
+            entry.entry_id,
+            _as_int64(entry.publish_time),
+            entry.num_messages,
+            entry.checksum,
+            producer_name,
+            sequence_id,
+            entry.sticky_key,
+            entry.data,
         )
+        self._queue_write(_Write(_INSERT_ENTRY, params, [commit.finish]))
+        return commit
 
     def save_cursor(self, ledger_id: int, name: str, state: dict[str, Any]) -> asyncio.Future[None]:
         """Queue a cursor's state, replacing any older state of it not yet written."""
@@ -201,9 +253,9 @@ class Storage:
             pending = self._cursor_writes.get((ledger_id, name))
             if pending is not None:
                 pending.params = params
-                pending.waiters.append(future)
+                pending.done.append(functools.partial(_settle, future))
             else:
-                write = _Write(_SAVE_CURSOR, params, [future])
+                write = _Write(_SAVE_CURSOR, params, [functools.partial(_settle, future)])
                 self._cursor_writes[(ledger_id, name)] = write
                 self._queue.append(write)
                 self._cond.notify()
@@ -241,12 +293,16 @@ class Storage:
 
     def _submit(self, sql: str, params: tuple[Any, ...]) -> asyncio.Future[None]:
         future = self._new_future()
+        self._queue_write(_Write(sql, params, [functools.partial(_settle, future)]))
+        return future
+
+    def _queue_write(self, write: _Write) -> None:
         with self._cond:
             if self._closing:
                 raise RuntimeError("storage is closed")
-            self._queue.append(_Write(sql, params, [future]))
-            self._cond.notify()
-        return future
+            self._queue.append(write)
+            if len(self._queue) == 1:  # the writer waits only on an empty queue
+                self._cond.notify()
 
     def _write_loop(self) -> None:
         conn = self._connect()
@@ -274,10 +330,13 @@ class Storage:
         try:
             conn.execute("BEGIN")
             run_start = 0
-            # Consecutive writes of the same statement go through one executemany.
+            # Consecutive writes of the same statement go through one executemany (entries: a few
+            # multi-row inserts).
             for index in range(1, len(group) + 1):
                 if index == len(group) or group[index].sql != group[run_start].sql:
-                    if index - run_start == 1:
+                    if group[run_start].sql is _INSERT_ENTRY:
+                        _insert_entries(conn, [w.params for w in group[run_start:index]])
+                    elif index - run_start == 1:
                         conn.execute(group[run_start].sql, group[run_start].params)
                     else:
                         conn.executemany(group[run_start].sql, [w.params for w in group[run_start:index]])
@@ -290,12 +349,32 @@ class Storage:
             return exc
 
 
+def _insert_entries(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    done = 0
+    while done < len(rows):
+        count = min(_ROWS_PER_INSERT, 1 << ((len(rows) - done).bit_length() - 1))
+        conn.execute(_insert_entries_sql(count), list(itertools.chain.from_iterable(rows[done : done + count])))
+        done += count
+
+
+@functools.cache
+def _insert_entries_sql(rows: int) -> str:
+    return _INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
+
+
 def _resolve(group: list[_Write], error: BaseException | None) -> None:
     for write in group:
-        for future in write.waiters:
-            if future.done():
-                continue
-            if error is None:
-                future.set_result(None)
-            else:
-                future.set_exception(error)
+        for done in write.done:
+            try:
+                done(error)
+            except Exception:  # one failing completion must not cost the rest of the group theirs
+                log.exception("completing a storage write failed")
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)

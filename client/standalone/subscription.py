@@ -185,9 +185,14 @@ class Subscription:
         # set gets nothing newer until those went out.
         waiting_owners = self._replay_owners() if key_shared else set()
         while self.read_position <= self.ledger.last_entry_id:
-            if not any(c.permits > 0 for c in self.consumers):
+            permits = sum(c.permits for c in self.consumers if c.permits > 0)
+            if not permits:
                 return
-            for entry in self.ledger.read(self.read_position, _READ_BATCH):
+            # Only what the permits can take (a batch costs a permit per message): a block read
+            # from storage for every FLOW would otherwise be mostly thrown away. Key_Shared may
+            # pass over entries whose key is busy, so it reads the whole block.
+            limit = _READ_BATCH if key_shared else self.ledger.entries_for(self.read_position, permits, _READ_BATCH)
+            for entry in self.ledger.read(self.read_position, limit):
                 entry_id = entry.entry_id
                 if self.cursor.is_acked(entry_id) or entry_id in self.holder:
                     self.read_position = entry_id + 1

@@ -14,7 +14,7 @@ from ..topic_name import TopicName
 from .cursor import Cursor
 from .ledger import Ledger
 from .rates import RateMeter
-from .storage import Storage, StoredEntry
+from .storage import Commit, Storage, StoredEntry
 from .subscription import Subscription, SubscriptionError
 
 ACCESS_MODE_NAMES = {v: k for k, v in ProducerAccessMode.items()}
@@ -83,7 +83,7 @@ class Topic:
         # Deduplication: highest sequence id accepted and highest committed, per producer name.
         self._persisted_seq: dict[str, int] = dict(last_sequence_ids or {})
         self._pushed_seq: dict[str, int] = dict(self._persisted_seq)
-        self._last_append: dict[str, asyncio.Future[None]] = {}
+        self._last_append: dict[str, Commit] = {}
         self.topic_epoch = 0
         self._exclusive_waiters: list[asyncio.Future[None]] = []
         self.msg_in = 0
@@ -176,7 +176,7 @@ class Topic:
         if self.dedup and records_sequence:
             self._last_append[name] = future
 
-        def committed(f: asyncio.Future[None]) -> None:
+        def committed(f: Commit) -> None:
             error = f.exception()
             if error is not None:
                 if self.dedup and records_sequence:
