@@ -2,9 +2,10 @@
 
 The official producer (batching on, 100-byte messages) writes a backlog; then each consumer
 drains it on its own subscription with the same settings (receiver queue 1000, Exclusive, an
-individual ack per message), once with ``receive`` and once with ``batch_receive``. Usage::
+individual ack per message), with ``receive`` and with ``batch_receive``: the best of
+``--rounds`` interleaved rounds, each on a fresh subscription. Usage::
 
-    python bench/consumer.py [--messages N]
+    python bench/consumer.py [--messages N] [--rounds R]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pulsar
 from airflow_pulsar.client import consumer as ours_consumer
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 PAYLOAD = b"x" * 100
 TOPIC = "bench-consume"
@@ -62,8 +64,8 @@ def run(name: str, subscribe: Callable[[str, bool], Any], messages: int, batch: 
     return rate
 
 
-def measure(messages: int) -> list[dict[str, Any]]:
-    """Drain the same backlog with each client, with receive and with batch_receive."""
+def measure(messages: int, rounds: int = DEFAULT_ROUNDS) -> list[dict[str, Any]]:
+    """Drain the same backlog with each client, with receive and with batch_receive (best round each)."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-") as data_dir:
         broker = BrokerProcess(Path(data_dir), "--no-fsync").start()
@@ -86,9 +88,11 @@ def measure(messages: int) -> list[dict[str, Any]]:
 
             for batch in (False, True):
                 mode = "batch_receive" if batch else "receive"
-                rows.append({"figure": f"consume {len(PAYLOAD)} B backlog of {messages}, {mode} (msg/s)",
-                             "official": round(run("official", theirs_subscribe, messages, batch)),
-                             "ours": round(run("ours", ours_subscribe, messages, batch))})
+                best = best_of_rounds(rounds, {
+                    "official": lambda index: run(f"official-{index}", theirs_subscribe, messages, batch),
+                    "ours": lambda index: run(f"ours-{index}", ours_subscribe, messages, batch),
+                })
+                rows.append({"figure": f"consume {len(PAYLOAD)} B backlog of {messages}, {mode} (msg/s)", **best})
             ours.close()
             official.close()
         finally:
@@ -100,8 +104,9 @@ def main() -> None:
     """Print msg/s of both consumers and the ratio ours/official."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="interleaved rounds; the best counts")
     args = parser.parse_args()
-    for row in measure(args.messages):
+    for row in measure(args.messages, args.rounds):
         print(f"{row['figure']}: official {row['official']:,}  ours {row['ours']:,}  ratio {row['ours'] / row['official']:.2f}")
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 prints one table, each figure with both clients and the ratio ours/official, checks the figures
 against the project's targets, and writes ``bench/results/latest.json``. Usage::
 
-    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory]
+    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark]
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -27,6 +28,22 @@ import producer
 
 RESULTS = Path(__file__).with_name("results")
 
+
+def spark_ingest_rows(messages: int, repeat: int) -> list[dict[str, Any]]:
+    """Spark ingestion rows/s, as a row whose "official" column is the in-memory Arrow source baseline.
+
+    spark_ingest.py runs as its own script: Spark's Python workers then get its data source class
+    by value, and this process never starts a JVM.
+    """
+    script = Path(__file__).with_name("spark_ingest.py")
+    command = [sys.executable, str(script), "--messages", str(messages), "--repeat", str(repeat)]
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{script.name} failed:\n{run.stderr[-3000:]}")
+    result = json.loads((RESULTS / "spark_ingest.json").read_text())
+    return [{"figure": f"spark ingest {messages} JSON messages, rows/s (official column: in-memory source)",
+             "official": result["baseline_rows_per_s"], "ours": result["ours_rows_per_s"], "detail": result}]
+
 # name -> (quick, full) runs; each returns rows {"figure", "official", "ours", ...}.
 SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[dict[str, Any]]]]] = {
     "producer": (lambda: producer.measure(30_000), lambda: producer.measure(200_000)),
@@ -37,6 +54,7 @@ SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[
         lambda: broker_publish.measure(300_000, fsync=True) + broker_publish.measure(300_000, fsync=False),
     ),
     "memory": (lambda: memory.measure(64, 500, 3, 5_000), lambda: memory.measure(64, 500, 10, 20_000)),
+    "spark": (lambda: spark_ingest_rows(100_000, 1), lambda: spark_ingest_rows(100_000, 5)),
 }
 
 
@@ -48,6 +66,8 @@ def target(row: dict[str, Any]) -> tuple[str, bool] | None:
     if figure.startswith("broker publish") and "fsync on" in figure:
         floor = 300_000 if "batching on" in figure else 20_000
         return f">= {floor:,} msg/s", max(ours, row["official"]) >= floor
+    if figure.startswith("spark ingest"):
+        return ">= 0.5x in-memory source", ours >= 0.5 * row["official"]
     if "p99" in figure:
         return "< 20 ms", ours < 20
     if "bound" in row:

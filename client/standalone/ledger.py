@@ -38,7 +38,10 @@ class Ledger:
                 self._push_index(0, 0)
             self._push_index(num_messages, size)
         self.next_entry_id = len(self._cum_messages) - 1
-        self._cache: dict[int, StoredEntry] = {}
+        # The cache holds each entry's fields as a plain tuple: tuples of numbers and bytes drop out
+        # of the garbage collector's sight, while a heap of entry objects made every full collection
+        # walk all of them (unbatched publishing fell from 23k to 16k msg/s as the caches filled).
+        self._cache: dict[int, tuple[int, int, int, int, bytes | None, bytes]] = {}
         self._cache_size = 0
         self.cache_bytes = cache_bytes
         # Called once per committed group of entries (from the event loop), not once per entry.
@@ -99,11 +102,13 @@ class Ledger:
             self._push_index(0, 0)
             return
         self._push_index(entry.num_messages, len(entry.data))
-        self._cache[entry.entry_id] = entry
+        self._cache[entry.entry_id] = (
+            entry.entry_id, entry.publish_time, entry.num_messages, entry.checksum, entry.sticky_key, entry.data
+        )
         self._cache_size += len(entry.data)
         while self._cache_size > self.cache_bytes and self._cache:
             oldest = next(iter(self._cache))
-            self._cache_size -= len(self._cache.pop(oldest).data)
+            self._cache_size -= len(self._cache.pop(oldest)[5])
         if not self._notify_scheduled:
             # After the rest of the group: one dispatch then serves every entry in it.
             self._notify_scheduled = True
@@ -122,7 +127,7 @@ class Ledger:
         cache = self._cache
         if first in cache and last in cache:
             try:
-                return [cache[e] for e in range(first, last + 1)]
+                return [StoredEntry(*cache[e]) for e in range(first, last + 1)]
             except KeyError:  # a hole left by a failed commit
                 pass
         return self.storage.read_entries(self.ledger_id, first, last, limit)

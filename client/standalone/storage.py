@@ -144,7 +144,9 @@ class Storage:
         self._queue: list[_Write] = []
         # Cursor states coalesce: only the newest state of a cursor needs writing.
         self._cursor_writes: dict[tuple[int, str], _Write] = {}
-        self._cond = threading.Condition()
+        # The queue's lock, taken directly on the append path (a Condition's ``with`` costs more).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -297,12 +299,15 @@ class Storage:
         return future
 
     def _queue_write(self, write: _Write) -> None:
-        with self._cond:
+        self._lock.acquire()
+        try:
             if self._closing:
                 raise RuntimeError("storage is closed")
             self._queue.append(write)
             if len(self._queue) == 1:  # the writer waits only on an empty queue
                 self._cond.notify()
+        finally:
+            self._lock.release()
 
     def _write_loop(self) -> None:
         conn = self._connect()
