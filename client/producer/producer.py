@@ -130,14 +130,13 @@ class Producer:
             and event_timestamp is None
             and not self._interceptors
         ):
-            # The common case, with nothing to check or convert.
+            # The common case, with nothing to check or convert; a custom router goes through _dispatch.
             if self._router is None:
                 self._partitions[0].send_async(content, callback)
-            elif self._route_unkeyed is not None:
+                return
+            if self._route_unkeyed is not None:
                 self._partitions[self._route_unkeyed(self._num_partitions)].send_async(content, callback)
-            else:
-                self._dispatch(content, callback, None, None, None, None, None, False)
-            return
+                return
         self._dispatch(content, callback, properties, partition_key, ordering_key, sequence_id, event_timestamp, False)
 
     def send(
