@@ -7,7 +7,12 @@ PYTEST_ARGS ?=
 # The broker-backed tiers are mostly waiting on I/O: two workers keep both cores busy.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install test demo bench proto java clean
+# Apache Pulsar's jars (jvm/pom.xml), resolved by Maven into the checkout's git-ignored cache.
+JVM_CACHE := .jvm
+PULSAR_CLASSPATH := $(JVM_CACHE)/pulsar.classpath
+MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
+
+.PHONY: install test demo bench proto java clean pulsar pulsar-jars
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "Python >= 3.10 is required"; exit 1; }
@@ -16,7 +21,18 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/uv pip install --python $(PY) --quiet -e '.[spark,dev]'
 	touch $(STAMP)
 
-install: $(STAMP) java
+install: $(STAMP) java pulsar-jars
+
+pulsar-jars: $(PULSAR_CLASSPATH)
+
+$(PULSAR_CLASSPATH): jvm/pom.xml
+	@mkdir -p $(JVM_CACHE)
+	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
+	$(MVN) -f jvm/pom.xml dependency:build-classpath -Dmdep.outputFile=$(CURDIR)/$(PULSAR_CLASSPATH)
+
+# Apache Pulsar standalone in the foreground, on free ports; prints its URLs.
+pulsar: install
+	$(PY) jvm/apache_pulsar.py
 
 # Spark needs Java 17 or newer; install Debian's JRE when it is missing or too old.
 java:
@@ -40,4 +56,4 @@ proto: $(STAMP)
 	$(PY) proto/generate.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(JVM_CACHE) build *.egg-info

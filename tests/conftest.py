@@ -1,21 +1,99 @@
-"""Shared fixtures: the standalone broker as a real child process."""
+"""Shared fixtures: the brokers under test, as real child processes.
+
+Every broker-backed test runs against both brokers through the module-scoped ``broker`` fixture:
+``embedded`` (our standalone broker, a fresh one per module) and ``pulsar`` (Apache Pulsar
+standalone from Maven Central, one per test process for the whole session, because a JVM takes
+seconds to start). ``--brokers embedded|pulsar|both`` picks them. A test that exercises our broker's
+own internals is marked ``embedded_only`` and says in its docstring why.
+"""
 
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
+import httpx
 import pytest
 
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jvm"))
+from apache_pulsar import PulsarStandalone  # noqa: E402
+
+BROKER_KINDS = ("embedded", "pulsar")
+
+
+class Broker(Protocol):
+    """What a test may use of the broker under test, whichever it is."""
+
+    name: str
+    service_url: str
+    web_url: str
+    port: int
+    http_port: int
+    log_path: Path
+
+    def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response: ...
+    def topic_stats(self, topic: str) -> dict[str, Any]: ...
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--brokers", choices=("embedded", "pulsar", "both"), default="both",
+        help="which brokers the broker-backed tests run against (default: both)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "embedded_only: tests our broker's own internals; runs against the embedded broker only"
+    )
+
+
+def selected_kinds(config: pytest.Config) -> list[str]:
+    choice = config.getoption("--brokers")
+    return list(BROKER_KINDS) if choice == "both" else [choice]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test that uses ``broker`` once per selected broker, grouped by module."""
+    if "broker_kind" not in metafunc.fixturenames:
+        return
+    kinds = selected_kinds(metafunc.config)
+    if metafunc.definition.get_closest_marker("embedded_only") is not None:
+        kinds = [kind for kind in kinds if kind == "embedded"]
+    metafunc.parametrize("broker_kind", kinds, scope="module")
+
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[BrokerProcess]:
-    """A broker for the whole test module, with fsync on (the default)."""
+def broker_kind(request: pytest.FixtureRequest) -> str:
+    """``embedded`` or ``pulsar``: which broker this module's tests run against."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def apache_pulsar() -> Iterator[PulsarStandalone]:
+    """Apache Pulsar standalone, shared by every module of this test process."""
+    with tempfile.TemporaryDirectory(prefix="apache-pulsar-") as work_dir:
+        pulsar = PulsarStandalone(Path(work_dir)).start()
+        try:
+            yield pulsar
+        finally:
+            pulsar.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(broker_kind: str, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """The broker under test for the whole module: a fresh embedded one (fsync on, the default),
+    or the session's Apache Pulsar."""
+    if broker_kind == "pulsar":
+        yield request.getfixturevalue("apache_pulsar")
+        return
     with tempfile.TemporaryDirectory(prefix="broker-") as data_dir:
         process = BrokerProcess(Path(data_dir)).start()
         try:
@@ -26,7 +104,7 @@ def broker() -> Iterator[BrokerProcess]:
 
 @pytest.fixture
 def broker_factory() -> Iterator:
-    """Start brokers with extra options; each is stopped (by pid) after the test."""
+    """Start embedded brokers with extra options; each is stopped (by pid) after the test."""
     started: list[BrokerProcess] = []
     dirs: list[tempfile.TemporaryDirectory[str]] = []
 
@@ -47,5 +125,5 @@ def broker_factory() -> Iterator:
 
 @pytest.fixture
 def topic_name(request: pytest.FixtureRequest) -> str:
-    """A topic name unique to the test."""
-    return re.sub(r"[^\w-]", "-", request.node.name)[:80] + f"-{time.monotonic_ns() % 1_000_000}"
+    """A topic name unique to the test (and to the broker it runs against)."""
+    return re.sub(r"[^\w-]", "-", request.node.name)[:80] + f"-{time.monotonic_ns() % 1_000_000_000}"

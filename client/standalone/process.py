@@ -23,6 +23,8 @@ READY = re.compile(r"ready: service_url=(\S+) web_service_url=(\S+)")
 class BrokerProcess:
     """One standalone broker child process and its URLs."""
 
+    name = "embedded"
+
     def __init__(self, data_dir: Path, *extra_args: str):
         self.data_dir = data_dir
         self.extra_args = list(extra_args)

@@ -46,7 +46,11 @@ def client(client_factory: Callable[..., pulsar.Client]) -> pulsar.Client:
 
 @pytest.fixture(scope="module", autouse=True)
 def broker_log_is_clean(broker: Any) -> Iterator[None]:
-    """After each module, fail if the broker logged an unhandled exception meanwhile."""
+    """After each module, fail if our broker logged an unhandled exception meanwhile (Apache
+    Pulsar logs handled exceptions as a matter of course, so its log is not read)."""
+    if broker.name != "embedded":
+        yield
+        return
     start = broker.log_path.stat().st_size if broker.log_path.exists() else 0
     yield
     with open(broker.log_path, errors="replace") as log:

@@ -1,0 +1,268 @@
+"""Apache Pulsar standalone as a child JVM, from the jars `make` resolves with ``jvm/pom.xml``.
+
+Used by the tests (one per pytest-xdist worker), the benchmarks and ``make pulsar``. It exposes the
+same surface as the embedded broker's ``BrokerProcess`` (``service_url``, ``web_url``, ``admin()``,
+``topic_stats()``, ``stop()``, ``kill()``, ``restart()``), so a test written against one runs
+unchanged against the other.
+
+The generated configuration keeps Pulsar's defaults except where one machine needs otherwise:
+loopback and free ports, one bookie (ensemble, write and ack quorum 1), small caches, no load
+manager, and idle topics kept (Pulsar deletes an idle topic without subscriptions after about a
+minute, which would race the tests). Brokers also append the index entry metadata (PIP-90), the
+configuration under which the provider counts backlogs exactly in messages.
+
+``python jvm/apache_pulsar.py`` runs one in the foreground and prints its URLs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+PULSAR_VERSION = "4.2.4"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CLASSPATH_FILE = REPO_ROOT / ".jvm" / "pulsar.classpath"
+STARTUP_TIMEOUT = 180.0
+
+# What Pulsar's bin/pulsar passes to every JVM it starts.
+JVM_OPTIONS = [
+    "-Djute.maxbuffer=10485760",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "--add-opens", "java.base/java.io=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
+    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens", "java.base/sun.net=ALL-UNNAMED",
+    "--add-opens", "java.management/sun.management=ALL-UNNAMED",
+    "-Dbookkeeper.metadata.bookie.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataBookieDriver",
+    "-Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver",
+    "-Dzookeeper.4lw.commands.whitelist=*",
+    "-Dzookeeper.snapshot.trust.empty=true",
+    "-Dlog4j.shutdownHookEnabled=false",
+    "-Dlog4j2.is.webapp=false",
+]
+
+INDEX_INTERCEPTOR = "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor"
+
+# Overrides of Pulsar's defaults for one small machine; every other key keeps Pulsar's default.
+BASE_CONFIG: dict[str, str] = {
+    "clusterName": "standalone",
+    "bindAddress": "127.0.0.1",
+    "advertisedAddress": "127.0.0.1",
+    "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.NoopLoadManager",
+    "brokerDeleteInactiveTopicsEnabled": "false",
+    "managedLedgerDefaultEnsembleSize": "1",
+    "managedLedgerDefaultWriteQuorum": "1",
+    "managedLedgerDefaultAckQuorum": "1",
+    "managedLedgerCacheSizeMB": "64",
+    "dbStorage_writeCacheMaxSizeMb": "32",
+    "dbStorage_readAheadCacheMaxSizeMb": "32",
+    "dbStorage_rocksDB_blockCacheSize": "16777216",
+    "journalSyncData": "false",
+    "brokerEntryMetadataInterceptors": INDEX_INTERCEPTOR,
+    "webSocketServiceEnabled": "false",
+    "functionsWorkerEnabled": "false",
+}
+
+LOG4J2 = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{HH:mm:ss.SSS}} [%t] %-5level %logger{{1}} - %msg%n
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = file
+"""
+
+
+class PulsarNotResolved(RuntimeError):
+    """The Apache Pulsar jars are not in the checkout's cache: run ``make pulsar-jars``."""
+
+
+def classpath() -> str:
+    """The resolved classpath, or a clear error saying how to resolve it."""
+    if not CLASSPATH_FILE.exists():
+        raise PulsarNotResolved(
+            f"Apache Pulsar {PULSAR_VERSION} is not resolved ({CLASSPATH_FILE} is missing): run `make pulsar-jars`"
+        )
+    return CLASSPATH_FILE.read_text().strip()
+
+
+def java_executable() -> str:
+    """``$JAVA_HOME/bin/java`` when set, else ``java`` from the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+def free_port() -> int:
+    """A TCP port free on loopback at the time of the call."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PulsarStandalone:
+    """One Apache Pulsar standalone JVM (broker, bookie, RocksDB metadata) and its URLs."""
+
+    name = "pulsar"
+
+    def __init__(
+        self,
+        work_dir: Path,
+        config: Mapping[str, str] | None = None,
+        heap: str = "512m",
+        log_level: str = "info",
+    ):
+        self.work_dir = work_dir
+        self.config = {**BASE_CONFIG, **(config or {})}
+        self.heap = heap
+        self.log_level = log_level
+        self.port = 0
+        self.http_port = 0
+        self.bookie_port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = work_dir / "pulsar.log"
+        self.startup_seconds = 0.0
+
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://127.0.0.1:{self.port}"
+
+    @property
+    def web_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def start(self, timeout: float = STARTUP_TIMEOUT) -> PulsarStandalone:
+        """Start the JVM and wait until the default namespace is served."""
+        began = time.monotonic()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        if not self.port:  # keep the ports across restarts, so clients reconnect
+            self.port, self.http_port, self.bookie_port = free_port(), free_port(), free_port()
+        conf = self.work_dir / "standalone.conf"
+        settings = {**self.config, "brokerServicePort": str(self.port), "webServicePort": str(self.http_port)}
+        conf.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        log_conf = self.work_dir / "log4j2.properties"
+        log_conf.write_text(LOG4J2.format(log=self.log_path, level=self.log_level))
+        args = [
+            java_executable(), f"-Xms{self.heap}", f"-Xmx{self.heap}", f"-XX:MaxDirectMemorySize={self.heap}",
+            "-XX:+UseG1GC", *JVM_OPTIONS, f"-Dlog4j.configurationFile={log_conf}",
+            "-cp", classpath(), "org.apache.pulsar.PulsarStandaloneStarter",
+            "--config", str(conf), "-nfw", "-nss",
+            "--metadata-dir", str(self.work_dir / "metadata"),
+            "--bookkeeper-dir", str(self.work_dir / "bookkeeper"),
+            "--bookkeeper-port", str(self.bookie_port),
+            "--advertised-address", "127.0.0.1",
+        ]
+        with open(self.work_dir / "stdout.log", "ab") as out:
+            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=self.work_dir)
+        self._wait_ready(began + timeout)
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def _wait_ready(self, deadline: float) -> None:
+        assert self.process is not None
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Apache Pulsar exited with {self.process.returncode}:\n{self._log_tail()}")
+            try:
+                response = httpx.get(self.web_url + "/admin/v2/namespaces/public", timeout=2)
+                if response.status_code == 200 and "public/default" in response.json():
+                    return
+            except httpx.HTTPError:
+                pass  # not listening yet
+            time.sleep(0.25)
+        self.kill()
+        raise RuntimeError(f"Apache Pulsar was not ready in time:\n{self._log_tail()}")
+
+    def _log_tail(self, size: int = 4000) -> str:
+        parts = []
+        for path in (self.work_dir / "stdout.log", self.log_path):
+            if path.exists():
+                parts.append(path.read_text(errors="replace")[-size:])
+        return "\n".join(parts)
+
+    def stop(self) -> int:
+        """SIGTERM and wait (kill -9 after 30 s); returns the exit code."""
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait(timeout=30)
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        """kill -9, as a crash."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def restart(self, crash: bool = False) -> PulsarStandalone:
+        """Stop (or kill -9) and start again on the same ports and data."""
+        if crash:
+            self.kill()
+        else:
+            self.stop()
+        return self.start()
+
+    def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One admin REST call, e.g. ``admin("GET", "/admin/v2/persistent/public/default")``."""
+        return httpx.request(method, self.web_url + path, timeout=30, **kwargs)
+
+    def topic_stats(self, topic: str) -> dict[str, Any]:
+        """The /stats document of a short topic name in public/default."""
+        response = self.admin("GET", f"/admin/v2/persistent/public/default/{topic}/stats")
+        response.raise_for_status()
+        return response.json()
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the JVM, from /proc."""
+        assert self.process is not None
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+
+def main() -> int:
+    """Run Apache Pulsar standalone in the foreground until Ctrl-C (``make pulsar``)."""
+    work = Path(tempfile.mkdtemp(prefix="apache-pulsar-"))
+    pulsar = PulsarStandalone(work)
+    try:
+        pulsar.start()
+        print(
+            f"Apache Pulsar {PULSAR_VERSION} ready in {pulsar.startup_seconds:.0f} s: "
+            f"service_url={pulsar.service_url} web_service_url={pulsar.web_url}\n"
+            f"data and log: {work} (removed on exit); Ctrl-C stops it",
+            flush=True,
+        )
+        assert pulsar.process is not None
+        pulsar.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        pulsar.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
