@@ -42,8 +42,9 @@ java:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; \
 	fi
 
+# loadgroup: one worker runs the cluster tier, so one cluster starts (tests/conftest.py groups it).
 test: install
-	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 demo: install
 	$(PY) -m airflow_pulsar.demo

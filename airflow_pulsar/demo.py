@@ -94,8 +94,10 @@ def _table_rows(warehouse: Path) -> dict[str, int]:
     return {f"{TOPIC}-partition-{c['values']}": c["counts"] for c in sorted(counts, key=lambda c: c["values"])}
 
 
-def _backlog(admin: PulsarAdmin) -> int:
-    return admin.backlog(TOPIC, SUBSCRIPTION).msg_backlog
+def _backlog(admin: PulsarAdmin) -> tuple[int, str]:
+    """The subscription's backlog in messages (a batch of n counts n), and how it was counted."""
+    backlog = admin.message_backlog(TOPIC, SUBSCRIPTION)
+    return backlog.messages, f"{'exact' if backlog.exact else 'estimated'}, {backlog.entries} entries"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -115,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             admin.create_subscription(TOPIC, SUBSCRIPTION, pulsar.InitialPosition.Earliest)
             produced = _produce(broker.service_url, EVENTS)
             print(f"produced {produced} shop events to {TOPIC} (4 partitions)")
-            print(f"backlog of '{SUBSCRIPTION}' before: {_backlog(admin)} messages")
+            before, counted = _backlog(admin)
+            print(f"backlog of '{SUBSCRIPTION}' before: {before} messages ({counted})")
 
             env = _airflow_env(broker, (DEMO_DIR / "airflow").resolve())
             print("running the ingestion DAG: airflow dags test pulsar_shop_events_ingest ...", flush=True)
@@ -129,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"table shop.events holds {sum(rows.values())} rows:")
             for partition, count in rows.items():
                 print(f"  {partition}: {count} rows")
-            after = _backlog(admin)
-            print(f"backlog of '{SUBSCRIPTION}' after: {after} messages")
+            after, counted = _backlog(admin)
+            print(f"backlog of '{SUBSCRIPTION}' after: {after} messages ({counted})")
         ok = sum(rows.values()) == produced == EVENTS and after == 0
         print(f"demo {'OK' if ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
         print(f"table: {(DEMO_DIR / 'warehouse' / 'shop.db' / 'events').resolve()} (parquet, partitioned by batch_id)")

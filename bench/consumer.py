@@ -11,17 +11,16 @@ individual ack per message), with ``receive`` and with ``batch_receive``: the be
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pulsar
 
+import brokers
+
 from airflow_pulsar.client import consumer as ours_consumer
 from airflow_pulsar.client.client import Client
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 PAYLOAD = b"x" * 100
@@ -64,39 +63,36 @@ def run(name: str, subscribe: Callable[[str, bool], Any], messages: int, batch: 
     return rate
 
 
-def measure(messages: int, rounds: int = DEFAULT_ROUNDS) -> list[dict[str, Any]]:
+def measure(messages: int, rounds: int = DEFAULT_ROUNDS, broker_kind: str = "embedded") -> list[dict[str, Any]]:
     """Drain the same backlog with each client, with receive and with batch_receive (best round each)."""
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-") as data_dir:
-        broker = BrokerProcess(Path(data_dir), "--no-fsync").start()
-        try:
-            official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-            ours = Client(broker.service_url, operation_timeout_seconds=30)
-            produce_backlog(official, messages)
+    with brokers.running(broker_kind, fsync=False) as broker:
+        official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        ours = Client(broker.service_url, operation_timeout_seconds=30)
+        produce_backlog(official, messages)
 
-            def theirs_subscribe(subscription: str, batch: bool) -> Any:
-                return official.subscribe(
-                    TOPIC, subscription, initial_position=pulsar.InitialPosition.Earliest, receiver_queue_size=1000,
-                    batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
-                )
+        def theirs_subscribe(subscription: str, batch: bool) -> Any:
+            return official.subscribe(
+                TOPIC, subscription, initial_position=pulsar.InitialPosition.Earliest, receiver_queue_size=1000,
+                batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
+            )
 
-            def ours_subscribe(subscription: str, batch: bool) -> Any:
-                return ours.subscribe(
-                    TOPIC, subscription, initial_position=ours_consumer.InitialPosition.Earliest, receiver_queue_size=1000,
-                    batch_receive_policy=ours_consumer.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
-                )
+        def ours_subscribe(subscription: str, batch: bool) -> Any:
+            return ours.subscribe(
+                TOPIC, subscription, initial_position=ours_consumer.InitialPosition.Earliest, receiver_queue_size=1000,
+                batch_receive_policy=ours_consumer.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
+            )
 
-            for batch in (False, True):
-                mode = "batch_receive" if batch else "receive"
-                best = best_of_rounds(rounds, {
-                    "official": lambda index: run(f"official-{index}", theirs_subscribe, messages, batch),
-                    "ours": lambda index: run(f"ours-{index}", ours_subscribe, messages, batch),
-                })
-                rows.append({"figure": f"consume {len(PAYLOAD)} B backlog of {messages}, {mode} (msg/s)", **best})
-            ours.close()
-            official.close()
-        finally:
-            broker.stop()
+        for batch in (False, True):
+            mode = "batch_receive" if batch else "receive"
+            best = best_of_rounds(rounds, {
+                "official": lambda index: run(f"official-{index}", theirs_subscribe, messages, batch),
+                "ours": lambda index: run(f"ours-{index}", ours_subscribe, messages, batch),
+            })
+            figure = f"consume {len(PAYLOAD)} B backlog of {messages}, {mode}{brokers.on(broker_kind)} (msg/s)"
+            rows.append({"figure": figure, **best})
+        ours.close()
+        official.close()
     return rows
 
 
@@ -105,8 +101,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="interleaved rounds; the best counts")
+    parser.add_argument("--broker", choices=brokers.KINDS, default="embedded", help="the broker to run against")
     args = parser.parse_args()
-    for row in measure(args.messages, args.rounds):
+    for row in measure(args.messages, args.rounds, args.broker):
         print(f"{row['figure']}: official {row['official']:,}  ours {row['ours']:,}  ratio {row['ours'] / row['official']:.2f}")
 
 if __name__ == "__main__":

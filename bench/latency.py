@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import struct
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import brokers
 
 STAMP = struct.Struct(">q")
 
@@ -66,26 +67,22 @@ def run(client: Any, topic: str, rate: int, seconds: float) -> dict[str, float]:
     return {"p50_ms": _percentile(latencies, 0.50), "p99_ms": _percentile(latencies, 0.99), "max_ms": latencies[-1]}
 
 
-def measure(rate: int, seconds: float) -> list[dict[str, Any]]:
+def measure(rate: int, seconds: float, broker_kind: str = "embedded") -> list[dict[str, Any]]:
     """Latency of both clients through one broker (fsync on, as in production)."""
     import pulsar
 
     import airflow_pulsar.client as ours
-    from airflow_pulsar.client.standalone.process import BrokerProcess
 
     results: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-latency-") as data_dir:
-        broker = BrokerProcess(Path(data_dir)).start()
-        try:
-            official = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-            results["official"] = run(official, "latency-official", rate, seconds)
-            official.close()
-            with ours.Client(broker.service_url) as client:
-                results["ours"] = run(client, "latency-ours", rate, seconds)
-        finally:
-            broker.stop()
+    with brokers.running(broker_kind, fsync=True) as broker:
+        official = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        results["official"] = run(official, "latency-official", rate, seconds)
+        official.close()
+        with ours.Client(broker.service_url) as client:
+            results["ours"] = run(client, "latency-ours", rate, seconds)
+    on = brokers.on(broker_kind)
     return [
-        {"figure": f"end-to-end {key[:3]} latency at {rate} msg/s, 1 ms batching (ms)", "official": round(results["official"][key], 2),
+        {"figure": f"end-to-end {key[:3]} latency at {rate} msg/s, 1 ms batching{on} (ms)", "official": round(results["official"][key], 2),
          "ours": round(results["ours"][key], 2), "lower_is_better": True}
         for key in ("p50_ms", "p99_ms")
     ]
@@ -97,8 +94,9 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--broker", choices=brokers.KINDS, default="embedded", help="the broker to run against")
     args = parser.parse_args()
-    rows = measure(args.rate, args.seconds)
+    rows = measure(args.rate, args.seconds, args.broker)
     for row in rows:
         print(f"{row['figure']}: official {row['official']}  ours {row['ours']}")
     if args.json:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +21,10 @@ from typing import Any
 
 import pulsar
 
+import brokers
+
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.producer import CompressionType
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 SETTINGS: dict[str, Any] = {
@@ -38,6 +38,8 @@ SETTINGS: dict[str, Any] = {
     "send_timeout_millis": 60_000,
 }
 CASES = [(size, partitions, codec) for size in (100, 1024) for partitions in (1, 4) for codec in ("NONE", "LZ4")]
+# On Apache Pulsar only the base cases: the JVM broker, not the codec, is what that run compares.
+PULSAR_CASES = [(100, 1, "NONE"), (100, 4, "NONE")]
 
 
 def _rate(producer: Any, payload: bytes, messages: int) -> float:
@@ -48,7 +50,7 @@ def _rate(producer: Any, payload: bytes, messages: int) -> float:
     return messages / (time.perf_counter() - start)
 
 
-def run_official(broker: BrokerProcess, topic: str, payload: bytes, messages: int, codec: str) -> float:
+def run_official(broker: brokers.Broker, topic: str, payload: bytes, messages: int, codec: str) -> float:
     """Messages per second of the official client (C++ core)."""
     client = pulsar.Client(
         broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
@@ -60,54 +62,54 @@ def run_official(broker: BrokerProcess, topic: str, payload: bytes, messages: in
         client.close()
 
 
-def run_ours(broker: BrokerProcess, topic: str, payload: bytes, messages: int, codec: str) -> float:
+def run_ours(broker: brokers.Broker, topic: str, payload: bytes, messages: int, codec: str) -> float:
     """Messages per second of our producer."""
     with Client(broker.service_url, operation_timeout_seconds=30) as client:
         producer = client.create_producer(topic, compression_type=CompressionType[codec], **SETTINGS)
         return _rate(producer, payload, messages)
 
 
-def _topic(broker: BrokerProcess, name: str, partitions: int) -> str:
+def _topic(broker: brokers.Broker, name: str, partitions: int) -> str:
     if partitions > 1:
         path = f"/admin/v2/persistent/public/default/{name}/partitions"
-        broker.admin("PUT", path, content=str(partitions)).raise_for_status()
+        broker.admin("PUT", path, json=partitions).raise_for_status()
     return name
 
 
-def _stored(broker: BrokerProcess, topic: str, partitions: int) -> int:
+def _stored(broker: brokers.Broker, topic: str, partitions: int) -> int:
     if partitions == 1:
         return broker.topic_stats(topic)["msgInCounter"]
     stats = broker.admin("GET", f"/admin/v2/persistent/public/default/{topic}/partitioned-stats").json()
     return stats["msgInCounter"]
 
 
-def measure(messages: int, fsync: bool = False, rounds: int = DEFAULT_ROUNDS) -> list[dict[str, Any]]:
+def measure(
+    messages: int, fsync: bool = False, rounds: int = DEFAULT_ROUNDS, broker_kind: str = "embedded"
+) -> list[dict[str, Any]]:
     """Every case for both producers: one row per case with the best msg/s of each."""
     runners: dict[str, Callable[..., float]] = {"official": run_official, "ours": run_ours}
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-producer-") as data_dir:
-        broker = BrokerProcess(Path(data_dir), *([] if fsync else ["--no-fsync"])).start()
-        try:
-            for size, partitions, codec in CASES:
-                count = messages if size == 100 else messages // 2
-                payload = (b"0123456789abcdef" * (size // 16 + 1))[:size]
+    cases = CASES if broker_kind == "embedded" else PULSAR_CASES
+    with brokers.running(broker_kind, fsync) as broker:
+        for size, partitions, codec in cases:
+            count = messages if size == 100 else messages // 2
+            payload = (b"0123456789abcdef" * (size // 16 + 1))[:size]
 
-                def round_of(who: str, run: Callable[..., float]) -> Callable[[int], float]:
-                    def one_round(index: int) -> float:
-                        topic = _topic(broker, f"bench-{who}-{size}-{partitions}-{codec}-{index}", partitions)
-                        rate = run(broker, topic, payload, count, codec)
-                        stored = _stored(broker, topic, partitions)
-                        if stored != count:
-                            raise RuntimeError(f"{who}: broker stored {stored} of {count} messages")
-                        return rate
+            def round_of(who: str, run: Callable[..., float]) -> Callable[[int], float]:
+                def one_round(index: int) -> float:
+                    topic = _topic(broker, f"bench-{who}-{size}-{partitions}-{codec}-{index}", partitions)
+                    rate = run(broker, topic, payload, count, codec)
+                    stored = _stored(broker, topic, partitions)
+                    if stored != count:
+                        raise RuntimeError(f"{who}: broker stored {stored} of {count} messages")
+                    return rate
 
-                    return one_round
+                return one_round
 
-                best = best_of_rounds(rounds, {who: round_of(who, run) for who, run in runners.items()})
-                label = "1 KiB" if size == 1024 else f"{size} B"
-                rows.append({"figure": f"produce {label}, {partitions} partition(s), {codec} (msg/s)", **best, "messages": count})
-        finally:
-            broker.stop()
+            best = best_of_rounds(rounds, {who: round_of(who, run) for who, run in runners.items()})
+            label = "1 KiB" if size == 1024 else f"{size} B"
+            figure = f"produce {label}, {partitions} partition(s), {codec}{brokers.on(broker_kind)} (msg/s)"
+            rows.append({"figure": figure, **best, "messages": count})
     return rows
 
 
@@ -118,8 +120,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="interleaved rounds; the best counts")
     parser.add_argument("--fsync", action="store_true", help="keep the broker's fsync on")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--broker", choices=brokers.KINDS, default="embedded", help="the broker to run against")
     args = parser.parse_args()
-    rows = measure(args.messages, args.fsync, args.rounds)
+    rows = measure(args.messages, args.fsync, args.rounds, args.broker)
     for row in rows:
         print(f"{row['figure']}: official {row['official']:,}  ours {row['ours']:,}  ratio {row['ours'] / row['official']:.2f}")
     if args.json is not None:

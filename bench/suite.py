@@ -1,10 +1,12 @@
 """The benchmark suite: our client and the official one, same broker, same settings, one run.
 
-``make bench`` runs the quick mode (about two minutes); ``make bench FULL=1`` the full one. It
-prints one table, each figure with both clients and the ratio ours/official, checks the figures
-against the project's targets, and writes ``bench/results/latest.json``. Usage::
+``make bench`` runs the quick mode; ``make bench FULL=1`` the full one. It prints one table, each
+figure with both clients and the ratio ours/official, checks the figures against the project's
+targets, and writes ``bench/results/latest.json``. The ``pulsar`` section runs both clients on
+Apache Pulsar standalone; the ``brokers`` section puts our broker beside Apache Pulsar, both
+driven by the official client (there the "official" column is Apache Pulsar). Usage::
 
-    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark]
+    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,pulsar,brokers]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import broker_compare
 import broker_publish
 import consumer
 import latency
@@ -55,6 +58,13 @@ SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[
     ),
     "memory": (lambda: memory.measure(64, 500, 3, 5_000), lambda: memory.measure(64, 500, 10, 20_000)),
     "spark": (lambda: spark_ingest_rows(100_000, 1), lambda: spark_ingest_rows(100_000, 5)),
+    "pulsar": (
+        lambda: producer.measure(30_000, broker_kind="pulsar") + consumer.measure(50_000, broker_kind="pulsar")
+        + latency.measure(10_000, 3, broker_kind="pulsar"),
+        lambda: producer.measure(200_000, broker_kind="pulsar") + consumer.measure(200_000, broker_kind="pulsar")
+        + latency.measure(10_000, 15, broker_kind="pulsar"),
+    ),
+    "brokers": (lambda: broker_compare.measure(50_000), lambda: broker_compare.measure(200_000)),
 }
 
 

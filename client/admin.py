@@ -3,7 +3,8 @@
 
 The paths, request bodies, response decoding and error handling live once, in a sans-IO layer:
 every operation is a generator that yields :class:`AdminCall` descriptions and receives their
-decoded results (``backlog`` yields two calls, the others one). :class:`_Exchange` turns calls into
+decoded results (``backlog`` yields two calls, ``message_backlog`` a few per partition, the others
+one). :class:`_Exchange` turns calls into
 ``httpx.Request`` objects, follows Pulsar's 307 redirects to the owning broker, decodes responses
 and raises errors. The two public classes only move requests and responses through their httpx
 client, so they cannot drift apart.
@@ -13,7 +14,7 @@ and a real Pulsar cluster alike::
 
     with PulsarAdmin("http://localhost:8080") as admin:
         admin.create_partitioned_topic("orders", 4)
-        print(admin.backlog("orders", "ingest").msg_backlog)
+        print(admin.message_backlog("orders", "ingest").messages)
 
 Credentials come from ``authentication.http_headers()`` on every request (so refreshed tokens are
 picked up) and never appear in errors, reprs or logs.
@@ -34,6 +35,19 @@ import httpx
 from .auth import Authentication
 from .consumer.settings import InitialPosition
 from .exceptions import AlreadyClosed, InvalidConfiguration, PulsarException, Result
+from .message_count import (
+    DEFAULT_MAX_RANGE_LOOKUPS,
+    CountError,
+    CursorState,
+    EntryIndex,
+    MessageBacklog,
+    PartitionMessageBacklog,
+    Position,
+    decode_entry_index,
+    estimate_messages,
+    index_at,
+    lookup_position,
+)
 from .protocol.message_id import MessageId
 from .topic_name import TopicName, is_valid_name_part
 
@@ -49,7 +63,9 @@ __all__ = [
     "AdminServerError",
     "AdminTimeoutError",
     "AsyncPulsarAdmin",
+    "MessageBacklog",
     "PartitionBacklog",
+    "PartitionMessageBacklog",
     "PeekedMessage",
     "PulsarAdmin",
     "SubscriptionBacklog",
@@ -208,6 +224,16 @@ def _decode_partitions(response: httpx.Response) -> int:
         raise _UnexpectedResponse(f"expected {{'partitions': N}}, got {body!r:.100}") from None
 
 
+def _decode_policy_flag(response: httpx.Response) -> bool | None:
+    # Pulsar answers an unset policy with an empty 200.
+    if not response.content.strip():
+        return None
+    body = _decode_json(response)
+    if not isinstance(body, bool):
+        raise _UnexpectedResponse(f"expected true, false or nothing, got {body!r:.100}")
+    return body
+
+
 @dataclass(frozen=True)
 class AdminCall:
     """One admin REST request described without doing it: what both clients send.
@@ -248,6 +274,20 @@ def _namespace_path(namespace: str, *suffix: str) -> str:
     return "/admin/v2/persistent/" + "/".join(_segment(part) for part in (tenant, local, *suffix))
 
 
+def _namespace_policy_path(namespace: str, *suffix: str) -> str:
+    """``/admin/v2/namespaces/{tenant}/{namespace}/...``: the namespace's own resource."""
+    tenant, _, local = namespace.partition("/")
+    if not (is_valid_name_part(tenant) and is_valid_name_part(local)):
+        raise ValueError(f"namespace must be 'tenant/namespace', got {namespace!r}")
+    return "/admin/v2/namespaces/" + "/".join(_segment(part) for part in (tenant, local, *suffix))
+
+
+def _check_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
 def _flag(value: bool) -> str:
     return "true" if value else "false"
 
@@ -271,7 +311,8 @@ def _position_body(start: MessageId | InitialPosition) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PartitionBacklog:
-    """One partition's backlog for a subscription."""
+    """One partition's backlog for a subscription, as Pulsar's stats give it: ``msg_backlog`` is
+    ``msgBacklog``, in entries (a batch counts once)."""
 
     topic: str
     msg_backlog: int
@@ -280,7 +321,8 @@ class PartitionBacklog:
 
 @dataclass(frozen=True)
 class SubscriptionBacklog:
-    """A subscription's backlog: totals across partitions, and each partition's own.
+    """A subscription's backlog as Pulsar's stats give it: totals across partitions, and each
+    partition's own. ``msg_backlog`` counts entries (see :class:`MessageBacklog` for messages).
 
     ``partitions`` is empty for a non-partitioned topic (the totals are then the topic's own).
     """
@@ -294,10 +336,13 @@ class SubscriptionBacklog:
 
 @dataclass(frozen=True)
 class PeekedMessage:
-    """A message looked at in a subscription's backlog without consuming it (Pulsar's peek-messages).
+    """An entry looked at without consuming it (Pulsar's peek-messages, get-message-by-id and
+    examine-message).
 
     ``message_id`` is Pulsar's ``ledger:entry`` text; ``publish_time_ms`` is milliseconds since the
-    epoch; ``data`` is the entry's payload (a whole batch when ``batch_size`` is set).
+    epoch; ``data`` is the entry's payload (a whole batch when ``batch_size`` is set). ``index`` is
+    the broker entry index (PIP-90): the 0-based position of the entry's last message among all
+    messages of the topic, None when the broker does not append it.
     """
 
     topic: str
@@ -305,6 +350,7 @@ class PeekedMessage:
     publish_time_ms: int
     data: bytes = field(repr=False)
     batch_size: int | None = None
+    index: int | None = None
 
 
 def _publish_time_ms(text: str) -> int:
@@ -323,15 +369,30 @@ def _peek_decoder(topic: str) -> Callable[[httpx.Response], PeekedMessage]:
         except (KeyError, ValueError):
             raise _UnexpectedResponse(f"expected an X-Pulsar-publish-time header, got {dict(headers)!r:.200}") from None
         batch = headers.get("X-Pulsar-num-batch-message")
+        index = headers.get("X-Pulsar-Broker-Entry-METADATA-index")
         return PeekedMessage(
             topic=topic,
             message_id=headers.get("X-Pulsar-Message-ID", ""),
             publish_time_ms=publish_time,
             data=response.content,
             batch_size=int(batch) if batch and batch.isdigit() else None,
+            index=int(index) if index and index.lstrip("-").isdigit() else None,
         )
 
     return decode
+
+
+def _decode_entry_index(response: httpx.Response) -> EntryIndex:
+    try:
+        return decode_entry_index(response)
+    except CountError as exc:
+        raise _UnexpectedResponse(str(exc)) from None
+
+
+def _non_negative_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be an int >= 0, got {value!r}")
+    return value
 
 
 def _sub_figures(stats: Mapping[str, Any], subscription: str) -> tuple[int, int] | None:
@@ -354,6 +415,34 @@ class _Requests:
         return (yield AdminCall("list_partitioned_topics", "GET", path, decode=_decode_names))
 
     @staticmethod
+    def create_namespace(namespace: str) -> Operation[None]:
+        path = _namespace_policy_path(namespace)
+        return (yield AdminCall("create_namespace", "PUT", path, decode=_decode_nothing))
+
+    @staticmethod
+    def namespace_deduplication(namespace: str) -> Operation[bool | None]:
+        path = _namespace_policy_path(namespace, "deduplication")
+        return (yield AdminCall("namespace_deduplication", "GET", path, decode=_decode_policy_flag))
+
+    @staticmethod
+    def set_namespace_deduplication(namespace: str, enabled: bool) -> Operation[None]:
+        path = _namespace_policy_path(namespace, "deduplication")
+        body = _check_flag(enabled, "enabled")
+        return (yield AdminCall("set_namespace_deduplication", "POST", path, body=body, decode=_decode_nothing))
+
+    @staticmethod
+    def topic_deduplication(topic: str, applied: bool) -> Operation[bool | None]:
+        path = _topic_path(_topic(topic), "deduplicationEnabled")
+        params = {"applied": _flag(_check_flag(applied, "applied"))}
+        return (yield AdminCall("topic_deduplication", "GET", path, params, decode=_decode_policy_flag))
+
+    @staticmethod
+    def set_topic_deduplication(topic: str, enabled: bool) -> Operation[None]:
+        path = _topic_path(_topic(topic), "deduplicationEnabled")
+        body = _check_flag(enabled, "enabled")
+        return (yield AdminCall("set_topic_deduplication", "POST", path, body=body, decode=_decode_nothing))
+
+    @staticmethod
     def create_topic(topic: str) -> Operation[None]:
         return (yield AdminCall("create_topic", "PUT", _topic_path(_topic(topic)), decode=_decode_nothing))
 
@@ -372,7 +461,10 @@ class _Requests:
     @staticmethod
     def partition_count(topic: str | TopicName, operation: str = "partition_count") -> Operation[int]:
         path = _topic_path(_topic(topic), "partitions")
-        return (yield AdminCall(operation, "GET", path, decode=_decode_partitions))
+        try:
+            return (yield AdminCall(operation, "GET", path, decode=_decode_partitions))
+        except AdminNotFoundError:
+            return 0  # Pulsar answers 404 for a topic that does not exist (or not yet)
 
     @staticmethod
     def delete_partitioned_topic(topic: str, force: bool) -> Operation[None]:
@@ -436,37 +528,125 @@ class _Requests:
         path = _topic_path(name, "subscription", subscription, "position", str(position))
         return (yield AdminCall("peek_message", "GET", path, decode=_peek_decoder(str(name))))
 
-    @classmethod
-    def backlog(cls, topic: str, subscription: str, precise_backlog: bool) -> Operation[SubscriptionBacklog]:
+    @staticmethod
+    def get_message_by_id(topic: str, ledger_id: int, entry_id: int) -> Operation[PeekedMessage]:
         name = _topic(topic)
-        partitions = yield from cls.partition_count(name, operation="backlog")
+        ledger, entry = _non_negative_int(ledger_id, "ledger_id"), _non_negative_int(entry_id, "entry_id")
+        path = _topic_path(name, "ledger", str(ledger), "entry", str(entry))
+        return (yield AdminCall("get_message_by_id", "GET", path, decode=_peek_decoder(str(name))))
+
+    @staticmethod
+    def examine_message(
+        topic: str, initial_position: str | InitialPosition, message_position: int
+    ) -> Operation[PeekedMessage]:
+        if isinstance(initial_position, InitialPosition):
+            initial_position = "earliest" if initial_position == InitialPosition.Earliest else "latest"
+        if initial_position not in ("latest", "earliest"):
+            raise ValueError(f"initial_position must be 'latest' or 'earliest', got {initial_position!r}")
+        if isinstance(message_position, bool) or not isinstance(message_position, int) or message_position < 1:
+            raise ValueError(f"message_position must be an int >= 1, got {message_position!r}")
+        name = _topic(topic)
+        params = {"initialPosition": initial_position, "messagePosition": str(message_position)}
+        path = _topic_path(name, "examinemessage")
+        return (yield AdminCall("examine_message", "GET", path, params, decode=_peek_decoder(str(name))))
+
+    @classmethod
+    def _subscription_stats(
+        cls, name: TopicName, subscription: str, precise_backlog: bool, operation: str
+    ) -> Operation[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]:
+        """The stats of the topic (summed for a partitioned one), checked to hold ``subscription``,
+        and each partition's own stats in partition order (none for a non-partitioned topic)."""
+        partitions = yield from cls.partition_count(name, operation=operation)
         if partitions > 0:
-            call = cls.partitioned_stats_call(name, True, precise_backlog, operation="backlog")
+            call = cls.partitioned_stats_call(name, True, precise_backlog, operation=operation)
         else:
-            call = cls.topic_stats_call(name, precise_backlog, operation="backlog")
+            call = cls.topic_stats_call(name, precise_backlog, operation=operation)
         stats = yield call
-        totals = _sub_figures(stats, subscription)
-        if totals is None:
+        if _sub_figures(stats, subscription) is None:
             known = ", ".join(sorted(stats.get("subscriptions") or {})) or "none"
             raise AdminNotFoundError(
                 f"subscription {subscription!r} not found on topic {name} (its subscriptions: {known})",
-                operation="backlog",
+                operation=operation,
                 method=call.method,
                 path=call.path,
             )
-        per_partition: list[tuple[int, PartitionBacklog]] = []
-        for part_name, part_stats in (stats.get("partitions") or {}).items():
-            msg_backlog, backlog_size = _sub_figures(part_stats, subscription) or (0, 0)
-            index = TopicName.parse(part_name).partition
-            per_partition.append((index, PartitionBacklog(part_name, msg_backlog, backlog_size)))
-        per_partition.sort(key=lambda item: item[0])
+        parts = sorted((stats.get("partitions") or {}).items(), key=lambda item: TopicName.parse(item[0]).partition)
+        return stats, parts
+
+    @classmethod
+    def backlog(cls, topic: str, subscription: str, precise_backlog: bool) -> Operation[SubscriptionBacklog]:
+        name = _topic(topic)
+        stats, parts = yield from cls._subscription_stats(name, subscription, precise_backlog, "backlog")
+        msg_backlog, backlog_size = _sub_figures(stats, subscription) or (0, 0)
         return SubscriptionBacklog(
             topic=str(name),
             subscription=subscription,
-            msg_backlog=totals[0],
-            backlog_size=totals[1],
-            partitions=tuple(backlog for _, backlog in per_partition),
+            msg_backlog=msg_backlog,
+            backlog_size=backlog_size,
+            partitions=tuple(
+                PartitionBacklog(part_name, *(_sub_figures(part_stats, subscription) or (0, 0)))
+                for part_name, part_stats in parts
+            ),
         )
+
+    @classmethod
+    def message_backlog(cls, topic: str, subscription: str, max_range_lookups: int) -> Operation[MessageBacklog]:
+        name = _topic(topic)
+        max_range_lookups = _non_negative_int(max_range_lookups, "max_range_lookups")
+        stats, parts = yield from cls._subscription_stats(name, subscription, False, "message_backlog")
+        counted = []
+        for part_name, part_stats in parts or [(str(name), stats)]:
+            part = TopicName.parse(part_name)
+            counted.append((yield from cls._partition_messages(part, subscription, part_stats, max_range_lookups)))
+        return MessageBacklog(
+            topic=str(name),
+            subscription=subscription,
+            messages=sum(part.messages for part in counted),
+            entries=sum(part.entries for part in counted),
+            backlog_size=sum(part.backlog_size for part in counted),
+            exact=all(part.exact for part in counted),
+            partitions=tuple(counted) if parts else (),
+        )
+
+    @staticmethod
+    def _partition_messages(
+        part: TopicName, subscription: str, stats: Mapping[str, Any], max_range_lookups: int
+    ) -> Operation[PartitionMessageBacklog]:
+        """One partition's (or a non-partitioned topic's) backlog in messages: exact from the broker
+        entry index where every entry looked up has one, else estimated (see message_count)."""
+        entries, size = _sub_figures(stats, subscription) or (0, 0)
+        if entries == 0:  # nothing to look up
+            return PartitionMessageBacklog(str(part), 0, 0, size, exact=True)
+        call = AdminCall("message_backlog", "GET", _topic_path(part, "internalStats"), decode=_decode_document)
+        internal = yield call
+        try:
+            cursor = CursorState.from_internal_stats(internal, subscription)
+        except CountError as exc:
+            raise AdminError(
+                f"unexpected internal stats: {exc}", operation=call.operation, method=call.method, path=call.path
+            ) from None
+        sampled: dict[Position, EntryIndex] = {}
+        # Without a durable cursor, or with too many deleted ranges to look up, only an estimate is had.
+        if cursor is not None and len(cursor.deleted) <= max_range_lookups:
+            indexes: dict[Position, int] = {}
+            for position in cursor.positions_needed():
+                target = lookup_position(position)
+                if target not in sampled:
+                    path = _topic_path(part, "ledger", str(target.ledger_id), "entry", str(target.entry_id))
+                    try:
+                        # HEAD: the headers say it all, the payload (maybe a large batch) stays on the broker.
+                        sampled[target] = yield AdminCall("message_backlog", "HEAD", path, decode=_decode_entry_index)
+                    except (AdminNotFoundError, AdminServerError):  # e.g. a ledger trimmed meanwhile
+                        break
+                value = index_at(position, sampled[target])
+                if value is None:
+                    break
+                indexes[position] = value
+            else:
+                return PartitionMessageBacklog(str(part), cursor.exact_messages(indexes), entries, size, exact=True)
+        entries_added = cursor.entries_added if cursor is not None else int(internal.get("entriesAddedCounter") or 0)
+        estimate = estimate_messages(entries, int(stats.get("msgInCounter") or 0), entries_added, sampled.values())
+        return PartitionMessageBacklog(str(part), estimate, entries, size, exact=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -656,6 +836,18 @@ class PulsarAdmin(_AdminBase):
         """The partitioned topics of ``tenant/namespace`` (their base names)."""
         return self._run(_Requests.list_partitioned_topics(namespace))
 
+    def create_namespace(self, namespace: str) -> None:
+        """Create ``tenant/namespace``; 409 (AdminConflictError) if it exists, 404 for an unknown tenant."""
+        self._run(_Requests.create_namespace(namespace))
+
+    def namespace_deduplication(self, namespace: str) -> bool | None:
+        """The namespace's deduplication policy; None when unset (the broker's default applies)."""
+        return self._run(_Requests.namespace_deduplication(namespace))
+
+    def set_namespace_deduplication(self, namespace: str, enabled: bool) -> None:
+        """Turn deduplication on or off for every topic of the namespace without a topic policy of its own."""
+        self._run(_Requests.set_namespace_deduplication(namespace, enabled))
+
     # ---- topics ----
 
     def create_topic(self, topic: str) -> None:
@@ -673,6 +865,15 @@ class PulsarAdmin(_AdminBase):
     def partition_count(self, topic: str) -> int:
         """The number of partitions; 0 for a non-partitioned (or missing) topic."""
         return self._run(_Requests.partition_count(topic))
+
+    def topic_deduplication(self, topic: str, applied: bool = False) -> bool | None:
+        """The topic's own deduplication policy (None when unset), or with ``applied`` the one in
+        force: the topic's, else its namespace's, else the broker's default. A missing topic gives 404."""
+        return self._run(_Requests.topic_deduplication(topic, applied))
+
+    def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
+        """Set the topic's own deduplication policy (a partitioned topic's covers its partitions)."""
+        self._run(_Requests.set_topic_deduplication(topic, enabled))
 
     def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
         """Delete a partitioned topic with all its partitions."""
@@ -695,12 +896,28 @@ class PulsarAdmin(_AdminBase):
         return self._run(_Requests.partitioned_stats(topic, per_partition, precise_backlog))
 
     def backlog(self, topic: str, subscription: str, precise_backlog: bool = False) -> SubscriptionBacklog:
-        """The subscription's backlog (messages and bytes), totalled and per partition.
+        """The subscription's backlog as Pulsar's stats give it (``msgBacklog``, which counts entries:
+        a batch is one; and bytes), totalled and per partition. :meth:`message_backlog` counts messages.
 
         Works for partitioned and non-partitioned topics; a missing subscription raises
         AdminNotFoundError naming the subscriptions the topic has.
         """
         return self._run(_Requests.backlog(topic, subscription, precise_backlog))
+
+    def message_backlog(
+        self, topic: str, subscription: str, max_range_lookups: int = DEFAULT_MAX_RANGE_LOOKUPS
+    ) -> MessageBacklog:
+        """The subscription's backlog in messages (each message of a batch counted) and in entries
+        (Pulsar's ``msgBacklog``), totalled and per partition.
+
+        Exact where the broker appends the broker entry index (Pulsar with
+        ``AppendIndexMetadataInterceptor``; the embedded broker by default), else estimated; each
+        figure says which (``exact``). A batch acknowledged in part counts whole. Partitions with a
+        backlog cost one internal-stats call and a few header-only lookups each; more than
+        ``max_range_lookups`` individually acknowledged ranges on a partition make its count an
+        estimate. A missing subscription raises AdminNotFoundError.
+        """
+        return self._run(_Requests.message_backlog(topic, subscription, max_range_lookups))
 
     # ---- subscriptions ----
 
@@ -728,6 +945,17 @@ class PulsarAdmin(_AdminBase):
         A non-partitioned topic or one partition; AdminNotFoundError when there is none there.
         """
         return self._run(_Requests.peek_message(topic, subscription, position))
+
+    def get_message_by_id(self, topic: str, ledger_id: int, entry_id: int) -> PeekedMessage:
+        """The entry at ``ledger_id:entry_id`` of a non-partitioned topic or one partition."""
+        return self._run(_Requests.get_message_by_id(topic, ledger_id, entry_id))
+
+    def examine_message(
+        self, topic: str, initial_position: str | InitialPosition = "latest", message_position: int = 1
+    ) -> PeekedMessage:
+        """The ``message_position``-th entry (from 1) counted from the newest (``"latest"``) or the
+        oldest (``"earliest"``) of a non-partitioned topic or one partition, whatever is acknowledged."""
+        return self._run(_Requests.examine_message(topic, initial_position, message_position))
 
 
 class AsyncPulsarAdmin(_AdminBase):
@@ -776,6 +1004,18 @@ class AsyncPulsarAdmin(_AdminBase):
         """The partitioned topics of ``tenant/namespace`` (their base names)."""
         return await self._run(_Requests.list_partitioned_topics(namespace))
 
+    async def create_namespace(self, namespace: str) -> None:
+        """Create ``tenant/namespace``; 409 (AdminConflictError) if it exists, 404 for an unknown tenant."""
+        await self._run(_Requests.create_namespace(namespace))
+
+    async def namespace_deduplication(self, namespace: str) -> bool | None:
+        """The namespace's deduplication policy; None when unset (the broker's default applies)."""
+        return await self._run(_Requests.namespace_deduplication(namespace))
+
+    async def set_namespace_deduplication(self, namespace: str, enabled: bool) -> None:
+        """Turn deduplication on or off for every topic of the namespace without a topic policy of its own."""
+        await self._run(_Requests.set_namespace_deduplication(namespace, enabled))
+
     # ---- topics ----
 
     async def create_topic(self, topic: str) -> None:
@@ -793,6 +1033,15 @@ class AsyncPulsarAdmin(_AdminBase):
     async def partition_count(self, topic: str) -> int:
         """The number of partitions; 0 for a non-partitioned (or missing) topic."""
         return await self._run(_Requests.partition_count(topic))
+
+    async def topic_deduplication(self, topic: str, applied: bool = False) -> bool | None:
+        """The topic's own deduplication policy (None when unset), or with ``applied`` the one in
+        force: the topic's, else its namespace's, else the broker's default. A missing topic gives 404."""
+        return await self._run(_Requests.topic_deduplication(topic, applied))
+
+    async def set_topic_deduplication(self, topic: str, enabled: bool) -> None:
+        """Set the topic's own deduplication policy (a partitioned topic's covers its partitions)."""
+        await self._run(_Requests.set_topic_deduplication(topic, enabled))
 
     async def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
         """Delete a partitioned topic with all its partitions."""
@@ -815,8 +1064,14 @@ class AsyncPulsarAdmin(_AdminBase):
         return await self._run(_Requests.partitioned_stats(topic, per_partition, precise_backlog))
 
     async def backlog(self, topic: str, subscription: str, precise_backlog: bool = False) -> SubscriptionBacklog:
-        """The subscription's backlog (messages and bytes), totalled and per partition."""
+        """The subscription's backlog as Pulsar's stats give it (entries and bytes), totalled and per partition."""
         return await self._run(_Requests.backlog(topic, subscription, precise_backlog))
+
+    async def message_backlog(
+        self, topic: str, subscription: str, max_range_lookups: int = DEFAULT_MAX_RANGE_LOOKUPS
+    ) -> MessageBacklog:
+        """The subscription's backlog in messages and entries, exact or estimated (see PulsarAdmin)."""
+        return await self._run(_Requests.message_backlog(topic, subscription, max_range_lookups))
 
     # ---- subscriptions ----
 
@@ -841,3 +1096,13 @@ class AsyncPulsarAdmin(_AdminBase):
     async def peek_message(self, topic: str, subscription: str, position: int = 1) -> PeekedMessage:
         """The ``position``-th (from 1) unacknowledged message of the subscription, left unconsumed."""
         return await self._run(_Requests.peek_message(topic, subscription, position))
+
+    async def get_message_by_id(self, topic: str, ledger_id: int, entry_id: int) -> PeekedMessage:
+        """The entry at ``ledger_id:entry_id`` of a non-partitioned topic or one partition."""
+        return await self._run(_Requests.get_message_by_id(topic, ledger_id, entry_id))
+
+    async def examine_message(
+        self, topic: str, initial_position: str | InitialPosition = "latest", message_position: int = 1
+    ) -> PeekedMessage:
+        """The ``message_position``-th entry counted from the newest or the oldest (see PulsarAdmin)."""
+        return await self._run(_Requests.examine_message(topic, initial_position, message_position))

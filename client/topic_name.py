@@ -37,8 +37,13 @@ class TopicName:
     partition: int = -1
 
     @classmethod
-    def parse(cls, name: str) -> TopicName:
-        """Parse a full or short topic name, raising InvalidTopicNameError with the reason."""
+    def parse(cls, name: str, *, strict: bool = True) -> TopicName:
+        """Parse a full or short topic name, raising InvalidTopicNameError with the reason.
+
+        ``strict`` also refuses local names with surrounding blanks or control characters, which
+        are almost always a mistake in a client; a broker (``strict=False``) takes any non-empty
+        local name, as Pulsar's broker does.
+        """
         if not isinstance(name, str) or not name:
             raise InvalidTopicNameError(f"invalid topic name {name!r}: empty")
         domain = "persistent"
@@ -59,7 +64,7 @@ class TopicName:
         for label, value in (("tenant", tenant), ("namespace", namespace)):
             if not is_valid_name_part(value):
                 raise InvalidTopicNameError(f"invalid topic name {name!r}: bad {label} {value!r}")
-        if not local or local.strip() != local or any(c in local for c in "\n\r\0"):
+        if not local or (strict and (local.strip() != local or any(c in local for c in "\n\r\0"))):
             raise InvalidTopicNameError(f"invalid topic name {name!r}: bad local name {local!r}")
         partition = -1
         base, sep, index = local.rpartition(PARTITION_SUFFIX)

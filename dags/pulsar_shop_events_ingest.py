@@ -76,7 +76,8 @@ with DAG(
         """Print the backlog that started the run, then the rows per topic partition and the
         acknowledged ranges of each batch this run wrote (a batch an earlier run left unfinished
         first, then the new one)."""
-        print(f"backlog when the sensor fired: {backlog['msg_backlog']} messages")
+        counted = "exact" if backlog["exact"] else "estimated"
+        print(f"backlog when the sensor fired: {backlog['messages']} messages ({counted}, {backlog['entries']} entries)")
         batches = [b for b in (summary.get("settled"), summary) if b and b.get("batch_id")]
         if not batches:
             print("nothing to ingest: the backlog was empty when the job was planned")

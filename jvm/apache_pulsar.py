@@ -11,6 +11,9 @@ manager, and idle topics kept (Pulsar deletes an idle topic without subscription
 minute, which would race the tests). Brokers also append the index entry metadata (PIP-90), the
 configuration under which the provider counts backlogs exactly in messages.
 
+The JVM plumbing here (``JavaProcess``, the broker and bookie settings, readiness, ``AdminRest``)
+is shared with ``jvm/pulsar_cluster.py``, which runs Pulsar as a cluster of separate JVMs.
+
 ``python jvm/apache_pulsar.py`` runs one in the foreground and prints its URLs.
 """
 
@@ -24,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,24 +59,36 @@ JVM_OPTIONS = [
 
 INDEX_INTERCEPTOR = "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor"
 
-# Overrides of Pulsar's defaults for one small machine; every other key keeps Pulsar's default.
-BASE_CONFIG: dict[str, str] = {
-    "clusterName": "standalone",
+# Broker settings shared by the standalone and the cluster's brokers; every other key keeps
+# Pulsar's default.
+BROKER_CONFIG: dict[str, str] = {
     "bindAddress": "127.0.0.1",
     "advertisedAddress": "127.0.0.1",
-    "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.NoopLoadManager",
     "brokerDeleteInactiveTopicsEnabled": "false",
     "managedLedgerDefaultEnsembleSize": "1",
     "managedLedgerDefaultWriteQuorum": "1",
     "managedLedgerDefaultAckQuorum": "1",
     "managedLedgerCacheSizeMB": "64",
+    "brokerEntryMetadataInterceptors": INDEX_INTERCEPTOR,
+    "webSocketServiceEnabled": "false",
+    "functionsWorkerEnabled": "false",
+}
+
+# Bookie settings for one small machine: small caches, and no fsync of the journal (a test
+# machine's page cache survives the kill -9 of a process).
+BOOKIE_CONFIG: dict[str, str] = {
     "dbStorage_writeCacheMaxSizeMb": "32",
     "dbStorage_readAheadCacheMaxSizeMb": "32",
     "dbStorage_rocksDB_blockCacheSize": "16777216",
     "journalSyncData": "false",
-    "brokerEntryMetadataInterceptors": INDEX_INTERCEPTOR,
-    "webSocketServiceEnabled": "false",
-    "functionsWorkerEnabled": "false",
+}
+
+# The standalone's conf: one file configures its broker and its bookie.
+BASE_CONFIG: dict[str, str] = {
+    "clusterName": "standalone",
+    "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.NoopLoadManager",
+    **BROKER_CONFIG,
+    **BOOKIE_CONFIG,
 }
 
 LOG4J2 = """\
@@ -114,7 +129,145 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class PulsarStandalone:
+def write_properties(path: Path, settings: Mapping[str, str]) -> Path:
+    """Write ``key=value`` lines (Java properties, as Pulsar's and ZooKeeper's confs are)."""
+    path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    return path
+
+
+class JavaProcess:
+    """One JVM started from Pulsar's classpath, logging to ``<name>.log`` in its work dir; stopped by pid."""
+
+    def __init__(
+        self,
+        name: str,
+        work_dir: Path,
+        main_class: str,
+        args: Sequence[str],
+        heap: str,
+        log_level: str = "info",
+        jvm_options: Sequence[str] = (),
+    ):
+        self.name = name
+        self.work_dir = work_dir
+        self.main_class = main_class
+        self.args = list(args)
+        self.heap = heap
+        self.log_level = log_level
+        self.jvm_options = list(jvm_options)
+        self.log_path = work_dir / f"{name}.log"
+        self.stdout_path = work_dir / f"{name}.out"
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Launch the JVM (without waiting for anything)."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        log_conf = self.work_dir / f"log4j2-{self.name}.properties"
+        log_conf.write_text(LOG4J2.format(log=self.log_path, level=self.log_level))
+        command = [
+            java_executable(), f"-Xms{self.heap}", f"-Xmx{self.heap}", f"-XX:MaxDirectMemorySize={self.heap}",
+            "-XX:+UseG1GC", *JVM_OPTIONS, *self.jvm_options, f"-Dlog4j.configurationFile={log_conf}",
+            "-cp", classpath(), self.main_class, *self.args,
+        ]
+        with open(self.stdout_path, "ab") as out:  # the child keeps its own copy of the descriptor
+            self.popen = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=self.work_dir)
+
+    @property
+    def running(self) -> bool:
+        """Whether the JVM is alive."""
+        return self.popen is not None and self.popen.poll() is None
+
+    def check_running(self) -> None:
+        """Raise, with the end of its logs, if the JVM has exited."""
+        if self.popen is None or self.popen.poll() is not None:
+            code = None if self.popen is None else self.popen.returncode
+            raise RuntimeError(f"{self.name} ({self.main_class}) exited with {code}:\n{self.log_tail()}")
+
+    def wait_exit(self, timeout: float) -> int:
+        """Wait for a JVM that ends by itself (a one-shot tool); raise with its logs if it fails or
+        outlasts ``timeout`` seconds (then it is killed)."""
+        assert self.popen is not None
+        try:
+            code = self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RuntimeError(f"{self.name} ran over {timeout:.0f} s:\n{self.log_tail()}") from None
+        self.popen = None
+        if code != 0:
+            raise RuntimeError(f"{self.name} ({self.main_class}) exited with {code}:\n{self.log_tail()}")
+        return code
+
+    def log_tail(self, size: int = 4000) -> str:
+        """The last ``size`` characters of its stdout and of its log."""
+        parts = []
+        for path in (self.stdout_path, self.log_path):
+            if path.exists():
+                parts.append(path.read_text(errors="replace")[-size:])
+        return "\n".join(parts)
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM and wait (kill -9 after ``timeout`` seconds); returns the exit code."""
+        if self.popen is None:
+            return 0
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+        try:
+            code = self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            code = self.popen.wait(timeout=30)
+        self.popen = None
+        return code
+
+    def kill(self) -> None:
+        """kill -9 of this pid, as a crash."""
+        if self.popen is not None:
+            self.popen.kill()
+            self.popen.wait(timeout=30)
+            self.popen = None
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the JVM, from /proc (0 when it is not running)."""
+        if self.popen is None:
+            return 0
+        for line in Path(f"/proc/{self.popen.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+
+def wait_until_serving(web_url: str, jvm: JavaProcess, deadline: float) -> None:
+    """Wait until a broker's admin REST lists ``public/default``; kill -9 it and raise if it does not in time."""
+    while time.monotonic() < deadline:
+        jvm.check_running()
+        try:
+            response = httpx.get(web_url + "/admin/v2/namespaces/public", timeout=2)
+            if response.status_code == 200 and "public/default" in response.json():
+                return
+        except httpx.HTTPError:
+            pass  # not listening yet
+        time.sleep(0.25)
+    jvm.kill()
+    raise RuntimeError(f"{jvm.name} was not ready in time:\n{jvm.log_tail()}")
+
+
+class AdminRest:
+    """``admin()`` and ``topic_stats()`` over a broker's ``web_url``; redirects to the owning broker are followed."""
+
+    web_url: str
+
+    def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One admin REST call, e.g. ``admin("GET", "/admin/v2/persistent/public/default")``."""
+        return httpx.request(method, self.web_url + path, timeout=30, follow_redirects=True, **kwargs)
+
+    def topic_stats(self, topic: str) -> dict[str, Any]:
+        """The /stats document of a short topic name in public/default."""
+        response = self.admin("GET", f"/admin/v2/persistent/public/default/{topic}/stats")
+        response.raise_for_status()
+        return response.json()
+
+
+class PulsarStandalone(AdminRest):
     """One Apache Pulsar standalone JVM (broker, bookie, RocksDB metadata) and its URLs."""
 
     name = "pulsar"
@@ -133,9 +286,19 @@ class PulsarStandalone:
         self.port = 0
         self.http_port = 0
         self.bookie_port = 0
-        self.process: subprocess.Popen[bytes] | None = None
+        self.jvm: JavaProcess | None = None
         self.log_path = work_dir / "pulsar.log"
         self.startup_seconds = 0.0
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The running JVM's process, None when stopped."""
+        return self.jvm.popen if self.jvm is not None else None
+
+    @property
+    def running(self) -> bool:
+        """Whether the JVM is alive."""
+        return self.jvm is not None and self.jvm.running
 
     @property
     def service_url(self) -> str:
@@ -151,69 +314,32 @@ class PulsarStandalone:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         if not self.port:  # keep the ports across restarts, so clients reconnect
             self.port, self.http_port, self.bookie_port = free_port(), free_port(), free_port()
-        conf = self.work_dir / "standalone.conf"
         settings = {**self.config, "brokerServicePort": str(self.port), "webServicePort": str(self.http_port)}
-        conf.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-        log_conf = self.work_dir / "log4j2.properties"
-        log_conf.write_text(LOG4J2.format(log=self.log_path, level=self.log_level))
-        args = [
-            java_executable(), f"-Xms{self.heap}", f"-Xmx{self.heap}", f"-XX:MaxDirectMemorySize={self.heap}",
-            "-XX:+UseG1GC", *JVM_OPTIONS, f"-Dlog4j.configurationFile={log_conf}",
-            "-cp", classpath(), "org.apache.pulsar.PulsarStandaloneStarter",
-            "--config", str(conf), "-nfw", "-nss",
-            "--metadata-dir", str(self.work_dir / "metadata"),
-            "--bookkeeper-dir", str(self.work_dir / "bookkeeper"),
-            "--bookkeeper-port", str(self.bookie_port),
-            "--advertised-address", "127.0.0.1",
-        ]
-        with open(self.work_dir / "stdout.log", "ab") as out:
-            self.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=self.work_dir)
-        self._wait_ready(began + timeout)
+        conf = write_properties(self.work_dir / "standalone.conf", settings)
+        self.jvm = JavaProcess(
+            "pulsar", self.work_dir, "org.apache.pulsar.PulsarStandaloneStarter",
+            [
+                "--config", str(conf), "-nfw", "-nss",
+                "--metadata-dir", str(self.work_dir / "metadata"),
+                "--bookkeeper-dir", str(self.work_dir / "bookkeeper"),
+                "--bookkeeper-port", str(self.bookie_port),
+                "--advertised-address", "127.0.0.1",
+            ],
+            self.heap, self.log_level,
+        )
+        self.jvm.start()
+        wait_until_serving(self.web_url, self.jvm, began + timeout)
         self.startup_seconds = time.monotonic() - began
         return self
 
-    def _wait_ready(self, deadline: float) -> None:
-        assert self.process is not None
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Apache Pulsar exited with {self.process.returncode}:\n{self._log_tail()}")
-            try:
-                response = httpx.get(self.web_url + "/admin/v2/namespaces/public", timeout=2)
-                if response.status_code == 200 and "public/default" in response.json():
-                    return
-            except httpx.HTTPError:
-                pass  # not listening yet
-            time.sleep(0.25)
-        self.kill()
-        raise RuntimeError(f"Apache Pulsar was not ready in time:\n{self._log_tail()}")
-
-    def _log_tail(self, size: int = 4000) -> str:
-        parts = []
-        for path in (self.work_dir / "stdout.log", self.log_path):
-            if path.exists():
-                parts.append(path.read_text(errors="replace")[-size:])
-        return "\n".join(parts)
-
     def stop(self) -> int:
         """SIGTERM and wait (kill -9 after 30 s); returns the exit code."""
-        if self.process is None:
-            return 0
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait(timeout=30)
-        self.process = None
-        return code
+        return self.jvm.stop() if self.jvm is not None else 0
 
     def kill(self) -> None:
         """kill -9, as a crash."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=30)
-            self.process = None
+        if self.jvm is not None:
+            self.jvm.kill()
 
     def restart(self, crash: bool = False) -> PulsarStandalone:
         """Stop (or kill -9) and start again on the same ports and data."""
@@ -223,23 +349,9 @@ class PulsarStandalone:
             self.stop()
         return self.start()
 
-    def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """One admin REST call, e.g. ``admin("GET", "/admin/v2/persistent/public/default")``."""
-        return httpx.request(method, self.web_url + path, timeout=30, **kwargs)
-
-    def topic_stats(self, topic: str) -> dict[str, Any]:
-        """The /stats document of a short topic name in public/default."""
-        response = self.admin("GET", f"/admin/v2/persistent/public/default/{topic}/stats")
-        response.raise_for_status()
-        return response.json()
-
     def rss_bytes(self) -> int:
         """Resident memory of the JVM, from /proc."""
-        assert self.process is not None
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        return 0
+        return self.jvm.rss_bytes() if self.jvm is not None else 0
 
 
 def main() -> int:

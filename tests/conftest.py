@@ -53,6 +53,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "embedded_only: tests our broker's own internals; runs against the embedded broker only"
     )
+    config.addinivalue_line(
+        "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, a bookie, two brokers), one a session"
+    )
+
+
+CLUSTER_TIER = "tests/cluster/"
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown when xdist is not loaded
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadgroup`` (``make test``), the cluster tier is one group: one worker runs it
+    and starts one cluster; every other test is balanced as with ``--dist load``.
+
+    Grouped by path, because ``xdist_group`` marks do not group with pytest 9 (pytest-xdist 3.8
+    applies them by renaming node ids, which pytest 9 no longer reads).
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ClusterTierGrouped(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return CLUSTER_TIER if nodeid.startswith(CLUSTER_TIER) else super()._split_scope(nodeid)
+
+    return ClusterTierGrouped(config, log)
 
 
 def selected_kinds(config: pytest.Config) -> list[str]:
@@ -92,7 +117,10 @@ def broker(broker_kind: str, request: pytest.FixtureRequest) -> Iterator[Broker]
     """The broker under test for the whole module: a fresh embedded one (fsync on, the default),
     or the session's Apache Pulsar."""
     if broker_kind == "pulsar":
-        yield request.getfixturevalue("apache_pulsar")
+        pulsar: PulsarStandalone = request.getfixturevalue("apache_pulsar")
+        if not pulsar.running:  # a test that stopped it failed before starting it again
+            pulsar.start()
+        yield pulsar
         return
     with tempfile.TemporaryDirectory(prefix="broker-") as data_dir:
         process = BrokerProcess(Path(data_dir)).start()

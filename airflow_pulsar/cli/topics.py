@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_pulsar.client.admin import AdminError, PulsarAdmin
+from airflow_pulsar.client.admin import AdminError, MessageBacklog, PulsarAdmin
 
 from .endpoints import add_endpoint_arguments, open_admin
 
@@ -24,7 +24,11 @@ def _parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list the topics of a namespace")
     listing.add_argument("--namespace", default="public/default", help="tenant/namespace (default public/default)")
 
-    stats = commands.add_parser("stats", help="message counts, storage and subscription backlogs of a topic")
+    stats = commands.add_parser(
+        "stats",
+        help="message counts, storage and subscription backlogs of a topic (backlogs in messages, each "
+        "message of a batch counted, and in entries)",
+    )
     stats.add_argument("topic")
     stats.add_argument("--json", action="store_true", help="print Pulsar's stats document as JSON")
 
@@ -61,7 +65,7 @@ def _stats_document(admin: PulsarAdmin, topic: str) -> dict[str, Any]:
     return admin.topic_stats(topic)
 
 
-def _format_stats(topic: str, stats: dict[str, Any]) -> str:
+def _format_stats(topic: str, stats: dict[str, Any], backlogs: dict[str, MessageBacklog]) -> str:
     lines = [
         f"topic {topic}",
         f"  messages in: {stats.get('msgInCounter', 0)}  out: {stats.get('msgOutCounter', 0)}",
@@ -75,16 +79,22 @@ def _format_stats(topic: str, stats: dict[str, Any]) -> str:
     subscriptions = stats.get("subscriptions") or {}
     lines.append(f"  subscriptions: {len(subscriptions)}")
     for name, sub in sorted(subscriptions.items()):
+        backlog = backlogs[name]
+        counted = "" if backlog.exact else " (estimated)"
         lines.append(
-            f"    {name} ({sub.get('type', '?')}): backlog {sub.get('msgBacklog', 0)} messages, "
-            f"{sub.get('unackedMessages', 0)} unacked, {len(sub.get('consumers') or [])} consumers"
+            f"    {name} ({sub.get('type', '?')}): backlog {backlog.messages} messages{counted} in {backlog.entries} "
+            f"entries, {sub.get('unackedMessages', 0)} unacked, {len(sub.get('consumers') or [])} consumers"
         )
     return "\n".join(lines)
 
 
 def _stats(admin: PulsarAdmin, args: argparse.Namespace) -> str:
     document = _stats_document(admin, args.topic)
-    return json.dumps(document, indent=2, sort_keys=True) if args.json else _format_stats(args.topic, document)
+    if args.json:
+        return json.dumps(document, indent=2, sort_keys=True)
+    # Pulsar's msgBacklog counts entries (a batch is one); users mean messages.
+    backlogs = {name: admin.message_backlog(args.topic, name) for name in document.get("subscriptions") or {}}
+    return _format_stats(args.topic, document, backlogs)
 
 
 def _delete(admin: PulsarAdmin, args: argparse.Namespace) -> str:

@@ -1,4 +1,4 @@
-"""PulsarProduceOperator: publish what a user function yields to a Pulsar topic."""
+"""PulsarProduceOperator: publish what a user function yields to a Pulsar topic, once per message."""
 
 from __future__ import annotations
 
@@ -10,34 +10,48 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_pulsar.client import MessageId, Result
+from airflow_pulsar.client.topic_name import TopicName
 from airflow_pulsar.hooks import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.operators import idempotence
 
 
 class _Receipts:
-    """Send outcomes reported on the client's IO thread: the count, the last id, the failures."""
+    """Send outcomes reported on the client's IO threads: counts, the last id, the first failure."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.sent = 0
+        self.already_stored = 0
         self.failed = 0
         self.first_error: str | None = None
         self.last_message_id: MessageId | None = None
         self._last_index = -1
 
-    def callback(self, index: int) -> Callable[[Result, MessageId | None], None]:
+    def callback(self, index: int, partition: int) -> Callable[[Result, MessageId | None], None]:
+        """The send callback of the message at ``index``, going to ``partition`` (-1: not partitioned)."""
+
         def done(result: Result, message_id: MessageId | None) -> None:
             with self._lock:
-                if result is Result.Ok:
+                if result is not Result.Ok or message_id is None:
+                    self.failed += 1
+                    self.first_error = self.first_error or f"message {index}: {result.name}"
+                elif message_id.ledger_id() == -1 and message_id.entry_id() == -1:
+                    # The broker's answer to a send it had stored before: a deduplicated one.
+                    self.already_stored += 1
+                else:
                     self.sent += 1
                     # Receipts of different partitions arrive in any order; keep the last one queued.
                     if index > self._last_index:
-                        self._last_index, self.last_message_id = index, message_id
-                else:
-                    self.failed += 1
-                    self.first_error = self.first_error or f"message {index}: {result.name}"
+                        self._last_index = index
+                        self.last_message_id = _in_partition(message_id, partition)
 
         return done
+
+    def stored_before(self) -> None:
+        """A message skipped because the broker reported it stored by an earlier try."""
+        with self._lock:
+            self.already_stored += 1
 
     def failure(self, index: int, exc: BaseException) -> None:
         """A send refused at once (before any receipt)."""
@@ -48,7 +62,7 @@ class _Receipts:
 
 class PulsarProduceOperator(BaseOperator):
     """
-    Publish the messages a user function produces to a Pulsar topic.
+    Publish the messages a user function produces to a Pulsar topic, each once, even across retries.
 
     The function is called with ``producer_function_args`` and ``producer_function_kwargs`` and
     returns (or yields) an iterable of messages, each one of:
@@ -59,9 +73,24 @@ class PulsarProduceOperator(BaseOperator):
 
     where ``value`` is ``bytes`` or ``str`` (sent as UTF-8), ``key`` is the partition key (a
     ``str``, or ``None`` for none) and ``properties`` a ``dict`` of ``str`` to ``str``.
-    Messages are sent asynchronously through a batching producer; the task waits for every
-    broker receipt and fails if any send failed. It returns ``{"topic", "messages",
-    "last_message_id"}`` (the id of the last message yielded, as text) to XCom.
+    Messages are sent asynchronously through batching producers; when the pending queue is full
+    the task waits for the broker's receipts. It waits for every receipt and fails if any send
+    failed. It returns ``{"topic", "messages", "already_stored", "last_message_id",
+    "producer_name"}`` to XCom: the messages of the function now on the topic, how many of them an
+    earlier try had stored, and the id of the last message this try stored (as text).
+
+    **Retries publish nothing twice** where the topic's namespace (or the topic) has deduplication
+    on (``pulsar-admin namespaces set-deduplication <tenant/ns> --enable``). The producer is named
+    after the task instance (DAG, task, run and map index), the same on every try, and each
+    message's sequence id is its position in the function's output; a retry skips the positions
+    the broker reports as stored and sends the rest. Sends have no timeout (as Pulsar's
+    deduplication needs); bound the task with ``execution_timeout``. So the function must yield the same messages
+    in the same order on every try of a task instance (read a snapshot, not a moving source), and
+    a message goes to a partition chosen from its key or its position, never by timing (so the
+    topic must keep its partition count between tries). Where deduplication is off the task logs
+    a warning and a retry may publish again what a failed try stored. Pulsar forgets a producer
+    name that was idle for ``brokerDeduplicationProducerInactivityTimeoutMinutes`` (6 hours by
+    default), so a retry after longer publishes again.
 
     :param topic: The topic (partitioned or not). Templated.
     :param producer_function: A callable, or the dotted path of one (imported when the task runs).
@@ -70,8 +99,12 @@ class PulsarProduceOperator(BaseOperator):
     :param producer_settings: Keyword arguments of ``create_producer`` (``batching_enabled``,
         ``batching_max_messages``, ``compression_type``, ``message_routing_mode``, ...); enum
         values may be given by name, e.g. ``{"compression_type": "LZ4"}``. Batching is on
-        unless turned off here.
-    :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default.
+        unless turned off here. The operator sets ``producer_name``, ``initial_sequence_id``,
+        ``block_if_queue_full`` and ``send_timeout_millis`` itself (and refuses
+        ``skip_full_partitions``); a ``message_router`` must choose the same partition for a
+        message on every try.
+    :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default. Its admin URL
+        is used to check the deduplication policy.
 
     Example::
 
@@ -104,37 +137,100 @@ class PulsarProduceOperator(BaseOperator):
             producer_function_args, producer_function_kwargs, "producer_function"
         )
         self.producer_settings = arguments.producer_settings(producer_settings)
+        idempotence.check_producer_settings(self.producer_settings)
         self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
 
     def execute(self, context: Any) -> dict[str, Any]:
-        """Send every message, wait for the receipts, return the count and the last message id."""
+        """Send every message not stored by an earlier try, wait for the receipts, return the counts."""
         function = arguments.resolve_function(self.producer_function, "producer_function")
         messages = function(*self.producer_function_args, **self.producer_function_kwargs)
         if messages is None or isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
             raise TypeError(
                 f"producer_function must return an iterable of messages, got {type(messages).__name__}"
             )
+        ti = context["ti"]
+        name = idempotence.producer_name(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
         receipts = _Receipts()
         attempted = 0
         with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
-            producer = hook.create_producer(self.topic, **self.producer_settings)
+            partitions = hook.get_client().partition_count(self.topic)
+            settings = idempotence.partition_producer_settings(self.producer_settings, partitions, name)
+            topic = TopicName.parse(self.topic)
+            targets = [str(topic.partition_name(i)) for i in range(partitions)] if partitions else [str(topic)]
+            producers = [hook.create_producer(target, **settings) for target in targets]
+            self._warn_unless_deduplicated(hook)
+            # What the broker reports stored under this producer name: an earlier try's messages.
+            stored = [producer.last_sequence_id() for producer in producers]
+            routing = idempotence.PartitionRouting(self.producer_settings, partitions, name)
             for index, item in enumerate(messages):
                 key, value, properties = _message_parts(item, index)
+                partition = routing.partition(index, key, value, properties)
                 attempted += 1
+                if index <= stored[partition]:
+                    receipts.stored_before()
+                    continue
                 try:
-                    producer.send_async(value, receipts.callback(index), properties=properties, partition_key=key)
-                except Exception as exc:  # refused at once: queue full without blocking, closed, too big
+                    producers[partition].send_async(
+                        value,
+                        receipts.callback(index, partition if partitions else -1),
+                        properties=properties,
+                        partition_key=key,
+                        sequence_id=index,
+                    )
+                except Exception as exc:  # refused before reaching the client's queue
                     receipts.failure(index, exc)
+                # Nothing may be stored after a message that failed (a closed producer, a message too
+                # big): a retry would take the later sequence ids for proof that it was stored.
+                if receipts.failed:
                     break
-            producer.flush()
+            for producer in producers:
+                producer.flush()
+        stored_text = f"{receipts.already_stored} were already stored (by an earlier try, or before a reconnect)"
         if receipts.failed:
             raise AirflowException(
                 f"{receipts.failed} of {attempted} messages to {self.topic} failed (first: {receipts.first_error}); "
-                f"{receipts.sent} were sent"
+                f"{receipts.sent} were sent, {stored_text}"
             )
-        self.log.info("Sent %d messages to %s", receipts.sent, self.topic)
+        self.log.info("Sent %d messages to %s as producer %s; %s", receipts.sent, self.topic, name, stored_text)
         last = receipts.last_message_id
-        return {"topic": self.topic, "messages": receipts.sent, "last_message_id": str(last) if last else None}
+        return {
+            "topic": self.topic,
+            "messages": receipts.sent + receipts.already_stored,
+            "already_stored": receipts.already_stored,
+            "last_message_id": str(last) if last else None,
+            "producer_name": name,
+        }
+
+    def _warn_unless_deduplicated(self, hook: PulsarHook) -> None:
+        """Log one warning when the broker would not deduplicate a retry's sends; never fail for it."""
+        namespace = TopicName.parse(self.topic).namespace_name
+        risk = "a retry of this task after a partial failure may publish some messages twice"
+        try:
+            enabled = idempotence.deduplication_in_force(hook.get_admin(), self.topic)
+        except Exception as exc:  # the admin API is optional for producing: say so and go on
+            self.log.warning(
+                "Could not check whether deduplication is on for %s (%s); if it is off, %s", self.topic, exc, risk
+            )
+            return
+        if enabled:
+            return
+        state = "off" if enabled is False else "not set on its namespace (the broker's default applies)"
+        self.log.warning(
+            "Deduplication is %s for %s: %s. Turn it on with: pulsar-admin namespaces set-deduplication %s --enable",
+            state,
+            self.topic,
+            risk,
+            namespace,
+        )
+
+
+def _in_partition(message_id: MessageId, partition: int) -> MessageId:
+    """A partition producer's message id with its partition index (-1 keeps the id as it is)."""
+    if partition < 0:
+        return message_id
+    return MessageId(
+        partition, message_id.ledger_id(), message_id.entry_id(), message_id.batch_index(), message_id.batch_size()
+    )
 
 
 def _message_parts(item: Any, index: int) -> tuple[str | None, bytes, dict[str, str] | None]:

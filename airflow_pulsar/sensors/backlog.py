@@ -21,25 +21,32 @@ class PulsarBacklogSensor(BaseSensorOperator):
     """
     Wait until a subscription's backlog holds enough messages (or its oldest message is old enough).
 
-    The backlog is read from Pulsar's admin REST stats (summed across the partitions of a
-    partitioned topic); the sensor never attaches a consumer to the subscription it watches.
-    It is ready once it holds at least ``threshold`` messages and, if set, ``min_backlog_bytes``
-    bytes; or, if ``max_message_age`` is set, once the oldest unacknowledged message has waited
-    that long (then any non-empty backlog is ready).
+    The backlog is read from Pulsar's admin REST (summed across the partitions of a partitioned
+    topic); the sensor never attaches a consumer to the subscription it watches. It is ready once
+    it holds at least ``threshold`` messages and, if set, ``min_backlog_bytes`` bytes; or, if
+    ``max_message_age`` is set, once the oldest unacknowledged message has waited that long (then
+    any non-empty backlog is ready).
+
+    Messages are counted one by one, a batch of n as n (Pulsar's own ``msgBacklog`` counts entries,
+    a batch as one). The count is exact where the broker appends the broker entry index (Pulsar
+    with ``brokerEntryMetadataInterceptors=org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor``,
+    and the embedded broker), else an estimate from the average messages per entry. A batch
+    acknowledged in part counts whole.
 
     With ``deferrable=True`` (the default) the sensor defers to :class:`PulsarBacklogTrigger`,
     which polls every ``poke_interval`` seconds inside the triggerer and holds no worker slot;
     with ``deferrable=False`` it pokes in a worker (``mode="poke"`` or ``"reschedule"``).
     ``timeout``, ``soft_fail`` and ``mode`` behave as in every Airflow sensor.
 
-    Returns the figures to XCom: ``{"topic", "subscription", "msg_backlog", "backlog_size",
-    "oldest_message_age", "partitions": {partition: {"msg_backlog", "backlog_size",
-    "oldest_message_age"}}, "read_at"}``; ``partitions`` is empty for a non-partitioned topic and
-    ages (seconds) are only read when ``max_message_age`` is set.
+    Returns the figures to XCom: ``{"topic", "subscription", "messages", "entries", "exact",
+    "backlog_size", "oldest_message_age", "partitions": {partition: {"messages", "entries",
+    "exact", "backlog_size", "oldest_message_age"}}, "read_at"}``: ``exact`` is False where
+    ``messages`` is an estimate; ``partitions`` is empty for a non-partitioned topic; ages
+    (seconds) are only read when ``max_message_age`` is set.
 
     :param topic: The topic (partitioned or not). Templated.
     :param subscription: The subscription whose backlog is watched; it must exist. Templated.
-    :param threshold: Messages that make the backlog ready (>= 1).
+    :param threshold: Messages that make the backlog ready (>= 1; a batch of n counts n).
     :param min_backlog_bytes: Bytes the backlog must also hold.
     :param max_message_age: Seconds (or a timedelta) after which the oldest message makes the backlog ready.
     :param pulsar_conn_id: The Pulsar connection (its admin URL and token are used).
@@ -123,10 +130,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
         except TRANSIENT_ADMIN_ERRORS as exc:
             self.log.warning("Cannot read the backlog now, poking again: %s", exc)
             return PokeReturnValue(is_done=False)
-        self.log.info(
-            "Backlog of %s / %s: %d messages, %d bytes",
-            self.topic, self.subscription, reading.msg_backlog, reading.backlog_size,
-        )
+        self.log.info("Backlog of %s / %s: %s", self.topic, self.subscription, reading.describe())
         return PokeReturnValue(is_done=trigger.condition.met(reading), xcom_value=reading.as_xcom())
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +138,11 @@ class PulsarBacklogSensor(BaseSensorOperator):
         status = event.get("status")
         if status == "success":
             backlog = event["backlog"]
-            self.log.info("Backlog ready: %d messages, %d bytes", backlog["msg_backlog"], backlog["backlog_size"])
+            counted = "exact" if backlog["exact"] else "estimated"
+            self.log.info(
+                "Backlog ready: %d messages (%s) in %d entries, %d bytes",
+                backlog["messages"], counted, backlog["entries"], backlog["backlog_size"],
+            )
             return backlog
         if status == "timeout":
             raise AirflowSensorTimeout(f"Sensor has timed out: {event.get('message')}")

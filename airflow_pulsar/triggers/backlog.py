@@ -22,17 +22,19 @@ class PulsarBacklogTrigger(BaseTrigger):
     """
     Fire once a subscription's backlog is ready; runs in the triggerer and never consumes.
 
-    Every ``poll_interval`` seconds it reads the subscription's stats (summed across the
+    Every ``poll_interval`` seconds it reads the subscription's backlog (summed across the
     partitions of a partitioned topic) with an async HTTP client, and fires when the backlog
     holds at least ``threshold`` messages (and ``min_backlog_bytes`` bytes, if set), or when its
-    oldest message has waited ``max_message_age`` seconds (if set). Unreachable or failing admin
+    oldest message has waited ``max_message_age`` seconds (if set). Messages are counted one by
+    one, also inside batches: exactly where the broker appends the broker entry index, else
+    estimated (the event says which). Unreachable or failing admin
     service: it logs and polls again. The event payload is ``{"status": "success", "backlog":
     {...}}``, ``{"status": "timeout", ...}`` once ``deadline`` passed, or ``{"status": "error",
     "message": ...}`` (e.g. no such topic or subscription).
 
     :param topic: The topic (partitioned or not).
     :param subscription: The subscription whose backlog is watched.
-    :param threshold: Messages in the backlog that make it ready (>= 1).
+    :param threshold: Messages in the backlog that make it ready (>= 1; a batch of n counts n).
     :param min_backlog_bytes: Bytes the backlog must also hold, or None.
     :param max_message_age: Seconds after which the oldest message makes the backlog ready, or None.
     :param poll_interval: Seconds between two reads of the stats.
@@ -119,6 +121,6 @@ class PulsarBacklogTrigger(BaseTrigger):
                     )
                     return
                 if reading is not None:
-                    self.log.debug("Backlog %d messages, %d bytes: waiting", reading.msg_backlog, reading.backlog_size)
+                    self.log.debug("Backlog %s: waiting", reading.describe())
                 pause = self.poll_interval if self.deadline is None else min(self.poll_interval, self.deadline - now)
                 await asyncio.sleep(pause)

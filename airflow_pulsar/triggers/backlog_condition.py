@@ -1,8 +1,11 @@
 """What the backlog sensor waits for: reading a subscription's backlog over admin REST, and judging it.
 
-Only Pulsar's admin paths are used (topic or partitioned stats, and peek-messages for the age of
-the oldest unacknowledged message), so nothing ever attaches a consumer to the subscription.
-Used by the trigger (in the triggerer) and by the sensor's poke mode (in a worker).
+The backlog is counted in messages, as a user's ``threshold`` means them, where Pulsar's
+``msgBacklog`` counts entries (a batch is one): exactly from the broker entry index where the
+broker appends it, else estimated (see ``airflow_pulsar.client.message_count``). Only Pulsar's
+admin paths are used (stats, internal stats, header-only entry lookups, and peek-messages for the
+age of the oldest unacknowledged message), so nothing ever attaches a consumer to the
+subscription. Used by the trigger (in the triggerer) and by the sensor's poke mode (in a worker).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_pulsar.client.admin import AdminNotFoundError, AsyncPulsarAdmin, PartitionBacklog, SubscriptionBacklog
+from airflow_pulsar.client.admin import AdminNotFoundError, AsyncPulsarAdmin, MessageBacklog
 
 
 @dataclass(frozen=True)
@@ -22,33 +25,55 @@ class BacklogReading:
     ``oldest_message_age`` (seconds) is read only when the condition needs it, else None.
     """
 
-    backlog: SubscriptionBacklog
+    backlog: MessageBacklog
     oldest_ages: dict[str, float] = field(default_factory=dict)
     read_at: float = 0.0  # epoch seconds
 
     @property
-    def msg_backlog(self) -> int:
-        return self.backlog.msg_backlog
+    def messages(self) -> int:
+        """Messages in the backlog, each message of a batch counted (exact or estimated)."""
+        return self.backlog.messages
+
+    @property
+    def entries(self) -> int:
+        """Entries in the backlog (Pulsar's ``msgBacklog``: a batch counts once)."""
+        return self.backlog.entries
+
+    @property
+    def exact(self) -> bool:
+        """Whether ``messages`` is exact on every partition (else estimated somewhere)."""
+        return self.backlog.exact
 
     @property
     def backlog_size(self) -> int:
+        """Bytes in the backlog."""
         return self.backlog.backlog_size
 
     @property
     def oldest_message_age(self) -> float | None:
+        """Seconds the oldest unacknowledged message has waited, when read."""
         return max(self.oldest_ages.values()) if self.oldest_ages else None
+
+    def describe(self) -> str:
+        """The figures in words, for logs."""
+        counted = "exact" if self.exact else "estimated"
+        return f"{self.messages} messages ({counted}) in {self.entries} entries, {self.backlog_size} bytes"
 
     def as_xcom(self) -> dict[str, Any]:
         """Plain JSON: totals, and per partition (empty for a non-partitioned topic)."""
         return {
             "topic": self.backlog.topic,
             "subscription": self.backlog.subscription,
-            "msg_backlog": self.msg_backlog,
+            "messages": self.messages,
+            "entries": self.entries,
+            "exact": self.exact,
             "backlog_size": self.backlog_size,
             "oldest_message_age": self.oldest_message_age,
             "partitions": {
                 part.topic: {
-                    "msg_backlog": part.msg_backlog,
+                    "messages": part.messages,
+                    "entries": part.entries,
+                    "exact": part.exact,
                     "backlog_size": part.backlog_size,
                     "oldest_message_age": self.oldest_ages.get(part.topic),
                 }
@@ -62,9 +87,9 @@ class BacklogReading:
 class BacklogCondition:
     """When a backlog is ready.
 
-    Ready once it holds at least ``threshold`` messages and (if set) ``min_backlog_bytes`` bytes,
-    or, if ``max_message_age`` (seconds) is set, once its oldest unacknowledged message has waited
-    that long, however small the backlog is then.
+    Ready once it holds at least ``threshold`` messages (each message of a batch counted) and
+    (if set) ``min_backlog_bytes`` bytes, or, if ``max_message_age`` (seconds) is set, once its
+    oldest unacknowledged message has waited that long, however small the backlog is then.
     """
 
     threshold: int
@@ -73,7 +98,7 @@ class BacklogCondition:
 
     def met(self, reading: BacklogReading) -> bool:
         """Whether ``reading`` satisfies the condition."""
-        enough = reading.msg_backlog >= self.threshold and reading.backlog_size >= (self.min_backlog_bytes or 0)
+        enough = reading.messages >= self.threshold and reading.backlog_size >= (self.min_backlog_bytes or 0)
         age = reading.oldest_message_age
         return enough or (self.max_message_age is not None and age is not None and age >= self.max_message_age)
 
@@ -88,12 +113,12 @@ class BacklogCondition:
 
     async def read(self, admin: AsyncPulsarAdmin, topic: str, subscription: str) -> BacklogReading:
         """Read the backlog figures (and the oldest message's age when the condition needs it)."""
-        backlog = await admin.backlog(topic, subscription)
+        backlog = await admin.message_backlog(topic, subscription)
         read_at = time.time()
         ages: dict[str, float] = {}
         if self.max_message_age is not None:
-            parts = backlog.partitions or (PartitionBacklog(backlog.topic, backlog.msg_backlog, backlog.backlog_size),)
-            waiting = [part.topic for part in parts if part.msg_backlog > 0]
+            parts = [(part.topic, part.entries) for part in backlog.partitions] or [(backlog.topic, backlog.entries)]
+            waiting = [name for name, entries in parts if entries > 0]
             peeked = await asyncio.gather(*(_oldest_publish_ms(admin, part, subscription) for part in waiting))
             ages = {
                 part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in zip(waiting, peeked) if publish_ms

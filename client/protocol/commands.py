@@ -73,7 +73,7 @@ def text_fault(message: Message) -> str | None:
     would fail far from the cause. Sub-messages are searched only if their type has text fields.
     """
     for field, value in message.ListFields():
-        values = value if field.label == FieldDescriptor.LABEL_REPEATED else (value,)
+        values = value if _is_repeated(field) else (value,)
         if field.type == FieldDescriptor.TYPE_STRING:
             if any(isinstance(v, bytes) for v in values):
                 return field.name
@@ -83,6 +83,16 @@ def text_fault(message: Message) -> str | None:
                 if inner is not None:
                     return f"{field.name}.{inner}"
     return None
+
+
+def _is_repeated(field: FieldDescriptor) -> bool:
+    # protobuf 6.30 added ``is_repeated`` and protobuf 7 removed ``label``: ask what this one has.
+    if _HAS_IS_REPEATED:
+        return bool(field.is_repeated)
+    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
+
+
+_HAS_IS_REPEATED = hasattr(FieldDescriptor, "is_repeated")
 
 
 @functools.cache

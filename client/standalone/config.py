@@ -23,6 +23,9 @@ class BrokerConfig:
     http_port: int = 8080
     fsync: bool = True
     dedup: bool = False
+    # Expose each entry's broker entry index (PIP-90) on admin REST, as Pulsar does with
+    # brokerEntryMetadataInterceptors=...AppendIndexMetadataInterceptor; off mirrors a Pulsar without it.
+    entry_index: bool = True
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     keepalive_seconds: float = 30.0
     token_secret_file: str | None = None
@@ -43,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="directory for the broker's database")
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync commits (faster, not crash-safe)")
     parser.add_argument("--dedup", action="store_true", help="deduplicate sends by producer name and sequence id")
+    parser.add_argument(
+        "--no-entry-index",
+        action="store_true",
+        help="leave out the broker entry index (X-Pulsar-Broker-Entry-METADATA-index), as a Pulsar broker without "
+        "AppendIndexMetadataInterceptor: backlogs in messages are then estimated",
+    )
     parser.add_argument(
         "--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE, help="largest message in bytes"
     )
@@ -67,6 +76,7 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         http_port=args.http_port,
         fsync=not args.no_fsync,
         dedup=args.dedup,
+        entry_index=not args.no_entry_index,
         max_message_size=args.max_message_size,
         token_secret_file=args.token_secret_file,
         tls_cert_file=args.tls_cert_file,

@@ -2,7 +2,8 @@
 
 Frames are decoded as they arrive and handled in order on the event loop. Replies are gathered
 and written once per loop iteration, so a burst of receipts or messages costs one system call.
-A malformed frame or an unknown command ends this connection only.
+A malformed frame or an unknown command ends this connection only; a SEND whose checksum fails
+is answered with a SEND_ERROR and the connection carries on, as with Pulsar.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol import commands
+from ..protocol.checksum import crc32c
 from ..protocol.commands import PROTOCOL_VERSION, encode_message, encode_send_receipt
 from ..protocol.frames import FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command, encode_payload_command
 from ..protocol.PulsarApi_pb2 import (
@@ -39,6 +41,7 @@ from .topic import ServerProducer, Topic
 log = logging.getLogger(__name__)
 
 SERVER_VERSION = "airflow-pulsar-standalone"
+NON_PERSISTENT_REFUSED = "the embedded broker keeps every topic persistent; non-persistent topics are not served"
 # Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
 T = BaseCommand
 _LATEST = 0x7FFFFFFFFFFFFFFF
@@ -75,7 +78,8 @@ class ServerConnection(asyncio.Protocol):
         self.service = service
         self.authenticator = authenticator
         self._auth: TokenSession | None = None
-        self.decoder = FrameDecoder(service.config.max_message_size + FRAME_OVERHEAD)
+        # Checksums are checked per SEND, which a bad one fails alone (the connection stays), as Pulsar does.
+        self.decoder = FrameDecoder(service.config.max_message_size + FRAME_OVERHEAD, verify_checksum=False)
         self.transport: asyncio.Transport | None = None
         self.connected = False
         self.remote_address = ""
@@ -280,22 +284,35 @@ class ServerConnection(asyncio.Protocol):
         self._send(T.PONG)
 
     def _topic_or_refuse(self, body: Any, response_type: int, failed: int) -> TopicName | None:
-        """Parse a lookup's topic; a bad name is answered in the response's own error fields,
-        which is where the official client looks for it (not in an ERROR frame)."""
+        """Parse a lookup's topic; a bad name, or one in a namespace that does not exist, is
+        answered in the response's own error fields, which is where the official client looks for
+        it (not in an ERROR frame)."""
         try:
-            return TopicName.parse(body.topic)
+            name = TopicName.parse(body.topic, strict=False)
+            self.service.check_namespace(name)
+            if name.persistent:
+                return name
+            # Refused for good (clients do not retry NotAllowedError), where Pulsar serves them.
+            error, message = ServerError.NotAllowedError, f"{NON_PERSISTENT_REFUSED}: {name}"
         except InvalidTopicNameError as exc:
-            self._send(
-                response_type,
-                request_id=body.request_id,
-                response=failed,
-                error=ServerError.InvalidTopicName,
-                message=str(exc),
-            )
-            return None
+            error, message = ServerError.InvalidTopicName, str(exc)
+        except TopicNotFoundError as exc:
+            error, message = ServerError.TopicNotFound, str(exc)
+        self._send(response_type, request_id=body.request_id, response=failed, error=error, message=message)
+        return None
 
     def _on_lookup(self, body: Any) -> None:
         if self._topic_or_refuse(body, T.LOOKUP_RESPONSE, CommandLookupTopicResponse.Failed) is None:
+            return
+        if body.advertised_listener_name:
+            # This broker advertises no named listeners; Pulsar fails such a lookup, and clients retry it.
+            self._send(
+                T.LOOKUP_RESPONSE,
+                request_id=body.request_id,
+                response=CommandLookupTopicResponse.Failed,
+                error=ServerError.ServiceNotReady,
+                message=f"the broker do not have {body.advertised_listener_name} listener",
+            )
             return
         # A TLS broker serves pulsar+ssl:// only, which clients read from the Tls field.
         url_field = "brokerServiceUrlTls" if self.service.config.tls else "brokerServiceUrl"
@@ -362,7 +379,7 @@ class ServerConnection(asyncio.Protocol):
             producer, _ = self.producers[body.producer_id]
             self._send(T.PRODUCER_SUCCESS, request_id=body.request_id, producer_name=producer.name, producer_ready=True)
             return
-        name = TopicName.parse(body.topic)
+        name = TopicName.parse(body.topic, strict=False)
         topic = await self.service.get_topic(name)
         producer_name = body.producer_name if body.HasField("producer_name") and body.producer_name else None
         producer = ServerProducer(
@@ -371,7 +388,16 @@ class ServerConnection(asyncio.Protocol):
             producer_name or self.service.new_producer_name(),
             body.producer_access_mode,
         )
-        await topic.add_producer(producer)
+
+        def queued() -> None:
+            # As Pulsar: a WaitForExclusive producer hears at once that it is queued (not ready),
+            # so its client waits for the topic rather than timing the request out.
+            self._send(T.PRODUCER_SUCCESS, request_id=body.request_id, producer_name=producer.name, producer_ready=False)
+
+        # A reconnecting producer names the topic epoch it had, so a fenced one stays fenced
+        # (a Java long in Pulsar: taken signed, sent back as uint64).
+        epoch = _signed(body.topic_epoch) if body.HasField("topic_epoch") else None
+        await topic.add_producer(producer, epoch, queued)
         if self._closed:
             topic.remove_producer(producer)
             return
@@ -381,7 +407,8 @@ class ServerConnection(asyncio.Protocol):
             request_id=body.request_id,
             producer_name=producer.name,
             last_sequence_id=topic.last_sequence_id(producer.name),
-            topic_epoch=topic.topic_epoch,
+            # Left out until an exclusive producer came.
+            topic_epoch=None if topic.topic_epoch is None else topic.topic_epoch & _U64,
             producer_ready=True,
         )
 
@@ -401,6 +428,15 @@ class ServerConnection(asyncio.Protocol):
             )
             return
         producer, topic = entry
+        if crc32c(frame.entry) != frame.checksum:
+            self._send(
+                T.SEND_ERROR,
+                producer_id=body.producer_id,
+                sequence_id=sequence_id,
+                error=ServerError.ChecksumError,
+                message="Checksum failed on the broker",
+            )
+            return
         highest = body.highest_sequence_id if body.HasField("highest_sequence_id") else sequence_id
         producer_id = body.producer_id
 
@@ -454,7 +490,7 @@ class ServerConnection(asyncio.Protocol):
         if body.consumer_id in self.consumers:
             self._send(T.SUCCESS, request_id=body.request_id)
             return
-        name = TopicName.parse(body.topic)
+        name = TopicName.parse(body.topic, strict=False)
         topic = await self.service.get_topic(name, create=body.force_topic_creation)
         durable = body.durable
         sub_type = body.subType
@@ -636,7 +672,7 @@ class ServerConnection(asyncio.Protocol):
             consumerName=consumer.name,
             # Permits run below zero when a batch outgrows them; the wire field is unsigned.
             availablePermits=max(consumer.permits, 0),
-            unackedMessages=max(consumer.unacked_messages, 0),
+            unackedMessages=consumer.reported_unacked,
             blockedConsumerOnUnackedMsgs=False,
             address=self.remote_address,
             connectedSince=stats["connectedSince"],

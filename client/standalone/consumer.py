@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..protocol.PulsarApi_pb2 import CommandSubscribe
 from .rates import RateMeter
 from .storage import StoredEntry
 
@@ -80,13 +81,20 @@ class ServerConsumer:
         if count is not None:
             self.unacked_messages -= count
 
+    @property
+    def reported_unacked(self) -> int:
+        """``unackedMessages`` as Pulsar reports it: counted on Shared and Key_Shared subscriptions
+        (individual acknowledgement), 0 on Exclusive and Failover ones."""
+        individual = self.subscription.sub_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
+        return max(self.unacked_messages, 0) if individual else 0
+
     def stats(self) -> dict[str, Any]:
         """The consumer's entry in Pulsar's subscription stats."""
         msg_rate, byte_rate = self.out_rate.rates()
         return {
             "consumerName": self.name,
             "availablePermits": self.permits,
-            "unackedMessages": self.unacked_messages,
+            "unackedMessages": self.reported_unacked,
             "msgOutCounter": self.msg_out,
             "bytesOutCounter": self.bytes_out,
             "priorityLevel": self.priority,

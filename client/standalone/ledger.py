@@ -1,7 +1,8 @@
 """A topic partition's entry log: appends, reads through a tail cache, and message counting.
 
 Entry ids are dense from 0. Alongside the entries the ledger keeps prefix sums of message counts
-and sizes, so the backlog between any two positions is two lookups.
+and sizes, so the backlog between any two positions is two lookups. The message prefix sums are
+also each entry's *broker entry index* (PIP-90), rebuilt from the stored counts at every start.
 """
 
 from __future__ import annotations
@@ -16,6 +17,21 @@ from .storage import Commit, Storage, StoredEntry
 
 # Tail entries kept in memory so consumers that keep up never touch the database.
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+# Pulsar keeps more of an entry than the producer's [metadata size][metadata][payload]: the
+# checksum header (magic and CRC32C) it arrived with and, with the index interceptor, the broker
+# entry metadata ([magic][u32 size][BrokerEntryMetadata{index}]). Its byte counts (storageSize,
+# backlogSize, internal stats sizes) include both, so the ledger's do too.
+CHECKSUM_HEADER_BYTES = 6
+_ENTRY_METADATA_HEADER_BYTES = 6
+
+
+def stored_size(data_size: int, index: int | None) -> int:
+    """The bytes Pulsar stores for an entry of ``data_size``; ``index``: its broker entry index,
+    None without the index interceptor."""
+    size = data_size + CHECKSUM_HEADER_BYTES
+    if index is not None:  # BrokerEntryMetadata.index is field 2, a varint: one tag byte, then the value
+        size += _ENTRY_METADATA_HEADER_BYTES + 1 + max(1, (index.bit_length() + 6) // 7)
+    return size
 
 
 class Ledger:
@@ -27,9 +43,12 @@ class Ledger:
         ledger_id: int,
         index: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        entry_index: bool = True,
     ):
         self.storage = storage
         self.ledger_id = ledger_id
+        # Sizes count the broker entry metadata when the broker stores it (the index interceptor is on).
+        self._stores_index = entry_index
         self._cum_messages = array("q", [0])
         self._cum_bytes = array("q", [0])
         for entry_id, num_messages, size in index:
@@ -49,7 +68,11 @@ class Ledger:
         self._notify_scheduled = False
 
     def _push_index(self, num_messages: int, size: int) -> None:
-        self._cum_messages.append(self._cum_messages[-1] + num_messages)
+        """Count one more entry: ``size`` is its data's length (0 with no messages: a hole)."""
+        total = self._cum_messages[-1] + num_messages
+        self._cum_messages.append(total)
+        if num_messages:
+            size = stored_size(size, total - 1 if self._stores_index else None)
         self._cum_bytes.append(self._cum_bytes[-1] + size)
 
     @property
@@ -78,6 +101,11 @@ class Ledger:
         last = min(last, self.last_entry_id)
         first = max(first, 0)
         return self._cum_bytes[last + 1] - self._cum_bytes[first] if last >= first else 0
+
+    def entry_index(self, entry_id: int) -> int:
+        """The broker entry index of a committed entry, as Pulsar's AppendIndexMetadataInterceptor
+        assigns it: the 0-based position, among every message of the topic, of the entry's last message."""
+        return self._cum_messages[entry_id + 1] - 1
 
     def entries_for(self, first: int, messages: int, limit: int) -> int:
         """How many entries from ``first`` (a committed one) hold ``messages`` messages: 1 .. ``limit``."""

@@ -31,13 +31,18 @@ class ConsumerSelector(Protocol):
 class SingleActiveSelector:
     """Exclusive and Failover: one active consumer receives everything.
 
-    The active one is the first by (priority level, consumer name); on a partition of a
-    partitioned topic it is the one at ``partition mod consumers``, which spreads the partitions.
+    Consumers rank by (priority level, consumer name), and only those at the highest priority
+    level are candidates. On a partition of a partitioned topic the active one is the candidate
+    at ``partition mod candidates``, which spreads the partitions. On a non-partitioned topic it
+    is chosen on a hash ring: each candidate owns the Murmur3 hashes of its name followed by 0 to
+    99, and the topic's full name hashes to the first point at or after it (wrapping around).
+    This is how Pulsar chooses, so a client sees the same active consumer on either broker.
     """
 
-    def __init__(self, partition: int = -1):
+    def __init__(self, partition: int = -1, topic: str = ""):
         self.consumers: list[ServerConsumer] = []
         self.partition = partition
+        self.topic_hash = murmur3_32(topic)
         self.active: ServerConsumer | None = None
 
     def add(self, consumer: ServerConsumer) -> None:
@@ -53,8 +58,20 @@ class SingleActiveSelector:
         if not ranked:
             self.active = None
             return
-        index = self.partition % len(ranked) if self.partition >= 0 else 0
-        self.active = ranked[index]
+        candidates = [c for c in ranked if c.priority == ranked[0].priority]
+        if self.partition >= 0:
+            self.active = candidates[self.partition % len(candidates)]
+        else:
+            self.active = candidates[self._ring_index(candidates)]
+
+    def _ring_index(self, candidates: list[ServerConsumer]) -> int:
+        ring: dict[int, int] = {}
+        for index, consumer in enumerate(candidates):
+            for replica in range(_POINTS_PER_CONSUMER):
+                ring[murmur3_32(f"{consumer.name}{replica}")] = index
+        points = sorted(ring)
+        at = bisect.bisect_left(points, self.topic_hash)
+        return ring[points[at % len(points)]]
 
     def pick(self, entry: StoredEntry) -> ServerConsumer | None:
         active = self.active
@@ -138,10 +155,10 @@ class KeySharedSelector:
         return owner if owner is not None and owner.permits > 0 else None
 
 
-def selector_for(sub_type: int, partition: int) -> ConsumerSelector:
-    """The selector for a CommandSubscribe.SubType value."""
+def selector_for(sub_type: int, topic: str, partition: int) -> ConsumerSelector:
+    """The selector for a CommandSubscribe.SubType value on ``topic`` (its full name)."""
     if sub_type == CommandSubscribe.Shared:
         return RoundRobinSelector()
     if sub_type == CommandSubscribe.Key_Shared:
         return KeySharedSelector()
-    return SingleActiveSelector(partition)
+    return SingleActiveSelector(partition, topic)

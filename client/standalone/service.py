@@ -8,8 +8,11 @@ import secrets
 
 from ..topic_name import InvalidTopicNameError, TopicName
 from .config import BrokerConfig
+from .data_dir import DataDirLock
 from .ledger import Ledger
+from .policies import Policies
 from .storage import Storage
+from .tenants import Tenants
 from .topic import Topic
 
 
@@ -17,12 +20,27 @@ class TopicNotFoundError(LookupError):
     """A topic that does not exist (and is not auto-created in that context)."""
 
 
+class NamespaceNotFoundError(TopicNotFoundError):
+    """A topic named in a namespace that does not exist; Pulsar's reason is "Namespace not found"."""
+
+    def __init__(self) -> None:
+        super().__init__("Namespace not found")
+
+
+class TopicBusyError(ValueError):
+    """A topic that cannot be deleted while clients are connected (unless forced)."""
+
+
 class BrokerService:
     """Owns the storage and every loaded topic."""
 
     def __init__(self, config: BrokerConfig):
         self.config = config
+        # Before the database is opened: a second broker on the same data dir stops here.
+        self._lock = DataDirLock.acquire(config.data_dir)
         self.storage = Storage(config.data_dir, fsync=config.fsync)
+        self.policies = Policies(self.storage, config.dedup)
+        self.tenants = Tenants(self.storage)
         self.topics: dict[str, Topic] = {}
         self.partitioned: dict[str, int] = {}
         self._ledger_ids: dict[str, int] = {}
@@ -36,15 +54,18 @@ class BrokerService:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Load what the storage holds and start its writer."""
         self.storage.start(loop)
+        self.policies.load()
+        self.tenants.load()
         self.partitioned = self.storage.load_partitioned_topics()
         self._ledger_ids = self.storage.load_topics()
         self._next_ledger_id = max(self._ledger_ids.values(), default=0) + 1
         for name in self._ledger_ids:
-            self._load(TopicName.parse(name))
+            self._load(TopicName.parse(name, strict=False))
 
     def close(self) -> None:
-        """Flush and close the storage."""
+        """Flush and close the storage, then let go of the data dir."""
         self.storage.close()
+        self._lock.release()
 
     def new_producer_name(self) -> str:
         """A producer name unique across the broker's lifetimes."""
@@ -53,17 +74,54 @@ class BrokerService:
     def _load(self, name: TopicName) -> Topic:
         key = str(name)
         ledger_id = self._ledger_ids[key]
-        ledger = Ledger(self.storage, ledger_id, self.storage.load_entry_index(ledger_id))
+        ledger = Ledger(
+            self.storage, ledger_id, self.storage.load_entry_index(ledger_id), entry_index=self.config.entry_index
+        )
         topic = Topic(
             name,
             self.storage,
             ledger,
-            dedup=self.config.dedup,
+            dedup=self.policies.deduplication(name),
             cursors=self.storage.load_cursors(ledger_id),
             last_sequence_ids=self.storage.last_sequence_ids(ledger_id),
         )
         self.topics[key] = topic
         return topic
+
+    def apply_policies(self) -> None:
+        """Bring every loaded topic in line with the policies, after one changed."""
+        for topic in self.topics.values():
+            topic.set_deduplication(self.policies.deduplication(topic.name))
+
+    def namespaces(self) -> set[str]:
+        """Every namespace, as ``tenant/namespace``: created (or built in), or holding topics."""
+        holding = {TopicName.parse(name, strict=False).namespace_name for name in (*self._ledger_ids, *self.partitioned)}
+        return self.policies.namespaces() | holding
+
+    def namespace_exists(self, namespace: str) -> bool:
+        """Whether ``tenant/namespace`` was created (or built in) or already holds topics."""
+        prefix = f"persistent://{namespace}/"
+        return namespace in self.policies.namespaces() or any(
+            name.startswith(prefix) for name in (*self._ledger_ids, *self.partitioned)
+        )
+
+    def tenant_names(self) -> set[str]:
+        """Every tenant: created (or built in), or owning a namespace."""
+        return self.tenants.names() | {namespace.partition("/")[0] for namespace in self.namespaces()}
+
+    def tenant_exists(self, tenant: str) -> bool:
+        """Whether ``tenant`` was created (or built in) or owns a namespace."""
+        return tenant in self.tenant_names()
+
+    def namespace_is_empty(self, namespace: str) -> bool:
+        """Whether no topic, partition or partitioned topic lives in ``tenant/namespace``."""
+        prefix = f"persistent://{namespace}/"
+        return not any(name.startswith(prefix) for name in (*self._ledger_ids, *self.partitioned))
+
+    def check_namespace(self, name: TopicName) -> None:
+        """Raise NamespaceNotFoundError unless the topic's namespace exists."""
+        if not self.namespace_exists(name.namespace_name):
+            raise NamespaceNotFoundError()
 
     def partitions_of(self, name: TopicName) -> int:
         """Partition count of a partitioned topic, 0 for anything else."""
@@ -84,8 +142,9 @@ class BrokerService:
             if partitions and name.partition >= partitions:
                 raise TopicNotFoundError(f"topic {name.base} has {partitions} partitions, not {name.partition + 1}")
         if not create:
-            raise TopicNotFoundError(f"topic {name} does not exist")
+            raise TopicNotFoundError(f"Topic {name} not found")
         if key not in self._ledger_ids:
+            self.check_namespace(name)
             ledger_id = self._next_ledger_id
             self._next_ledger_id += 1
             self._ledger_ids[key] = ledger_id
@@ -95,6 +154,7 @@ class BrokerService:
     async def create_partitioned_topic(self, name: TopicName, partitions: int) -> None:
         """Record a partitioned topic and create its partitions."""
         key = str(name)
+        self.check_namespace(name)
         if name.partition >= 0:
             raise InvalidTopicNameError(f"{name} names a partition; give the partitioned topic's name")
         if key in self.topics:
@@ -107,24 +167,36 @@ class BrokerService:
         for index in range(partitions):
             await self.get_topic(name.partition_name(index))
 
-    async def delete_topic(self, name: TopicName) -> None:
-        """Delete a topic, or every partition of a partitioned one, with its data."""
+    async def delete_topic(self, name: TopicName, force: bool = False) -> None:
+        """Delete a topic, or every partition of a partitioned one, with its data.
+
+        With clients connected this raises TopicBusyError (nothing deleted), unless ``force``,
+        which disconnects them first, as Pulsar does.
+        """
         key = str(name)
         names = [name.partition_name(i) for i in range(self.partitioned[key])] if key in self.partitioned else [name]
+        if key not in self.partitioned and key not in self._ledger_ids:
+            raise TopicNotFoundError(f"Topic {name} not found")
+        loaded = [topic for part in names if (topic := self.topics.get(str(part))) is not None]
+        for topic in loaded:
+            producers = len(topic.producers)
+            consumers = sum(len(s.consumers) for s in topic.subscriptions.values())
+            if (producers or consumers) and not force:
+                raise TopicBusyError(
+                    f"Topic has {producers + consumers} client connected Including {consumers} consumers, "
+                    f"{producers} producers, and 0 replicators."
+                )
+        for topic in loaded:
+            topic.disconnect_clients()
         for part in names:
             part_key = str(part)
-            if part_key not in self._ledger_ids:
-                if part is name:
-                    raise TopicNotFoundError(f"topic {name} does not exist")
-                continue
-            topic = self.topics.pop(part_key, None)
-            if topic is not None and (topic.producers or any(s.consumers for s in topic.subscriptions.values())):
-                self.topics[part_key] = topic
-                raise ValueError(f"topic {part} has active producers or consumers")
-            await self.storage.delete_topic(part_key, self._ledger_ids.pop(part_key))
+            if part_key in self._ledger_ids:
+                self.topics.pop(part_key, None)
+                await self.storage.delete_topic(part_key, self._ledger_ids.pop(part_key))
         if key in self.partitioned:
             del self.partitioned[key]
             await self.storage.delete_partitioned(key)
+        await self.policies.forget_topic(name)
 
     def list_topics(self, tenant: str, namespace: str) -> list[str]:
         """Every persistent topic (partitions included) in a namespace, sorted."""

@@ -51,6 +51,18 @@ CREATE TABLE IF NOT EXISTS cursors (
     state TEXT NOT NULL,
     PRIMARY KEY (ledger_id, name)
 );
+CREATE TABLE IF NOT EXISTS namespaces (
+    name TEXT PRIMARY KEY,
+    policies TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS topic_policies (
+    name TEXT PRIMARY KEY,
+    policies TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tenants (
+    name TEXT PRIMARY KEY,
+    info TEXT NOT NULL
+);
 """
 
 _INSERT_ENTRY = (
@@ -191,6 +203,21 @@ class Storage:
             (ledger_id,),
         ).fetchall()
 
+    def load_namespaces(self) -> dict[str, dict[str, Any]]:
+        """Every namespace created through the admin API, with its policies."""
+        rows = self._reader.execute("SELECT name, policies FROM namespaces")
+        return {name: json.loads(policies) for name, policies in rows}
+
+    def load_tenants(self) -> dict[str, dict[str, Any]]:
+        """Every tenant created through the admin API, with its TenantInfo."""
+        rows = self._reader.execute("SELECT name, info FROM tenants")
+        return {name: json.loads(info) for name, info in rows}
+
+    def load_topic_policies(self) -> dict[str, dict[str, Any]]:
+        """The topic-level policies of every topic that has some."""
+        rows = self._reader.execute("SELECT name, policies FROM topic_policies")
+        return {name: json.loads(policies) for name, policies in rows}
+
     def load_cursors(self, ledger_id: int) -> dict[str, dict[str, Any]]:
         """Every durable cursor of a ledger with its saved state."""
         rows = self._reader.execute("SELECT name, state FROM cursors WHERE ledger_id = ?", (ledger_id,))
@@ -277,6 +304,32 @@ class Storage:
         """Queue the creation or update of a partitioned topic's metadata."""
         return self._submit(
             "INSERT OR REPLACE INTO partitioned_topics (name, partitions) VALUES (?, ?)", (name, partitions)
+        )
+
+    def save_namespace(self, name: str, policies: dict[str, Any]) -> asyncio.Future[None]:
+        """Queue the creation of a namespace or the update of its policies."""
+        return self._submit(
+            "INSERT OR REPLACE INTO namespaces (name, policies) VALUES (?, ?)", (name, json.dumps(policies))
+        )
+
+    def delete_namespace(self, name: str) -> asyncio.Future[None]:
+        """Queue the removal of a namespace with its policies."""
+        return self._submit("DELETE FROM namespaces WHERE name = ?", (name,))
+
+    def save_tenant(self, name: str, info: dict[str, Any]) -> asyncio.Future[None]:
+        """Queue the creation of a tenant, or the update of its TenantInfo."""
+        return self._submit("INSERT OR REPLACE INTO tenants (name, info) VALUES (?, ?)", (name, json.dumps(info)))
+
+    def delete_tenant(self, name: str) -> asyncio.Future[None]:
+        """Queue the removal of a tenant."""
+        return self._submit("DELETE FROM tenants WHERE name = ?", (name,))
+
+    def save_topic_policies(self, name: str, policies: dict[str, Any]) -> asyncio.Future[None]:
+        """Queue a topic's policies; none left removes its row."""
+        if not policies:
+            return self._submit("DELETE FROM topic_policies WHERE name = ?", (name,))
+        return self._submit(
+            "INSERT OR REPLACE INTO topic_policies (name, policies) VALUES (?, ?)", (name, json.dumps(policies))
         )
 
     def delete_partitioned(self, name: str) -> asyncio.Future[None]:

@@ -8,13 +8,19 @@ before anything new is read.
 Key_Shared keeps each key in order when keys change hands (a consumer joins or leaves): an entry
 goes to its key's new owner only once no other consumer still holds an unacknowledged entry of
 that key, as with Pulsar's draining hashes.
+
+Shared and Key_Shared subscriptions hold back an entry whose ``deliver_at_time`` (the producer's
+``deliver_at`` / ``deliver_after``) lies in the future, and send it from the replay set once it
+is due; Exclusive and Failover ones deliver it at once, in order, as Pulsar does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.frames import split_entry
 from ..protocol.PulsarApi_pb2 import CommandSubscribe
 from .consumer import ServerConsumer
 from .cursor import Cursor, bits_to_words
@@ -34,6 +40,37 @@ SUB_TYPE_NAMES = {
 _READ_BATCH = 100
 # Key_Shared entries waiting for a busy consumer; past this, reading new entries pauses.
 _MAX_REPLAY = 10_000
+_DELAYING = (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
+# Pulsar's activeConsumerFailoverDelayTimeMillis default: after a Failover subscription's active
+# consumer changes, dispatch (and the change notice) waits this long, so acknowledgements the
+# previous active consumer still has in flight land before the new one is given anything.
+FAILOVER_DELAY_SECONDS = 1.0
+# MessageMetadata.deliver_at_time is field 19, a varint: its tag encodes as these two bytes.
+_DELIVER_AT_TAG = b"\x98\x01"
+
+
+def estimated_backlog_size(total_bytes: int, entries: int, mark_delete: int) -> int:
+    """Pulsar's ``backlogSize`` of a cursor on a one-ledger topic: the ledger's bytes less those
+    consumed up to the mark-delete, reckoned at the ledger's average entry size (exact only once
+    everything is consumed); individual acks above the mark-delete do not count."""
+    if entries <= 0 or mark_delete < 0:
+        return total_bytes
+    if mark_delete + 1 >= entries:
+        return 0
+    return total_bytes - (mark_delete + 1) * (total_bytes // entries)
+
+
+def deliver_at(data: bytes) -> int:
+    """The ``deliver_at_time`` (ms) of a stored entry, 0 when it has none.
+
+    Most entries have none: a search of the metadata bytes for the field's tag rules that out
+    without decoding them (a match may be a false one, which the decoding then tells).
+    """
+    end = 4 + int.from_bytes(data[:4], "big")
+    if data.find(_DELIVER_AT_TAG, 4, end) < 0:
+        return 0
+    metadata, _ = split_entry(data)
+    return metadata.deliver_at_time if metadata.HasField("deliver_at_time") else 0
 
 
 class SubscriptionError(Exception):
@@ -52,7 +89,7 @@ class Subscription:
         self.ledger = topic.ledger
         self.cursor = cursor
         self.sub_type = sub_type
-        self.selector = selector_for(sub_type, topic.name.partition)
+        self.selector = selector_for(sub_type, str(topic.name), topic.name.partition)
         self.read_position = cursor.mark_delete + 1
         self.replay: set[int] = set()
         self.redelivery_counts: dict[int, int] = {}
@@ -67,6 +104,13 @@ class Subscription:
         self.bytes_out = 0
         self.out_rate = RateMeter()
         self.redeliver_rate = RateMeter()
+        # Entries held back until their deliver_at_time (ms), and the timer that releases them.
+        self.delayed: dict[int, int] = {}
+        # Pulsar reports a subscription's type from its first consumer on; "None" until then.
+        self.typed = False
+        self._delay_timer: asyncio.TimerHandle | None = None
+        self._next_due = float("inf")
+        self._failover_timer: asyncio.TimerHandle | None = None
 
     @property
     def name(self) -> str:
@@ -97,7 +141,10 @@ class Subscription:
         """Attach a consumer (check_can_add first); the type follows the first consumer."""
         if not self.consumers and sub_type != self.sub_type:
             self.sub_type = sub_type
-            self.selector = selector_for(sub_type, self.topic.name.partition)
+            self.selector = selector_for(sub_type, str(self.topic.name), self.topic.name.partition)
+            if sub_type not in _DELAYING:
+                self._release_delayed(everything=True)
+        self.typed = True
         before = self._active()
         self.selector.add(consumer)
         self._after_membership_change(before, consumer)
@@ -109,6 +156,8 @@ class Subscription:
         before = self._active()
         self.selector.remove(consumer)
         self._take_back(consumer, list(consumer.pending), count_redelivery=False)
+        if not self.consumers:
+            self.redelivery_counts.clear()  # as Pulsar: its redelivery tracker is cleared with the last consumer
         self._after_membership_change(before, None)
         self.dispatch()
 
@@ -122,9 +171,19 @@ class Subscription:
         if active is not before and before is not None and before in self.consumers:
             # The old active consumer's unacknowledged entries move to the new one.
             self._take_back(before, list(before.pending), count_redelivery=False)
+        if active is not before and active is not None:
+            if self._failover_timer is None:
+                loop = asyncio.get_running_loop()
+                self._failover_timer = loop.call_later(FAILOVER_DELAY_SECONDS, self._end_failover_delay)
+        elif joined is not None and active is not None and self._failover_timer is None:
+            joined.sink.active_consumer_change(joined.consumer_id, joined is active)
+
+    def _end_failover_delay(self) -> None:
+        self._failover_timer = None
+        active = self._active()
         for consumer in self.consumers:
-            if active is not before or consumer is joined:
-                consumer.sink.active_consumer_change(consumer.consumer_id, consumer is active)
+            consumer.sink.active_consumer_change(consumer.consumer_id, consumer is active)
+        self.dispatch()
 
     def _take_back(self, consumer: ServerConsumer, entry_ids: list[int], count_redelivery: bool) -> None:
         for entry_id in entry_ids:
@@ -148,6 +207,8 @@ class Subscription:
 
     def dispatch(self) -> None:
         """Send entries to consumers while permits allow; safe to call from anywhere."""
+        if self._failover_timer is not None:
+            return  # a Failover subscription's new active consumer waits out the delay
         if self._dispatching:
             self._again = True
             return
@@ -197,6 +258,9 @@ class Subscription:
                 if self.cursor.is_acked(entry_id) or entry_id in self.holder:
                     self.read_position = entry_id + 1
                     continue
+                if self.sub_type in _DELAYING and self._hold_back(entry):
+                    self.read_position = entry_id + 1
+                    continue
                 if key_shared:
                     owner = selector.owner(entry.sticky_key)
                     if owner is None or id(owner) in waiting_owners or not self._send(entry):
@@ -207,6 +271,38 @@ class Subscription:
                 elif not self._send(entry):
                     return
                 self.read_position = entry_id + 1
+
+    def _hold_back(self, entry: StoredEntry) -> bool:
+        """Hold back an entry that is not due yet (until its deliver_at_time); False if it is due."""
+        due = deliver_at(entry.data)
+        if due <= time.time() * 1000:
+            return False
+        self.delayed[entry.entry_id] = due
+        if due < self._next_due:
+            self._schedule_delayed()
+        return True
+
+    def _schedule_delayed(self) -> None:
+        """Set the timer for the earliest held-back entry (none when nothing is held back)."""
+        if self._delay_timer is not None:
+            self._delay_timer.cancel()
+            self._delay_timer = None
+        self._next_due = min(self.delayed.values(), default=float("inf"))
+        if self.delayed:
+            wait = max(self._next_due / 1000 - time.time(), 0.0)
+            self._delay_timer = asyncio.get_running_loop().call_later(wait, self._release_delayed)
+
+    def _release_delayed(self, everything: bool = False) -> None:
+        """Move the entries now due (or all of them) to the replay set and send them."""
+        now = time.time() * 1000
+        due = [entry_id for entry_id, at in self.delayed.items() if everything or at <= now]
+        for entry_id in due:
+            del self.delayed[entry_id]
+            if not self.cursor.is_acked(entry_id):
+                self.replay.add(entry_id)
+        self._schedule_delayed()
+        if due:
+            self.dispatch()
 
     def _replay_owners(self) -> set[int]:
         selector = self.selector
@@ -311,6 +407,8 @@ class Subscription:
         self.cursor.reset(entry_id - 1)
         self.read_position = entry_id
         self.replay.clear()
+        self.delayed.clear()
+        self._schedule_delayed()
         self.redelivery_counts.clear()
         for consumer in self.consumers:
             for held in list(consumer.pending):
@@ -328,31 +426,26 @@ class Subscription:
     # ---- stats ----
 
     def backlog(self) -> tuple[int, int]:
-        """(messages, bytes) not yet acknowledged."""
+        """(entries not yet acknowledged, bytes estimated after the mark-delete), as Pulsar counts
+        ``msgBacklog`` and ``backlogSize``: an entry is one whether it holds one message or a batch,
+        and a batch acknowledged in part still counts."""
         cursor = self.cursor
         ledger = self.ledger
-        first = cursor.mark_delete + 1
-        messages = ledger.messages_in(first, ledger.last_entry_id)
-        size = ledger.bytes_in(first, ledger.last_entry_id)
-        for entry_id in cursor.acked:
-            messages -= ledger.entry_messages(entry_id)
-            size -= ledger.bytes_in(entry_id, entry_id)
-        for entry_id, bits in cursor.batch_unacked.items():
-            if entry_id <= ledger.last_entry_id:
-                messages -= ledger.entry_messages(entry_id) - bin(bits).count("1")
-        return messages, size
+        last = ledger.last_entry_id
+        entries = max(last - cursor.mark_delete, 0) - len(cursor.acked)
+        return entries, estimated_backlog_size(ledger.total_bytes, last + 1, cursor.mark_delete)
 
     def stats(self) -> dict[str, Any]:
         """The subscription's entry in Pulsar's topic stats."""
-        messages, size = self.backlog()
+        entries, size = self.backlog()
         msg_rate, byte_rate = self.out_rate.rates()
         redeliver_rate, _ = self.redeliver_rate.rates()
         return {
-            "msgBacklog": messages,
-            "msgBacklogNoDelayed": messages,
+            "msgBacklog": entries,
+            "msgBacklogNoDelayed": entries - len(self.delayed),
             "backlogSize": size,
-            "unackedMessages": sum(c.unacked_messages for c in self.consumers),
-            "type": SUB_TYPE_NAMES.get(self.sub_type, "Exclusive"),
+            "unackedMessages": sum(c.reported_unacked for c in self.consumers),
+            "type": SUB_TYPE_NAMES.get(self.sub_type, "Exclusive") if self.typed else "None",
             "msgRateOut": msg_rate,
             "msgThroughputOut": byte_rate,
             "msgRateRedeliver": redeliver_rate,

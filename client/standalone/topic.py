@@ -12,7 +12,7 @@ from ..protocol.frames import FrameError, split_entry
 from ..protocol.PulsarApi_pb2 import ProducerAccessMode
 from ..topic_name import TopicName
 from .cursor import Cursor
-from .ledger import Ledger
+from .ledger import CHECKSUM_HEADER_BYTES, Ledger
 from .rates import RateMeter
 from .storage import Commit, Storage, StoredEntry
 from .subscription import Subscription, SubscriptionError
@@ -84,10 +84,16 @@ class Topic:
         self._persisted_seq: dict[str, int] = dict(last_sequence_ids or {})
         self._pushed_seq: dict[str, int] = dict(self._persisted_seq)
         self._last_append: dict[str, Commit] = {}
-        self.topic_epoch = 0
+        # Producer access (Pulsar's rules): the exclusive producer, if any; the topic epoch, which
+        # each exclusive producer raises (None until the first); WaitForExclusive producers queued.
+        self._exclusive: ServerProducer | None = None
+        self.topic_epoch: int | None = None
         self._exclusive_waiters: list[asyncio.Future[None]] = []
         self.msg_in = 0
         self.bytes_in = 0
+        # Entries appended since the topic was loaded, as Pulsar's entriesAddedCounter (the
+        # companion of msgInCounter, which also starts from zero at every load).
+        self.entries_added = 0
         self.in_rate = RateMeter()
         ledger.on_committed.append(self._dispatch_all)
 
@@ -97,40 +103,91 @@ class Topic:
         """The highest committed sequence id of a producer name, -1 if none (or dedup off)."""
         return self._persisted_seq.get(producer_name, -1) if self.dedup else -1
 
-    async def add_producer(self, producer: ServerProducer) -> None:
-        """Attach a producer, enforcing its access mode (may wait for WaitForExclusive)."""
+    def set_deduplication(self, enabled: bool) -> None:
+        """Turn deduplication on or off (a policy changed). Either way the topic starts without
+        sequence ids, as Pulsar does: it drops them when turned off and, turned on, knows only the
+        sends that follow."""
+        if enabled == self.dedup:
+            return
+        self.dedup = enabled
+        self._persisted_seq = {}
+        self._pushed_seq = {}
+        self._last_append = {}
+
+    async def add_producer(
+        self, producer: ServerProducer, epoch: int | None = None, queued: Callable[[], None] | None = None
+    ) -> None:
+        """Attach a producer, enforcing its access mode as Pulsar does (WaitForExclusive may wait,
+        and ``queued`` is called once when it starts to).
+
+        ``epoch`` is the topic epoch a reconnecting exclusive producer had: one older than the
+        topic's means another exclusive producer came in between, and it stays fenced.
+        """
         mode = producer.access_mode
-        exclusive = [p for p in self.producers if p.access_mode != ProducerAccessMode.Shared]
+        holder = self._exclusive.name if self._exclusive is not None else None
         if mode == ProducerAccessMode.Shared:
-            if exclusive:
-                raise SubscriptionError("ProducerBusy", f"topic {self.name} has an exclusive producer {exclusive[0].name}")
+            if self._exclusive is not None or self._exclusive_waiters:
+                raise SubscriptionError("ProducerBusy", f"Topic has an existing exclusive producer: {holder}")
+            self.producers.append(producer)
+            return
+        if mode == ProducerAccessMode.Exclusive:
+            if self._exclusive is not None or self._exclusive_waiters:
+                raise SubscriptionError("ProducerFenced", f"Topic has an existing exclusive producer: {holder}")
+            if self.producers:
+                raise SubscriptionError("ProducerFenced", "Topic has existing shared producers")
         elif mode == ProducerAccessMode.ExclusiveWithFencing:
-            for other in list(self.producers):
-                self.remove_producer(other)
-                other.sink.close_producer(other.producer_id)
-            self.topic_epoch += 1
-        elif mode == ProducerAccessMode.WaitForExclusive:
-            while self.producers:
+            if self._exclusive is not None or self.producers:
+                self._fence_everyone()
+        else:  # WaitForExclusive: queued until the topic is free
+            if (self._exclusive is not None or self.producers) and queued is not None:
+                queued()
+            while self._exclusive is not None or self.producers:
                 waiter = asyncio.get_running_loop().create_future()
                 self._exclusive_waiters.append(waiter)
-                await waiter
-            self.topic_epoch += 1
-        elif self.producers:
-            raise SubscriptionError("ProducerBusy", f"topic {self.name} already has producers; Exclusive access refused")
-        else:
-            self.topic_epoch += 1
+                await waiter  # raises when fenced out meanwhile
+        self._check_epoch(epoch)
+        self._exclusive = producer
+        self.topic_epoch = epoch if epoch is not None else (-1 if self.topic_epoch is None else self.topic_epoch) + 1
         self.producers.append(producer)
 
+    def _check_epoch(self, epoch: int | None) -> None:
+        if epoch is not None and self.topic_epoch is not None and epoch < self.topic_epoch:
+            raise SubscriptionError(
+                "ProducerFenced",
+                f"Topic epoch has already moved. Current epoch: {self.topic_epoch}, Producer epoch: {epoch}",
+            )
+
+    def _fence_everyone(self) -> None:
+        """ExclusiveWithFencing: fail the queued exclusive producers and close every producer."""
+        waiters, self._exclusive_waiters = self._exclusive_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(SubscriptionError("ProducerFenced", "Fenced out"))
+        for other in list(self.producers):
+            self.remove_producer(other)
+            other.sink.close_producer(other.producer_id)
+
     def remove_producer(self, producer: ServerProducer) -> None:
-        """Detach a producer and let a waiting exclusive producer in."""
+        """Detach a producer; once none is left, the first queued exclusive producer gets in."""
         if producer in self.producers:
             self.producers.remove(producer)
+        if producer is self._exclusive:
+            self._exclusive = None
         if not self.producers:
             while self._exclusive_waiters:
                 waiter = self._exclusive_waiters.pop(0)
                 if not waiter.done():
                     waiter.set_result(None)
                     break
+
+    def disconnect_clients(self) -> None:
+        """Close every producer and consumer (the topic is being deleted by force); clients are told."""
+        for producer in list(self.producers):
+            self.remove_producer(producer)
+            producer.sink.close_producer(producer.producer_id)
+        for subscription in list(self.subscriptions.values()):  # a reader's goes with its consumer
+            for consumer in list(subscription.consumers):
+                consumer.sink.close_consumer(consumer.consumer_id)
 
     def publish(
         self,
@@ -157,9 +214,11 @@ class Topic:
         # chunk records it, so the earlier ones are not mistaken for duplicates.
         records_sequence = not metadata.HasField("chunk_id") or metadata.chunk_id >= metadata.num_chunks_from_msg - 1
         if self.dedup:
-            if highest <= self._pushed_seq.get(name, -1):
+            # As Pulsar, the entry's first sequence id decides: a batch that starts at or below the
+            # highest id seen is a duplicate as a whole, even if it reaches past it.
+            if sequence_id <= self._pushed_seq.get(name, -1):
                 in_flight = self._last_append.get(name)
-                if highest > self._persisted_seq.get(name, -1) and in_flight is not None and not in_flight.done():
+                if sequence_id > self._persisted_seq.get(name, -1) and in_flight is not None and not in_flight.done():
                     in_flight.add_done_callback(lambda _: done(DUPLICATE, None))
                 else:
                     done(DUPLICATE, None)
@@ -185,12 +244,13 @@ class Topic:
                 return
             if self.dedup and records_sequence and highest > self._persisted_seq.get(name, -1):
                 self._persisted_seq[name] = highest
-            size = len(data)
+            size = len(data) + CHECKSUM_HEADER_BYTES  # as Pulsar counts bytes in: with the checksum header
             producer.msg_in += num_messages
             producer.bytes_in += size
             producer.in_rate.record(num_messages, size)
             self.msg_in += num_messages
             self.bytes_in += size
+            self.entries_added += 1
             self.in_rate.record(num_messages, size)
             done((self.ledger.ledger_id, entry.entry_id), None)
 
@@ -244,10 +304,9 @@ class Topic:
             "averageMsgSize": self.bytes_in / self.msg_in if self.msg_in else 0.0,
             "storageSize": self.ledger.total_bytes,
             "backlogSize": max((s["backlogSize"] for s in subscriptions.values()), default=0),
-            "entriesAddedCounter": self.ledger.last_entry_id + 1,
+            "entriesAddedCounter": self.entries_added,
             "publishers": [p.stats() for p in self.producers],
             "subscriptions": subscriptions,
             "replication": {},
             "deduplicationStatus": "Enabled" if self.dedup else "Disabled",
-            "topicEpoch": self.topic_epoch,
-        }
+        } | ({} if self.topic_epoch is None else {"topicEpoch": self.topic_epoch})  # absent until an exclusive producer came

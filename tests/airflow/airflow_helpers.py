@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
-from conftest import DAGS_FOLDER
+from airflow_test_env import DAGS_FOLDER
 
 
 @dataclass
@@ -31,8 +32,12 @@ def dag_bag() -> Any:
     return bag
 
 
-def run_dag(dag_id: str, **conf: Any) -> DagRunResult:
-    """Run a test DAG once with ``dag_run.conf = conf``; tasks and deferred triggers run in this process."""
+def run_dag(dag_id: str, *, logical_date: datetime | None = None, **conf: Any) -> DagRunResult:
+    """Run a test DAG once with ``dag_run.conf = conf``; tasks and deferred triggers run in this process.
+
+    With ``logical_date`` (also the run's ``run_after``) the run id is fixed, so a second call runs
+    the same task instances again, replacing the first run.
+    """
     from sqlalchemy import select
 
     from airflow.models.taskinstance import TaskInstance
@@ -42,7 +47,8 @@ def run_dag(dag_id: str, **conf: Any) -> DagRunResult:
     dag = dag_bag().get_dag(dag_id)
     assert dag is not None, f"no DAG {dag_id} in {DAGS_FOLDER}"
     started = time.monotonic()
-    run = dag.test(run_conf=conf)
+    moment = {"logical_date": logical_date, "run_after": logical_date} if logical_date is not None else {}
+    run = dag.test(run_conf=conf, **moment)
     seconds = time.monotonic() - started
     with create_session() as session:
         tis = session.scalars(

@@ -2,7 +2,8 @@
 
 A background thread produces; the sensor must wait while the backlog is below the threshold
 and fire within one poll interval once the producer crosses it. Each reading the sensor takes
-is recorded by wrapping ``BacklogCondition.read`` (it still reads from the real broker).
+is recorded by wrapping ``BacklogCondition.read`` (it still reads from the real broker). The
+threshold counts messages, also when default batching packs them into a few entries.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from airflow_helpers import run_dag, subscription_stats
-from airflow_pulsar.client import Client, InitialPosition
+from airflow_pulsar.client import Client, InitialPosition, Result
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
 from airflow_pulsar.triggers.backlog import PulsarBacklogTrigger
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 
 POLL_SECONDS = 0.3  # the test DAGs' poke_interval
+BATCHED_THRESHOLD = 2000  # the pulsar_backlog_batched DAG's threshold
 # How late a reading may come after the crossing: one poll interval plus scheduling slack on a busy machine.
 FIRE_WITHIN = POLL_SECONDS + 0.5
 THRESHOLD = 5
@@ -69,6 +71,18 @@ def _send(service_url: str, topic: str, first: int, count: int) -> None:
             producer.send(f"event-{i}".encode(), partition_key=f"key-{i}")
 
 
+def _send_batched(service_url: str, topic: str, count: int) -> None:
+    """``count`` messages with default batching (so a few entries); blocking, not failing, while
+    more than the producer's pending queue are in flight."""
+    results: list[Result] = []
+    with Client(service_url) as client:
+        producer = client.create_producer(topic, block_if_queue_full=True)
+        for i in range(count):
+            producer.send_async(f"event-{i}".encode(), lambda result, message_id: results.append(result))
+        producer.flush()
+    assert results == [Result.Ok] * count
+
+
 @pytest.fixture
 def crossing(broker) -> Iterator:
     """Start a thread that crosses the threshold two poll intervals after the sensor's first reading."""
@@ -110,18 +124,21 @@ def test_sensor_waits_below_the_threshold_and_fires_once_crossed(
 
     assert result.state == "success", result.states
     figures = result.xcoms["wait"]
-    assert figures["msg_backlog"] == THRESHOLD and figures["backlog_size"] > 0
+    # Unbatched: one entry per message.
+    assert (figures["messages"], figures["entries"], figures["exact"]) == (THRESHOLD, THRESHOLD, True)
+    assert figures["backlog_size"] > 0
     assert figures["topic"] == f"persistent://public/default/{topic_name}"
     assert figures["subscription"] == SUBSCRIPTION and figures["oldest_message_age"] is None
     if partitions:
         assert len(figures["partitions"]) == partitions
-        assert sum(part["msg_backlog"] for part in figures["partitions"].values()) == THRESHOLD
+        assert sum(part["messages"] for part in figures["partitions"].values()) == THRESHOLD
+        assert all(part["exact"] for part in figures["partitions"].values())
         assert sum(part["backlog_size"] for part in figures["partitions"].values()) == figures["backlog_size"]
         assert all(name.startswith(figures["topic"] + "-partition-") for name in figures["partitions"])
     else:
         assert figures["partitions"] == {}
     # It waited while below the threshold (several readings), then fired within one poll interval.
-    waiting = [reading.msg_backlog for reading in readings.taken if reading.read_at < crossed["sending"]]
+    waiting = [reading.messages for reading in readings.taken if reading.read_at < crossed["sending"]]
     assert len(waiting) >= 2 and set(waiting) == {THRESHOLD - 2}
     # The crossing happened between "sending" and "at" (the last receipt comes before the client closes).
     assert figures["read_at"] >= crossed["sending"], (figures["read_at"], crossed["sending"])
@@ -129,6 +146,41 @@ def test_sensor_waits_below_the_threshold_and_fires_once_crossed(
     # Only admin REST was used: the watched subscription never had a consumer nor sent a message.
     stats = subscription_stats(broker_admin, topic_name, SUBSCRIPTION)
     assert stats["consumers"] == [] and stats["msgOutCounter"] == 0
+
+
+@pytest.mark.parametrize("partitions", [0, 3], ids=["plain", "partitioned"])
+def test_threshold_counts_batched_messages(
+    broker, broker_admin: PulsarAdmin, readings: Readings, topic_name: str, partitions: int
+) -> None:
+    # Default batching packs the messages into a few entries; Pulsar's msgBacklog counts those.
+    _watched_topic(broker_admin, topic_name, partitions)
+    _send_batched(broker.service_url, topic_name, BATCHED_THRESHOLD - 1)
+    below = broker_admin.backlog(topic_name, SUBSCRIPTION).msg_backlog
+    assert 0 < below < BATCHED_THRESHOLD - 1
+
+    def cross() -> None:
+        assert readings.first.wait(60), "the sensor never read the backlog"
+        time.sleep(2 * POLL_SECONDS)
+        _send_batched(broker.service_url, topic_name, 1)
+
+    thread = threading.Thread(target=cross, daemon=True)
+    thread.start()
+    try:
+        result = run_dag("pulsar_backlog_batched", topic=topic_name, subscription=SUBSCRIPTION)
+    finally:
+        thread.join(timeout=30)
+
+    assert result.state == "success", result.states
+    figures = result.xcoms["wait"]
+    assert (figures["messages"], figures["exact"]) == (BATCHED_THRESHOLD, True)
+    entries = broker_admin.backlog(topic_name, SUBSCRIPTION).msg_backlog
+    assert figures["entries"] == entries == below + 1
+    if partitions:
+        parts = figures["partitions"].values()
+        assert sum(part["messages"] for part in parts) == BATCHED_THRESHOLD
+        assert sum(part["entries"] for part in parts) == entries and all(part["exact"] for part in parts)
+    waiting = [reading.messages for reading in readings.taken[:-1]]
+    assert waiting and set(waiting) == {BATCHED_THRESHOLD - 1}
 
 
 def test_oldest_message_age_fires_below_the_threshold(broker, broker_admin: PulsarAdmin, topic_name: str) -> None:
@@ -141,9 +193,9 @@ def test_oldest_message_age_fires_below_the_threshold(broker, broker_admin: Puls
 
     assert result.state == "success", result.states
     figures = result.xcoms["wait"]
-    assert figures["msg_backlog"] == 3  # far below the threshold of 1000
+    assert figures["messages"] == 3  # far below the threshold of 1000
     assert 1.0 <= figures["oldest_message_age"] <= figures["read_at"] - sent_at + 1.0
-    ages = [part["oldest_message_age"] for part in figures["partitions"].values() if part["msg_backlog"]]
+    ages = [part["oldest_message_age"] for part in figures["partitions"].values() if part["messages"]]
     assert ages and max(ages) == figures["oldest_message_age"]
     assert subscription_stats(broker_admin, topic_name, SUBSCRIPTION)["msgOutCounter"] == 0
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import AIRFLOW_BIN, AIRFLOW_ENV, DAGS_FOLDER
+from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV, DAGS_FOLDER
 
 PROJECT_DAGS = Path(__file__).parents[2] / "dags"
 

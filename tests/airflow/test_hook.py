@@ -20,7 +20,7 @@ from airflow.sdk import Connection
 from airflow_pulsar.client import ConsumerType, InitialPosition, MessageId
 from airflow_pulsar.get_provider_info import get_provider_info
 from airflow_pulsar.hooks.pulsar import PulsarConnectionConfig, PulsarHook
-from conftest import AIRFLOW_BIN, AIRFLOW_ENV
+from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV
 
 AIRFLOW_PACKAGE = Path(airflow.__file__).parent
 HOOK_CLASS = "airflow_pulsar.hooks.pulsar.PulsarHook"

@@ -42,9 +42,8 @@ def test_produce_then_consume_with_each_ack_mode(
         "acknowledged": acknowledged,
     }
     assert out.read_text().split() == EXPECTED  # templated kwargs reached the function
-    stats = subscription_stats(broker_admin, topic_name, "sub")
-    assert stats["msgBacklog"] == backlog_after
-    assert stats["consumers"] == []  # the task closed its consumer
+    assert broker_admin.message_backlog(topic_name, "sub").messages == backlog_after
+    assert subscription_stats(broker_admin, topic_name, "sub")["consumers"] == []  # the task closed its consumer
 
 
 def test_produced_messages_carry_keys_and_properties(
@@ -73,9 +72,8 @@ def test_failing_function_nacks_and_fails_the_task(
     assert result.state == "failed"
     assert result.states == {"produce": "success", "consume": "failed"}
     assert out.read_text().split() == EXPECTED[:5]
-    # The five messages before the failure were acknowledged (batch-index acks), the rest were not.
-    assert subscription_stats(broker_admin, topic_name, "sub")["msgBacklog"] == 5
-
+    # The five messages before the failure were acknowledged (batch-index acks, which admin REST does
+    # not show: a batch acknowledged in part counts whole there), the rest were not: only those come back.
     with Client(broker.service_url) as client:
         consumer = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Shared)
         redelivered = {}
@@ -86,9 +84,9 @@ def test_failing_function_nacks_and_fails_the_task(
                 break
             redelivered[message.data().decode()] = message.redelivery_count()
             consumer.acknowledge(message)
+    # Redelivery counts are not compared: Pulsar forgets them when a subscription's last consumer
+    # leaves (the task's), so every message comes back here as a first delivery.
     assert sorted(redelivered) == EXPECTED[5:]
-    # The negative ack reached the broker before the task ended: it counted the redelivery.
-    assert redelivered["m5"] >= 1
 
 
 def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() -> None:

@@ -76,7 +76,8 @@ def test_partly_acknowledged_batches(broker, official: pulsar.Client, our_client
     # With batch-index acks the broker keeps the batch's ack_set and our consumer skips the acked
     # indexes of the redelivered batch; without them the batch stays wholly unacknowledged.
     expected = messages[1::2] if batch_index_ack else messages
-    wait_until(lambda: backlog(broker, topic_name, "sub") == len(expected))
+    # Admin REST does not show batch-index acks (on Pulsar neither): a batch acknowledged in part counts whole.
+    assert backlog(broker, topic_name, "sub") == 10
     consumer = our_client.subscribe(topic_name, "sub", **settings)
     again = receive_all(consumer, len(expected))
     assert data(again) == data(expected)

@@ -11,6 +11,7 @@ import pulsar
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, ConsumerType, InitialPosition
+from broker_rules import failover_active
 from consumer_helpers import data, nothing_more, official, our_client, produce, receive_all, wait_until  # noqa: F401
 
 EARLIEST = {"initial_position": InitialPosition.Earliest}
@@ -18,8 +19,10 @@ EARLIEST = {"initial_position": InitialPosition.Earliest}
 
 def test_failover_switches_to_the_standby_consumer(official: pulsar.Client, our_client: Client, topic_name: str) -> None:
     produce(official, topic_name, 6)
-    first = our_client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Failover, consumer_name="a", **EARLIEST)
-    standby = our_client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Failover, consumer_name="b", **EARLIEST)
+    active_name = failover_active(topic_name, ["a", "b"])
+    standby_name = "b" if active_name == "a" else "a"
+    first = our_client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Failover, consumer_name=active_name, **EARLIEST)
+    standby = our_client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Failover, consumer_name=standby_name, **EARLIEST)
     wait_until(lambda: first.stats().is_active is True and standby.stats().is_active is False)
     got = receive_all(first, 3)
     first.acknowledge_cumulative(got[-1])

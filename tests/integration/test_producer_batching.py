@@ -128,9 +128,8 @@ def test_too_big_without_chunking_fails_clearly(broker_factory: Any, topic_name:
 
 
 def _partitioned(broker: Any, topic: str, partitions: int) -> None:
-    response = broker.admin(
-        "PUT", f"/admin/v2/persistent/public/default/{topic}/partitions", content=str(partitions)
-    )
+    # A JSON body, as Pulsar requires (it answers 415 to any other content type).
+    response = broker.admin("PUT", f"/admin/v2/persistent/public/default/{topic}/partitions", json=partitions)
     assert response.status_code in (200, 204), response.text
 
 

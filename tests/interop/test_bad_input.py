@@ -1,4 +1,8 @@
-"""Bad input on one connection closes that connection only; official clients on the broker carry on."""
+"""Bad input on one connection closes that connection only; official clients on the broker carry on.
+
+A SEND whose checksum fails is the exception: as with Pulsar, it is refused alone (SEND_ERROR with
+ChecksumError) and its connection and producer carry on.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from raw_connection import RawConnection
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.frames import encode_command, encode_entry, encode_payload_command
-from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata, ServerError
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
 pytestmark = pytest.mark.interop
@@ -104,6 +108,14 @@ def test_oversized_frame_header_closes_at_once(
     healthy()
 
 
+def _send_one(connection: RawConnection, sequence_id: int, checksum_flip: int) -> None:
+    """Send one message on producer 1 whose CRC is XORed with ``checksum_flip``."""
+    metadata = MessageMetadata(producer_name="raw", sequence_id=sequence_id, publish_time=1)
+    entry = encode_entry(metadata, b"payload")
+    send = commands.make(T.SEND, producer_id=1, sequence_id=sequence_id)
+    connection.send(encode_payload_command(send, entry, checksum=crc32c(entry) ^ checksum_flip))
+
+
 def _send_by_hand(raw: Callable[[], RawConnection], topic_name: str, checksum_flip: int) -> RawConnection:
     """Open a producer on a raw connection and send one message whose CRC is XORed with ``checksum_flip``."""
     connection = raw()
@@ -111,21 +123,24 @@ def _send_by_hand(raw: Callable[[], RawConnection], topic_name: str, checksum_fl
     connection.request(
         T.PRODUCER, T.PRODUCER_SUCCESS, topic=f"persistent://public/default/{topic_name}", producer_id=1, request_id=1
     )
-    metadata = MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1)
-    entry = encode_entry(metadata, b"payload")
-    send = commands.make(T.SEND, producer_id=1, sequence_id=0)
-    connection.send(encode_payload_command(send, entry, checksum=crc32c(entry) ^ checksum_flip))
+    _send_one(connection, 0, checksum_flip)
     return connection
 
 
-def test_send_with_bad_checksum_closes(
+def test_send_with_bad_checksum_is_refused_alone(
     broker: BrokerProcess, raw: Callable[[], RawConnection], healthy: Callable[[], None], topic_name: str
 ) -> None:
     connection = _send_by_hand(raw, topic_name, checksum_flip=0x5A5A5A5A)
-    connection.assert_closed_by_broker()
+    error = connection.reply(T.SEND_ERROR).send_error
+    assert (error.producer_id, error.sequence_id, error.error) == (1, 0, ServerError.ChecksumError)
+    assert error.message == "Checksum failed on the broker"
     healthy()
-    # Nothing of the corrupt frame was stored.
+    # Nothing of the corrupt frame was stored ...
     assert broker.topic_stats(topic_name)["msgInCounter"] == 0
+    # ... and the connection and its producer carry on.
+    _send_one(connection, 1, checksum_flip=0)
+    assert connection.reply(T.SEND_RECEIPT).send_receipt.sequence_id == 1
+    assert broker.topic_stats(topic_name)["msgInCounter"] == 1
 
 
 def test_send_with_good_checksum_is_stored(

@@ -162,7 +162,8 @@ def test_partitioned_topic_produce_consume_and_stats(
 ) -> None:
     create_partitioned(broker, topic_name, 4)
     assert broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/partitions").json() == {
-        "partitions": 4
+        "partitions": 4,
+        "deleted": False,
     }
     assert client.get_topic_partitions(topic_name) == [full_name(f"{topic_name}-partition-{i}") for i in range(4)]
     consumer = client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
@@ -280,14 +281,41 @@ def test_deduplication_answers_duplicates(
 
 
 def test_exclusive_producer_access_mode(client: pulsar.Client, topic_name: str) -> None:
+    """Pulsar's rules: a Shared producer beside an exclusive one is busy, a second Exclusive one is
+    fenced; once the owner closes, the topic is open to all again."""
     owner = client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
     with pytest.raises(pulsar.ProducerBusy):
         client.create_producer(topic_name)
-    with pytest.raises(pulsar.ProducerBusy):
+    with pytest.raises(pulsar.ProducerFenced):
         client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
     owner.send(b"still mine")
     owner.close()
-    client.create_producer(topic_name).send(b"shared again")
+    shared = client.create_producer(topic_name)
+    shared.send(b"shared again")
+    # An exclusive producer is refused while a shared one is there, fenced too.
+    with pytest.raises(pulsar.ProducerFenced):
+        client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    shared.close()
+    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    assert data_of(read_n(reader, 2)) == [b"still mine", b"shared again"]
+
+
+def test_exclusive_with_fencing_fences_for_good(client: pulsar.Client, topic_name: str) -> None:
+    """ExclusiveWithFencing takes the topic over: the producer it fences stays fenced (its sends
+    fail, even after the fencing producer is gone) and nothing it sends afterwards is stored."""
+    owner = client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    owner.send(b"before")
+    fencer = client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.ExclusiveWithFencing)
+    with pytest.raises(pulsar.ProducerFenced):
+        owner.send(b"fenced")
+    fencer.send(b"from the fencer")
+    fencer.close()
+    with pytest.raises(pulsar.ProducerFenced):
+        owner.send(b"still fenced")
+    client.create_producer(topic_name).send(b"a newcomer")
+    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    assert data_of(read_n(reader, 3)) == [b"before", b"from the fencer", b"a newcomer"]
+    assert_nothing_more(reader.read_next)
 
 
 def test_string_schema_round_trip(client: pulsar.Client, topic_name: str) -> None:

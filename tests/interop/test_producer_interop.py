@@ -90,7 +90,7 @@ def test_compressed_chunks_are_reassembled(broker_factory: Any, client_factory: 
 def test_keyed_messages_on_four_partitions_keep_order_and_java_hash(
     ours: Client, client: pulsar.Client, broker: Any, topic_name: str
 ) -> None:
-    response = broker.admin("PUT", f"/admin/v2/persistent/public/default/{topic_name}/partitions", content="4")
+    response = broker.admin("PUT", f"/admin/v2/persistent/public/default/{topic_name}/partitions", json=4)
     assert response.status_code in (200, 204)
     consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
     producer = ours.create_producer(topic_name, batching_max_messages=20, compression_type=CompressionType.LZ4)

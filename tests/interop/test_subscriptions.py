@@ -11,9 +11,15 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from broker_rules import failover_active
 from interop_helpers import ClientFactory, assert_nothing_more, create_partitioned, data_of, receive_n, wait_backlog
 
 pytestmark = pytest.mark.interop
+
+
+# A Failover subscription's new active consumer gets nothing for a second (Pulsar's
+# activeConsumerFailoverDelayTimeMillis): a drain after a takeover must wait longer than that.
+FAILOVER_WAIT_MS = 2500
 
 
 def _drain(consumer: pulsar.Consumer, ack: bool = True, idle_ms: int = 500) -> list[pulsar.Message]:
@@ -91,12 +97,14 @@ def test_failover_active_consumer_then_takeover(
     broker: BrokerProcess, client_factory: ClientFactory, topic_name: str
 ) -> None:
     client_a, client_b = client_factory(), client_factory()
-    # The active consumer is the first by consumer name.
+    # Which of two equal consumers is active on a non-partitioned topic follows Pulsar's hash ring.
+    active_name = failover_active(topic_name, ["a-consumer", "b-consumer"])
+    standby_name = "b-consumer" if active_name == "a-consumer" else "a-consumer"
     active = client_a.subscribe(
-        topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a-consumer"
+        topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name=active_name
     )
     standby = client_b.subscribe(
-        topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="b-consumer"
+        topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name=standby_name
     )
     producer = client_a.create_producer(topic_name)
     for i in range(10):
@@ -113,11 +121,11 @@ def test_failover_active_consumer_then_takeover(
 
     for i in range(10, 13):
         producer.send(f"m{i}".encode())
-    taken_over = _drain(standby)
+    taken_over = _drain(standby, idle_ms=FAILOVER_WAIT_MS)
     assert data_of(taken_over) == [f"m{i}".encode() for i in range(4, 13)]
     stats = broker.topic_stats(topic_name)["subscriptions"]["sub"]
     assert stats["type"] == "Failover"
-    assert [c["consumerName"] for c in stats["consumers"]] == ["b-consumer"]
+    assert [c["consumerName"] for c in stats["consumers"]] == [standby_name]
 
 
 def test_failover_consumer_joining_with_a_higher_rank_takes_over(
@@ -128,13 +136,15 @@ def test_failover_consumer_joining_with_a_higher_rank_takes_over(
     producer = client_a.create_producer(topic_name)
     producer.send(b"before")
     assert late.receive(timeout_millis=5000).data() == b"before"
-    # "a" sorts first, so it becomes the active consumer; "z" keeps what it already holds.
-    early = client_b.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")
+    # A joiner that Pulsar's hash ring ranks above "z" for this topic becomes the active consumer;
+    # "z" keeps what it already holds.
+    joiner = next(name for name in "abcdefghijklmnopqrstuvwxy" if failover_active(topic_name, ["z", name]) == name)
+    early = client_b.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name=joiner)
     time.sleep(0.3)
     for i in range(5):
         producer.send(f"after{i}".encode())
     # The unacknowledged message the old active consumer held moves over first.
-    assert data_of(_drain(early)) == [b"before"] + [f"after{i}".encode() for i in range(5)]
+    assert data_of(_drain(early, idle_ms=FAILOVER_WAIT_MS)) == [b"before"] + [f"after{i}".encode() for i in range(5)]
 
 
 @pytest.mark.parametrize(

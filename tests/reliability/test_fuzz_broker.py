@@ -45,7 +45,8 @@ FUZZ_TOPICS = [
 CONNECT = encode_command(commands.make(T.CONNECT, client_version="fuzz", protocol_version=20))
 PING = encode_command(commands.make(T.PING))
 # Where the broker must refuse (an ERROR, then close) rather than answer the PING behind the frame.
-MUST_REFUSE = {"wrong CRC", "unsupported command", "second CONNECT", "SEND without payload", "bad payload section", "huge size prefix"}
+# A SEND with a wrong CRC is not among them: as with Pulsar, that SEND alone fails (SEND_ERROR).
+MUST_REFUSE = {"unsupported command", "second CONNECT", "SEND without payload", "bad payload section", "huge size prefix"}
 
 
 class RawPeer:

@@ -58,5 +58,5 @@ def test_a_dag_run_ingests_at_most_max_messages_and_returns_the_ranges(
             assert span["after"].endswith(":-1") and len(span["spark_ranges"]) == 1
             cursor = admin.internal_stats(span["topic"])["cursors"]["dag-ingest"]
             assert cursor["markDeletePosition"] == span["through"]
-        assert admin.backlog(topic_name, "dag-ingest").msg_backlog == 4_000 - summary["total_rows"]
+        assert admin.message_backlog(topic_name, "dag-ingest").messages == 4_000 - summary["total_rows"]
     assert catalog.rows("dag_events").num_rows == summary["total_rows"]

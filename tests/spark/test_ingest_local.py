@@ -142,7 +142,7 @@ def test_crashes_before_during_and_after_the_write_leave_each_message_once(
     crash_at("after-write", table)
     written = catalog.rows(table)
     assert written.num_rows == 3_000  # in the table, but neither reported nor acknowledged
-    assert admin.backlog(topic_name, "to-table").msg_backlog == 3_000
+    assert admin.message_backlog(topic_name, "to-table").messages == 3_000
 
     rerun = ingest(catalog, topic_name, table)
 
@@ -166,10 +166,10 @@ def test_crashes_before_and_during_the_acks_leave_each_message_once(
     # The job commits, then the operator dies before acknowledging; then mid-ack on the retry.
     produce_json(pulsar_default.service_url, topic_name, 0, 700, batch=100)
     crash_at("before-ack", table)
-    assert admin.backlog(topic_name, "to-table").msg_backlog == 700
+    assert admin.message_backlog(topic_name, "to-table").messages == 700
     crash_at("mid-ack", table)
-    partial = admin.backlog(topic_name, "to-table")
-    assert 0 < partial.msg_backlog < 700  # the first partition was acknowledged
+    partial = admin.message_backlog(topic_name, "to-table")
+    assert 0 < partial.messages < 700  # the first partition was acknowledged
     assert_exactly_once(catalog.rows(table), range(700))
 
     final = ingest(catalog, topic_name, table)

@@ -16,6 +16,8 @@ WATCHED = {"topic": "{{ dag_run.conf['topic'] }}", "subscription": "{{ dag_run.c
 SENSORS = {
     "pulsar_backlog_deferred": {"threshold": 5, "timeout": 60},
     "pulsar_backlog_poke": {"threshold": 5, "timeout": 60, "deferrable": False, "mode": "poke"},
+    # A threshold in messages that default batching packs into a few entries.
+    "pulsar_backlog_batched": {"threshold": 2000, "timeout": 60},
     "pulsar_backlog_age": {
         "threshold": 1000,
         "max_message_age": 1.0,

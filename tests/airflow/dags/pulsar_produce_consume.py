@@ -28,7 +28,8 @@ def _produce() -> PulsarProduceOperator:
     )
 
 
-# ack mode -> (subscription type, function argument)
+# ack mode -> (subscription type, function argument). A Failover subscription's first dispatch
+# waits a second (Pulsar's activeConsumerFailoverDelayTimeMillis), so polls wait longer than that.
 CONSUMERS = {
     "individual": ("Shared", {"apply_function": "pulsar_test_functions.record"}),
     "cumulative": ("Exclusive", {"apply_function_batch": "pulsar_test_functions.record_batch"}),
@@ -45,7 +46,7 @@ for ack, (subscription_type, function) in CONSUMERS.items():
             ack=ack,
             apply_function_kwargs=OUT,
             max_batch_size=4,
-            poll_timeout=0.5,
+            poll_timeout=2.0 if subscription_type == "Failover" else 0.5,
             **function,
         )
 

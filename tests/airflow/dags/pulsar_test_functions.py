@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,3 +52,32 @@ def is_alert(message: Any, level: str = "alert") -> bool:
     if "level" not in properties:
         raise KeyError("message has no level property")
     return properties["level"] == level
+
+
+def positions(count: str, marker: str | None = None, slow_after: str | None = None) -> Iterator[str]:
+    """``count`` unkeyed messages ``m0, m1, ...``. Given ``marker`` and ``slow_after``: once that many
+    are yielded, create the ``marker`` file and yield the rest slowly (2 ms each), so a test can see
+    the task is sending and kill it."""
+    for i in range(int(count)):
+        if marker and slow_after is not None and i >= int(slow_after):
+            if i == int(slow_after):
+                Path(marker).touch()
+            time.sleep(0.002)
+        yield f"m{i}"
+
+
+def failing_once(count: str, marker: str, fail_after: str) -> Iterator[str]:
+    """``count`` messages ``m0, m1, ...``, except on the first call (no ``marker`` file yet), which
+    creates the marker and fails after yielding ``fail_after`` of them."""
+    first_try = not Path(marker).exists()
+    Path(marker).touch()
+    for i in range(int(count)):
+        if first_try and i == int(fail_after):
+            raise RuntimeError(f"failing after {fail_after} messages, as told")
+        yield f"m{i}"
+
+
+def with_oversized(count: str, at: str) -> Iterator[str]:
+    """``count`` messages ``m0, m1, ...``, the one at position ``at`` too big for any broker (6 MiB)."""
+    for i in range(int(count)):
+        yield "x" * (6 << 20) if i == int(at) else f"m{i}"

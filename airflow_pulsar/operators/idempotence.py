@@ -1,0 +1,166 @@
+"""What lets a retried produce task publish each message once: Pulsar's deduplication, fed right.
+
+Pulsar deduplicates by producer name and sequence id: a topic with deduplication on remembers,
+per producer name, the highest sequence id it stored, answers a send whose (first) sequence id is
+not above it with message id ``(-1, -1)`` and stores nothing, and tells a producer that connects
+under that name where it stopped. So the produce operator
+
+* names its producer after the task instance (:func:`producer_name`), the same on every try;
+* gives each message its position in the function's output as its sequence id;
+* sends each message to a partition that depends only on the message and its position
+  (:class:`PartitionRouting`), so a retry sends it where the earlier try did; and
+* skips the messages at or below the sequence id the broker reports for their partition.
+
+The skipping matters: Pulsar judges a batch by its first sequence id, so a batch that straddles
+what an earlier try stored (batches form by timing, differently on every try) would be dropped
+whole, losing the messages past the stored ones.
+
+Deduplication is a namespace (or topic) policy that is off by default; :func:`deduplication_in_force`
+reads it through the admin REST API so the operator can warn when it is off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_pulsar.client.admin import AdminError, PulsarAdmin
+from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.producer.message import OutgoingMessage
+from airflow_pulsar.client.producer.routers import PartitionsRoutingMode, hash_function
+from airflow_pulsar.client.topic_name import TopicName
+
+__all__ = [
+    "PartitionRouting",
+    "check_producer_settings",
+    "deduplication_in_force",
+    "partition_producer_settings",
+    "producer_name",
+]
+
+# Producer names go into message metadata, stats and logs: keep them to plain characters. Pulsar
+# reserves names starting with its replicator prefix ("pulsar.repl"); ours start with "airflow.".
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_READABLE_LENGTH = 150
+
+# Settings the operator decides itself, with the reason a DAG author reads when setting them.
+_FIXED_SETTINGS = {
+    "producer_name": "the operator names its producer after the task instance, so that a retry is deduplicated",
+    "initial_sequence_id": "the operator numbers messages by their position in the function's output",
+}
+# Settings of a partitioned producer the operator applies itself (routing each message, sharing the
+# pending limit out); the producer of each partition gets none of them.
+_PARTITIONED_SETTINGS = (
+    "message_routing_mode",
+    "message_router",
+    "hashing_scheme",
+    "skip_full_partitions",
+    "max_pending_messages_across_partitions",
+)
+
+
+def check_producer_settings(settings: Mapping[str, Any]) -> None:
+    """Refuse, at DAG parse time, producer settings that would defeat deduplication or fail sends."""
+    for key, reason in _FIXED_SETTINGS.items():
+        if settings.get(key) is not None:
+            raise ValueError(f"producer_settings must not set {key!r}: {reason}")
+    if settings.get("block_if_queue_full") is False:
+        raise ValueError(
+            "producer_settings must not set 'block_if_queue_full' to False: the operator waits for room in "
+            "the pending queue rather than fail the sends that do not fit"
+        )
+    if settings.get("skip_full_partitions"):
+        raise ValueError(
+            "producer_settings must not set 'skip_full_partitions': the operator sends each message to the same "
+            "partition on every try, whichever partition is busy"
+        )
+    if settings.get("send_timeout_millis"):
+        raise ValueError(
+            "producer_settings must not set 'send_timeout_millis': the operator sends without a timeout, as Pulsar's "
+            "deduplication needs (a send given up on could be overtaken by later ones, which a retry would take for "
+            "proof that it was stored); bound the task with execution_timeout instead"
+        )
+
+
+def producer_name(dag_id: str, task_id: str, run_id: str, map_index: int) -> str:
+    """The producer name of one task instance: the same on every try, different for any other.
+
+    Readable (``airflow.<dag>.<task>.<run>[.<map index>].<digest>``, unsafe characters replaced,
+    long names cut) and unique through a digest of the exact identity.
+    """
+    identity = json.dumps([dag_id, task_id, run_id, map_index])
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    readable = _UNSAFE.sub("_", f"{dag_id}.{task_id}.{run_id}")[:_READABLE_LENGTH]
+    mapped = f".{map_index}" if map_index >= 0 else ""
+    return f"airflow.{readable}{mapped}.{digest}"
+
+
+def partition_producer_settings(settings: Mapping[str, Any], partitions: int, name: str) -> dict[str, Any]:
+    """``create_producer`` settings for the producer of each of ``partitions`` partitions (0: of
+    the non-partitioned topic).
+
+    Routing settings are left out (the operator routes); each partition gets the pending limit a
+    partitioned producer would give it, ``min(max_pending_messages,
+    max_pending_messages_across_partitions / partitions)``; sends wait when it is reached, and
+    are never given up on (no send timeout: the client resends until the broker stores them).
+    """
+    config = ProducerConfig.from_settings(**settings)
+    result = {key: value for key, value in settings.items() if key not in _PARTITIONED_SETTINGS}
+    pending = config.max_pending_messages
+    if partitions:
+        pending = max(1, min(pending, config.max_pending_messages_across_partitions // partitions))
+    result.update(producer_name=name, block_if_queue_full=True, max_pending_messages=pending, send_timeout_millis=0)
+    return result
+
+
+class PartitionRouting:
+    """Picks a message's partition from the message and its position only, never from timing.
+
+    A keyed message goes to ``hash(key) % n`` (the settings' hashing scheme), as any Pulsar
+    producer sends it. An unkeyed one follows the routing mode: round robin moves to the next
+    partition every ``batching_max_messages`` messages (every message without batching), so
+    consecutive messages still share batches; single partition uses one partition chosen from the
+    producer name; a custom ``message_router`` is asked, and must answer the same on every try.
+    """
+
+    def __init__(self, settings: Mapping[str, Any], partitions: int, name: str):
+        config = ProducerConfig.from_settings(**settings)
+        self.partitions = partitions
+        self._hash = hash_function(config.hashing_scheme)
+        self._router = config.message_router
+        self._single = self._hash(name) % partitions if partitions else 0
+        self._single_mode = config.message_routing_mode == PartitionsRoutingMode.UseSinglePartition
+        self._block = config.batching_max_messages if config.batching_enabled else 1
+
+    def partition(self, position: int, key: str | None, value: bytes, properties: Mapping[str, str] | None) -> int:
+        """The partition index of the message at ``position`` (0 for a non-partitioned topic)."""
+        if not self.partitions:
+            return 0
+        if self._router is not None:
+            message = OutgoingMessage(value, properties, key, None, None, position)
+            chosen = int(self._router(message, self.partitions))
+            if not 0 <= chosen < self.partitions:
+                raise ValueError(f"message_router returned {chosen}, not in 0..{self.partitions - 1}")
+            return chosen
+        if key is not None:
+            return self._hash(key) % self.partitions
+        if self._single_mode:
+            return self._single
+        return (position // self._block) % self.partitions
+
+
+def deduplication_in_force(admin: PulsarAdmin, topic: str) -> bool | None:
+    """Whether the broker deduplicates sends to ``topic`` (which must exist); None if unknown.
+
+    Asks for the policy in force at the topic (its own, else its namespace's, else the broker's
+    default). Where topic policies are switched off on the cluster, falls back to the namespace's
+    policy, which is None when unset: the broker's default (``brokerDeduplicationEnabled``) then
+    applies, and the admin API does not show it. Admin errors of that second call propagate.
+    """
+    try:
+        return admin.topic_deduplication(topic, applied=True)
+    except AdminError:
+        return admin.namespace_deduplication(TopicName.parse(topic).namespace_name)

@@ -1,0 +1,79 @@
+"""The cluster tier: Apache Pulsar as a real cluster (ZooKeeper, one bookie, two brokers; see
+jvm/pulsar_cluster.py), started once per test session.
+
+Each module marks its tests ``cluster``. Under ``pytest -n N --dist loadgroup`` (``make test``) one
+worker runs the whole tier (see ``pytest_xdist_make_scheduler`` in tests/conftest.py), so one
+cluster is started, not one per worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Sets AIRFLOW_HOME and friends before anything imports airflow.
+from airflow_test_env import AIRFLOW_HOME, DAGS_FOLDER
+from pulsar_cluster import PulsarCluster
+
+TESTS = Path(__file__).resolve().parent.parent
+# The Airflow and Spark tiers' helpers and the test DAGs' user functions, importable here too.
+for folder in (TESTS / "airflow", TESTS / "spark", DAGS_FOLDER):
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(AIRFLOW_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pulsar_cluster(request: pytest.FixtureRequest) -> Iterator[PulsarCluster]:
+    """The session's cluster; logs its start time and memory. Skipped under ``--brokers embedded``."""
+    if request.config.getoption("--brokers") == "embedded":
+        pytest.skip("the cluster tier runs Apache Pulsar only (--brokers embedded)")
+    with tempfile.TemporaryDirectory(prefix="pulsar-cluster-") as work_dir:
+        cluster = PulsarCluster(Path(work_dir)).start()
+        rss = cluster.rss_bytes()
+        print(
+            f"\nApache Pulsar cluster ready in {cluster.startup_seconds:.1f} s, RSS "
+            + ", ".join(f"{name} {size / 2**20:.0f} MiB" for name, size in rss.items()),
+            file=sys.stderr,
+        )
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+
+
+@pytest.fixture
+def cluster(pulsar_cluster: PulsarCluster) -> PulsarCluster:
+    """The session's cluster with both brokers up: a broker that a failed test left killed is started again."""
+    for index, broker in enumerate(pulsar_cluster.brokers):
+        if not broker.running:
+            pulsar_cluster.start_broker(index)
+    return pulsar_cluster
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Airflow's metadata database (SQLite in the shared AIRFLOW_HOME), for dag.test()."""
+    from airflow.utils.db import initdb
+
+    initdb()
+
+
+@pytest.fixture
+def pulsar_default(cluster: PulsarCluster, monkeypatch: pytest.MonkeyPatch) -> PulsarCluster:
+    """The default Airflow connection names both brokers; its admin URL is broker 0's."""
+    conn = {"conn_type": "pulsar", "host": cluster.service_url, "extra": {"admin_url": cluster.web_url}}
+    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_DEFAULT", json.dumps(conn))
+    # spark-submit is the one pip installed with pyspark into this environment, as on a worker.
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    return cluster
