@@ -61,17 +61,24 @@ class AsyncConsumer:
         return await _take(self.consumer._queue, self.consumer.receive, timeout_millis)
 
     async def batch_receive(self) -> list[Message]:
-        """Waits for the first message up to the policy's timeout, then takes what is queued up to its limits."""
+        """The messages that arrive within the batch receive policy: until its message or byte
+        limit is reached or its timeout runs out (possibly none), as the blocking call does."""
         max_messages, max_bytes, timeout = self.consumer._settings.batch_receive_limits()
-        try:
-            first = await self.receive(int(timeout * 1000))
-        except Timeout:
-            return []
-        if max_messages == 1:
-            return [first]
-        more_messages = max_messages - 1 if max_messages > 0 else 0
-        more_bytes = max(max_bytes - len(first.data()), 1) if max_bytes > 0 else 0
-        return [first, *self.consumer._queue.take_many(more_messages, more_bytes, 0.0)]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        batch: list[Message] = []
+        size = 0
+        while (max_messages <= 0 or len(batch) < max_messages) and (max_bytes <= 0 or size < max_bytes):
+            left_ms = int((deadline - loop.time()) * 1000)
+            if left_ms <= 0:
+                break
+            try:
+                message = await self.receive(left_ms)
+            except Timeout:
+                break
+            batch.append(message)
+            size += len(message.data())
+        return batch
 
     async def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge (grouped; with ack receipts enabled this waits for the broker off the loop)."""

@@ -41,7 +41,6 @@ _SUMMED = (
     "bytesOutCounter",
     "storageSize",
     "backlogSize",
-    "entriesAddedCounter",
 )
 _SUB_SUMMED = (
     "msgBacklog",
@@ -471,7 +470,7 @@ class AdminApi:
                 "currentLedgerSize": ledger.total_bytes,
                 "lastConfirmedEntry": f"{ledger_id}:{ledger.last_entry_id}",
                 "state": "LedgerOpened",
-                "ledgers": [{"ledgerId": ledger_id, "entries": 0, "size": 0, "offloaded": False}],
+                "ledgers": [{"ledgerId": ledger_id, "entries": 0, "size": 0, "offloaded": False, "underReplicated": False}],
                 "cursors": cursors,
             }
         )

@@ -304,7 +304,6 @@ class Topic:
             "averageMsgSize": self.bytes_in / self.msg_in if self.msg_in else 0.0,
             "storageSize": self.ledger.total_bytes,
             "backlogSize": max((s["backlogSize"] for s in subscriptions.values()), default=0),
-            "entriesAddedCounter": self.entries_added,
             "publishers": [p.stats() for p in self.producers],
             "subscriptions": subscriptions,
             "replication": {},

@@ -73,9 +73,14 @@ def test_asset_watcher_schedules_the_dag_on_a_produced_message(broker, broker_ad
     from airflow.sdk.module_loading import import_string
     from airflow.utils.session import create_session
 
+    from sqlalchemy import delete
+
     _sync_dags_folder()
     with create_session() as session:
         asset = session.scalars(select(AssetModel).where(AssetModel.name == "pulsar_test_alerts")).one()
+        # The metadata database outlives the module (the test runs once per broker): start clean.
+        session.execute(delete(AssetEvent).where(AssetEvent.asset_id == asset.id))
+        session.execute(delete(AssetDagRunQueue).where(AssetDagRunQueue.asset_id == asset.id))
         (row,) = asset.triggers
         trigger_id, classpath, kwargs = row.id, row.classpath, row.kwargs
     assert classpath == TRIGGER_CLASS

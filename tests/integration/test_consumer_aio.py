@@ -17,7 +17,7 @@ def test_async_consumer_and_reader(broker, official: pulsar.Client, topic_name: 
     async def scenario() -> None:
         async with aio.Client(broker.service_url, operation_timeout_seconds=10) as client:
             consumer = await client.subscribe(
-                topic_name, "sub", initial_position=InitialPosition.Earliest, batch_receive_policy=ConsumerBatchReceivePolicy(4, -1, 100)
+                topic_name, "sub", initial_position=InitialPosition.Earliest, batch_receive_policy=ConsumerBatchReceivePolicy(4, -1, 3000)
             )
             # Nothing yet: the receive waits on the loop while the producer (another thread) sends.
             waiting = asyncio.ensure_future(consumer.receive(5000))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pulsar
+import pytest
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
@@ -29,7 +30,14 @@ def test_flow_goes_out_at_half_the_queue(broker, official: pulsar.Client, our_cl
     assert data(receive_all(consumer, 35)) == [f"m{i}".encode() for i in range(5, 40)]
 
 
+@pytest.mark.embedded_only
 def test_a_batch_costs_its_size_in_permits(broker, official: pulsar.Client, our_client: Client, topic_name: str) -> None:
+    """Our broker dispatches a batch only when the permits cover all its messages.
+
+    Embedded broker only: Apache Pulsar (default ``preciseDispatcherFlowControl=false``) reads as
+    many entries as there are permits and so sends all three batches at once (README: where our
+    broker still differs); the consumer copes with both, as the other tests here show.
+    """
     produce(official, topic_name, 30, batch=10)
     consumer = our_client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest, receiver_queue_size=10)
     wait_until(lambda: broker_consumer(broker, topic_name, "sub")["msgOutCounter"] == 10)

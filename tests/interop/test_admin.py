@@ -40,7 +40,9 @@ def test_backlog_with_batches(broker: BrokerProcess, client: pulsar.Client, topi
     consumer = client.subscribe(topic_name, "sub")
     produce(client, topic_name, 20, batching=True)  # four batches of five
     stats = broker.topic_stats(topic_name)
-    assert stats["msgInCounter"] == 20 and stats["entriesAddedCounter"] == 4
+    internal = broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/internalStats").json()
+    assert stats["msgInCounter"] == 20 and internal["entriesAddedCounter"] == 4
+    assert stats["subscriptions"]["sub"]["msgBacklog"] == 4  # entries, as Pulsar counts
     assert backlog(broker, topic_name, "sub") == 20
     messages = receive_n(consumer, 20)
 

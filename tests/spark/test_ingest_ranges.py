@@ -76,7 +76,7 @@ def test_internal_stats_give_ledgers_and_cursor_positions(client: Client, admin:
     ledger = received[0].message_id().ledger_id()
     assert stats["lastConfirmedEntry"] == f"{ledger}:2"
     assert stats["currentLedgerEntries"] == 3 and stats["numberOfEntries"] == 3
-    assert stats["ledgers"] == [{"ledgerId": ledger, "entries": 0, "size": 0, "offloaded": False}]
+    assert stats["ledgers"] == [{"ledgerId": ledger, "entries": 0, "size": 0, "offloaded": False, "underReplicated": False}]
     cursor = stats["cursors"]["stats"]
     assert cursor["markDeletePosition"] == f"{ledger}:0"
     assert cursor["individuallyDeletedMessages"] == f"[({ledger}:1..{ledger}:2]]"
