@@ -47,7 +47,7 @@ test: install
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 demo: install
-	$(PY) -m airflow_pulsar.demo
+	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER))
 
 # Quick mode by default; FULL=1 for the longer, steadier run.
 bench: install

@@ -355,7 +355,12 @@ class PulsarStandalone(AdminRest):
 
 
 def main() -> int:
-    """Run Apache Pulsar standalone in the foreground until Ctrl-C (``make pulsar``)."""
+    """Run Apache Pulsar standalone in the foreground until Ctrl-C or SIGTERM (``make pulsar``)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops the JVM too, as Ctrl-C does
+
+    signal.signal(signal.SIGTERM, interrupt)
     work = Path(tempfile.mkdtemp(prefix="apache-pulsar-"))
     pulsar = PulsarStandalone(work)
     try:

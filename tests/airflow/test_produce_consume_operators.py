@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from airflow_helpers import run_dag, subscription_stats
-from airflow_pulsar.client import Client, ConsumerType, exceptions
+from airflow_pulsar.client import Client, ConsumerType, InitialPosition, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.consume import PulsarConsumeOperator
 from airflow_pulsar.operators.produce import PulsarProduceOperator
@@ -158,3 +158,25 @@ def test_templated_fields() -> None:
     # Templated topic names are left for the task to render (and check).
     operator = PulsarConsumeOperator(task_id="c", topics="{{ params.topic }}", subscription="s", apply_function=print)
     assert operator.topics == ["{{ params.topic }}"]
+
+
+def test_produce_wait_for_the_backlog_then_consume_20000_with_default_settings(
+    broker_admin: PulsarAdmin, topic_name: str, tmp_path: Path
+) -> None:
+    """Default batching packs 20,000 messages into a few entries: the sensor counts messages, fires
+    at 20,000, and the consumer then takes every one, each once, and acknowledges to the end."""
+    broker_admin.create_topic(topic_name)
+    broker_admin.create_subscription(topic_name, "sub", InitialPosition.Earliest)
+    out = tmp_path / "consumed.txt"
+
+    result = run_dag("pulsar_produce_wait_consume", topic=topic_name, subscription="sub", out=str(out))
+
+    assert result.state == "success", result.states
+    assert result.xcoms["produce"]["messages"] == 20_000
+    waited = result.xcoms["wait"]
+    assert (waited["messages"], waited["exact"]) == (20_000, True)
+    assert waited["entries"] < 20_000  # batched: Pulsar's msgBacklog alone would never reach the threshold
+    assert result.xcoms["consume"]["messages"] == 20_000
+    values = out.read_text().split()
+    assert len(values) == 20_000 and set(values) == {f"m{i}" for i in range(20_000)}
+    assert broker_admin.message_backlog(topic_name, "sub").messages == 0

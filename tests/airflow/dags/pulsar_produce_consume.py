@@ -1,4 +1,5 @@
-"""Produce then consume, once per acknowledgement mode, and a consumer whose function fails.
+"""Produce then consume, once per acknowledgement mode, a consumer whose function fails, and
+produce -> backlog sensor -> consume of 20,000 messages with default settings.
 
 The topic, subscription, message count and output file come from ``dag_run.conf`` through the
 operators' templated fields (tests/airflow/test_produce_consume_operators.py).
@@ -12,6 +13,7 @@ from airflow.sdk import DAG
 
 from airflow_pulsar.operators.consume import PulsarConsumeOperator
 from airflow_pulsar.operators.produce import PulsarProduceOperator
+from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
 
 TOPIC = "{{ dag_run.conf['topic'] }}"
 SUBSCRIPTION = "{{ dag_run.conf['subscription'] }}"
@@ -59,4 +61,30 @@ with DAG("pulsar_consume_failing", schedule=None, start_date=datetime(2024, 1, 1
         apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
         max_batch_size=4,
         poll_timeout=0.5,
+    )
+
+# The flow a first DAG has: produce with default settings, wait for the whole backlog, consume it.
+FLOW_MESSAGES = 20_000
+with DAG("pulsar_produce_wait_consume", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
+    (
+        PulsarProduceOperator(
+            task_id="produce",
+            topic=TOPIC,
+            producer_function="pulsar_test_functions.numbered",
+            producer_function_args=[str(FLOW_MESSAGES)],
+        )
+        >> PulsarBacklogSensor(
+            task_id="wait", topic=TOPIC, subscription=SUBSCRIPTION, threshold=FLOW_MESSAGES, poke_interval=0.5, timeout=120
+        )
+        >> PulsarConsumeOperator(
+            task_id="consume",
+            topics=[TOPIC],
+            subscription=SUBSCRIPTION,
+            subscription_type="Exclusive",
+            ack="cumulative",
+            apply_function_batch="pulsar_test_functions.record_batch",
+            apply_function_kwargs=OUT,
+            max_messages=FLOW_MESSAGES,
+            poll_timeout=5,
+        )
     )
