@@ -236,12 +236,14 @@ class JavaProcess:
         return 0
 
 
-def wait_until_serving(web_url: str, jvm: JavaProcess, deadline: float) -> None:
+def wait_until_serving(
+    web_url: str, jvm: JavaProcess, deadline: float, headers: Mapping[str, str] | None = None
+) -> None:
     """Wait until a broker's admin REST lists ``public/default``; kill -9 it and raise if it does not in time."""
     while time.monotonic() < deadline:
         jvm.check_running()
         try:
-            response = httpx.get(web_url + "/admin/v2/namespaces/public", timeout=2)
+            response = httpx.get(web_url + "/admin/v2/namespaces/public", headers=headers, timeout=2)
             if response.status_code == 200 and "public/default" in response.json():
                 return
         except httpx.HTTPError:
@@ -255,10 +257,12 @@ class AdminRest:
     """``admin()`` and ``topic_stats()`` over a broker's ``web_url``; redirects to the owning broker are followed."""
 
     web_url: str
+    admin_headers: dict[str, str] = {}
 
     def admin(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One admin REST call, e.g. ``admin("GET", "/admin/v2/persistent/public/default")``."""
-        return httpx.request(method, self.web_url + path, timeout=30, follow_redirects=True, **kwargs)
+        headers = {**self.admin_headers, **kwargs.pop("headers", {})}
+        return httpx.request(method, self.web_url + path, headers=headers, timeout=30, follow_redirects=True, **kwargs)
 
     def topic_stats(self, topic: str) -> dict[str, Any]:
         """The /stats document of a short topic name in public/default."""
@@ -268,7 +272,11 @@ class AdminRest:
 
 
 class PulsarStandalone(AdminRest):
-    """One Apache Pulsar standalone JVM (broker, bookie, RocksDB metadata) and its URLs."""
+    """One Apache Pulsar standalone JVM (broker, bookie, RocksDB metadata) and its URLs.
+
+    ``admin_token`` is the token the launcher's own admin calls carry (readiness included) when the
+    configuration turns authentication on.
+    """
 
     name = "pulsar"
 
@@ -278,7 +286,9 @@ class PulsarStandalone(AdminRest):
         config: Mapping[str, str] | None = None,
         heap: str = "512m",
         log_level: str = "info",
+        admin_token: str | None = None,
     ):
+        self.admin_headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
         self.work_dir = work_dir
         self.config = {**BASE_CONFIG, **(config or {})}
         self.heap = heap
@@ -328,7 +338,7 @@ class PulsarStandalone(AdminRest):
             self.heap, self.log_level,
         )
         self.jvm.start()
-        wait_until_serving(self.web_url, self.jvm, began + timeout)
+        wait_until_serving(self.web_url, self.jvm, began + timeout, self.admin_headers)
         self.startup_seconds = time.monotonic() - began
         return self
 

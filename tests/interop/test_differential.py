@@ -33,7 +33,6 @@ from airflow_pulsar.spark.hold import SubscriptionHold
 from interop_helpers import assert_nothing_more, full_name, read_n, receive_n, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-import apache_pulsar  # noqa: E402
 from apache_pulsar import PulsarStandalone  # noqa: E402
 
 pytestmark = pytest.mark.interop
@@ -601,37 +600,15 @@ def token_brokers(ours: BrokerProcess, tmp_path_factory: pytest.TempPathFactory)
         "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
         "brokerClientAuthenticationParameters": f"token:{admin_token}",
     }
-    theirs = PulsarStandalone(work / "pulsar", config=config)
+    theirs = PulsarStandalone(work / "pulsar", config=config, admin_token=admin_token)
     embedded = BrokerProcess(work / "embedded", "--token-secret-file", str(work / "secret.key"))
-    with pytest.MonkeyPatch.context() as patch:
-        # The launcher's readiness probe asks the admin API without credentials; this Pulsar wants a token.
-        patch.setattr(apache_pulsar, "wait_until_serving", _serving_with_token(admin_token))
-        theirs.start()
+    theirs.start()
     embedded.start()
     try:
         yield {"pulsar": theirs, "embedded": embedded}, secret
     finally:
         embedded.stop()
         theirs.stop()
-
-
-def _serving_with_token(token: str) -> Callable[..., None]:
-    def wait(web_url: str, jvm: Any, deadline: float) -> None:
-        while time.monotonic() < deadline:
-            jvm.check_running()
-            try:
-                response = httpx.get(
-                    web_url + "/admin/v2/namespaces/public", headers={"Authorization": f"Bearer {token}"}, timeout=2
-                )
-                if response.status_code == 200 and "public/default" in response.json():
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        jvm.kill()
-        raise RuntimeError(f"{jvm.name} was not ready in time:\n{jvm.log_tail()}")
-
-    return wait
 
 
 def test_wrong_credentials(token_brokers: tuple[dict[str, Any], bytes], topic_name: str) -> None:
