@@ -105,9 +105,17 @@ class PulsarBacklogSensor(BaseSensorOperator):
         )
 
     def execute(self, context: Any) -> Any:
-        """Defer to the trigger, or poke in this worker when not deferrable."""
+        """Read the backlog once and return at once when it is ready; otherwise defer to the
+        trigger, or poke in this worker when not deferrable.
+
+        Deferring a condition that already holds would cost a trip through the triggerer, and a
+        trigger that fires within a second or two of the deferral races the scheduler.
+        """
         if not self.deferrable:
             return super().execute(context)
+        first = self.poke(context)
+        if first.is_done:
+            return first.xcom_value
         self.defer(
             trigger=self._trigger(deadline=time.time() + self.timeout),
             method_name="execute_complete",

@@ -281,3 +281,26 @@ def test_sensor_templated_fields_and_defaults() -> None:
     sensor = PulsarBacklogSensor(task_id="wait", topic="{{ params.t }}", subscription="s", threshold=1)
     assert set(sensor.template_fields) == {"topic", "subscription"}
     assert sensor.deferrable is True and sensor.topic == "{{ params.t }}"
+
+
+def test_a_backlog_already_ready_finishes_without_deferring(
+    broker, broker_admin: PulsarAdmin, readings: Readings, topic_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deferrable sensor reads once in the worker: a ready backlog returns at once, no trigger."""
+    deferred: list[object] = []
+    defer = PulsarBacklogSensor.defer
+
+    def recording_defer(self: PulsarBacklogSensor, **kwargs: object) -> None:
+        deferred.append(kwargs)
+        defer(self, **kwargs)
+
+    monkeypatch.setattr(PulsarBacklogSensor, "defer", recording_defer)
+    _watched_topic(broker_admin, topic_name, 0)
+    _send(broker.service_url, topic_name, 0, THRESHOLD)
+
+    result = run_dag("pulsar_backlog_deferred", topic=topic_name, subscription=SUBSCRIPTION)
+
+    assert result.state == "success", result.states
+    assert deferred == []
+    assert len(readings.taken) == 1
+    assert (result.xcoms["wait"]["messages"], result.xcoms["wait"]["exact"]) == (THRESHOLD, True)

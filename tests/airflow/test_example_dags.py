@@ -8,6 +8,7 @@ import asyncio
 import importlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -87,7 +88,12 @@ def test_producer_then_tally(airflow_env: dict[str, str], broker: BrokerProcess)
         assert all(part["msgInCounter"] > 0 for part in stats["partitions"].values())
 
     output = dags_test(airflow_env, "pulsar_order_tally")
-    assert "consumed 2000 messages in 4 batches, acknowledged 2000" in output
+    # Batches hold at most 500 (max_batch_size) and end early when the receiver queue runs dry, so
+    # how many there are depends on timing; what was consumed and acknowledged does not.
+    report = re.search(r"consumed (\d+) messages in (\d+) batches, acknowledged (\d+)", output)
+    assert report is not None, output[-4000:]
+    consumed, batches, acknowledged = map(int, report.groups())
+    assert consumed == acknowledged == 2000 and batches >= 4
     database = Path(airflow_env["AIRFLOW_PULSAR_EXAMPLES_DIR"]) / "orders.db"
     with sqlite3.connect(database) as db:
         orders = db.execute("SELECT sum(orders) FROM revenue").fetchone()[0]
