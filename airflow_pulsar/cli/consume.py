@@ -55,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.subscription,
             consumer_type=SUBSCRIPTION_TYPES[args.type],
             initial_position=InitialPosition.Earliest if args.position == "earliest" else InitialPosition.Latest,
+            # Acknowledge single messages of a batch: what the command reports as acknowledged
+            # must stay acknowledged even when it stops in the middle of a batch.
+            batch_index_ack_enabled=True,
         )
         with Counter(f"consuming {args.topic}", args.num_messages or None) as counter:
             while not args.num_messages or counter.count < args.num_messages:
