@@ -27,9 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -364,31 +364,49 @@ class PulsarStandalone(AdminRest):
         return self.jvm.rss_bytes() if self.jvm is not None else 0
 
 
-def main() -> int:
-    """Run Apache Pulsar standalone in the foreground until Ctrl-C or SIGTERM (``make pulsar``)."""
+class ForegroundServer(Protocol):
+    """What ``run_in_foreground`` starts and stops: the standalone or the cluster."""
+
+    def start(self) -> Any: ...
+    def stop(self) -> Any: ...
+
+
+def run_in_foreground(
+    server: ForegroundServer, work: Path, describe: Callable[[], str], wait: Callable[[], None]
+) -> int:
+    """Start ``server``, print ``describe()``, ``wait()``; on Ctrl-C or SIGTERM stop it and remove ``work``."""
 
     def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # SIGTERM stops the JVM too, as Ctrl-C does
+        raise KeyboardInterrupt  # SIGTERM stops the JVMs too, as Ctrl-C does
 
     signal.signal(signal.SIGTERM, interrupt)
-    work = Path(tempfile.mkdtemp(prefix="apache-pulsar-"))
-    pulsar = PulsarStandalone(work)
     try:
-        pulsar.start()
-        print(
-            f"Apache Pulsar {PULSAR_VERSION} ready in {pulsar.startup_seconds:.0f} s: "
-            f"service_url={pulsar.service_url} web_service_url={pulsar.web_url}\n"
-            f"data and log: {work} (removed on exit); Ctrl-C stops it",
-            flush=True,
-        )
-        assert pulsar.process is not None
-        pulsar.process.wait()
+        server.start()
+        print(f"{describe()}\ndata and logs: {work} (removed on exit); Ctrl-C stops it", flush=True)
+        wait()
     except KeyboardInterrupt:
         pass
     finally:
-        pulsar.stop()
+        server.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def main() -> int:
+    """Run Apache Pulsar standalone in the foreground until Ctrl-C or SIGTERM (``make pulsar``)."""
+    work = Path(tempfile.mkdtemp(prefix="apache-pulsar-"))
+    pulsar = PulsarStandalone(work)
+
+    def wait() -> None:
+        assert pulsar.process is not None
+        pulsar.process.wait()
+
+    return run_in_foreground(
+        pulsar, work,
+        lambda: f"Apache Pulsar {PULSAR_VERSION} ready in {pulsar.startup_seconds:.0f} s: "
+        f"service_url={pulsar.service_url} web_service_url={pulsar.web_url}",
+        wait,
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,6 @@ the survivor takes over a killed broker's topics within seconds.
 
 from __future__ import annotations
 
-import shutil
-import signal
 import socket
 import sys
 import tempfile
@@ -38,6 +36,7 @@ from apache_pulsar import (
     AdminRest,
     JavaProcess,
     free_port,
+    run_in_foreground,
     wait_until_serving,
     write_properties,
 )
@@ -387,24 +386,19 @@ def main() -> int:
     """Run the cluster in the foreground until Ctrl-C or SIGTERM."""
     work = Path(tempfile.mkdtemp(prefix="pulsar-cluster-"))
     cluster = PulsarCluster(work)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the JVMs on `kill` too, not only on Ctrl-C
-    try:
-        cluster.start()
+
+    def describe() -> str:
         brokers = "\n".join(f"  {b.name}: {b.service_url} {b.web_url}" for b in cluster.brokers)
-        print(
+        return (
             f"Apache Pulsar {PULSAR_VERSION} cluster ready in {cluster.startup_seconds:.0f} s: "
-            f"service_url={cluster.service_url} web_service_url={cluster.web_url}\n{brokers}\n"
-            f"data and logs: {work} (removed on exit); Ctrl-C stops it",
-            flush=True,
+            f"service_url={cluster.service_url} web_service_url={cluster.web_url}\n{brokers}"
         )
+
+    def wait() -> None:
         while any(broker.running for broker in cluster.brokers):  # a broker killed by hand may be started again
             time.sleep(1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        cluster.stop()
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+
+    return run_in_foreground(cluster, work, describe, wait)
 
 
 if __name__ == "__main__":
