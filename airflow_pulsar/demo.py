@@ -42,8 +42,7 @@ EVENTS = 20_000
 def _produce(service_url: str, count: int) -> int:
     """Publish ``count`` generated shop events, keyed by user, with the DAGs' own generator;
     returns how many the broker acknowledged."""
-    sys.path.insert(0, str(DAGS_DIR))
-    import shop_events
+    from airflow_pulsar.examples import shop_events
 
     acknowledged = []
 

@@ -2,7 +2,7 @@
 
 The ``shop_alerts`` asset is watched through the ``pulsar`` message-queue provider: a trigger in
 Airflow's triggerer consumes ``shop-alerts`` on the ``airflow-alert-handler`` subscription,
-passes each message to ``shop_events.is_alert``, and every accepted message becomes an asset
+passes each message to ``airflow_pulsar.examples.shop_events.is_alert``, and every accepted message becomes an asset
 event that schedules this DAG. The message is acknowledged once its asset event is stored, and a
 message the filter raises on is negatively acknowledged and redelivered. The DAG's task reads
 the alerts from the triggering asset events.
@@ -15,7 +15,7 @@ from datetime import datetime
 from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
 from airflow.sdk import DAG, Asset, AssetWatcher, task
 
-from shop_events import ALERTS_TOPIC
+from airflow_pulsar.examples.shop_events import ALERTS_TOPIC
 
 shop_alerts = Asset(
     "shop_alerts",
@@ -26,7 +26,7 @@ shop_alerts = Asset(
                 scheme="pulsar",
                 topics=[ALERTS_TOPIC],
                 subscription="airflow-alert-handler",
-                apply_function="shop_events.is_alert",
+                apply_function="airflow_pulsar.examples.shop_events.is_alert",
                 apply_function_kwargs={"severity": "high"},
                 initial_position="Earliest",
             ),

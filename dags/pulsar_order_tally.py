@@ -2,8 +2,9 @@
 
 The ``order-tally`` subscription (Failover: one consumer at a time reads each partition, so a
 second run waits its turn instead of splitting orders) takes up to 5 000 messages per run in
-batches of 500. Each batch goes to ``shop_events.tally_orders``, which commits the batch's orders
-to a SQLite table in one transaction; the batch is then acknowledged cumulatively. If the
+batches of 500. Each batch goes to ``airflow_pulsar.examples.shop_events.tally_orders``, which
+commits the batch's orders to a SQLite table in one transaction; the batch is then acknowledged
+cumulatively. If the
 function raises, the batch is negatively acknowledged, Pulsar redelivers it, and the task fails.
 The database path is ``dag_run.conf["database"]`` or ``orders.db`` under
 ``$AIRFLOW_PULSAR_EXAMPLES_DIR`` (default ``$AIRFLOW_HOME/pulsar-examples``).
@@ -16,7 +17,7 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, task
 
 from airflow_pulsar.operators.consume import PulsarConsumeOperator
-from shop_events import TOPIC
+from airflow_pulsar.examples.shop_events import TOPIC
 
 with DAG(
     dag_id="pulsar_order_tally",
@@ -33,7 +34,7 @@ with DAG(
         subscription="order-tally",
         subscription_type="Failover",
         ack="cumulative",
-        apply_function_batch="shop_events.tally_orders",
+        apply_function_batch="airflow_pulsar.examples.shop_events.tally_orders",
         apply_function_kwargs={"database": "{{ dag_run.conf.get('database') or '' }}"},
         max_messages=5000,
         max_batch_size=500,

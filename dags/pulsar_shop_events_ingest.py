@@ -28,7 +28,7 @@ from airflow.sdk import DAG, task
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
-from shop_events import EVENT_SCHEMA, TOPIC, ensure_topic, example_dir
+from airflow_pulsar.examples.shop_events import EVENT_SCHEMA, TOPIC, ensure_topic, example_dir
 
 SUBSCRIPTION = "lakehouse"
 

@@ -15,11 +15,15 @@ from pathlib import Path
 AIRFLOW_HOME = tempfile.mkdtemp(prefix="airflow-home-")
 # DAG files used by the tests; dag.test() needs them inside the DAGs folder.
 DAGS_FOLDER = Path(__file__).parent / "airflow" / "dags"
+# The test DAGs' user functions. Every Airflow component (the triggerer too) imports from the
+# plugins folder, while only the dag-processor and the workers import from the DAGs folder.
+PLUGINS_FOLDER = Path(__file__).parent / "airflow" / "plugins"
 AIRFLOW_ENV = {
     "AIRFLOW_HOME": AIRFLOW_HOME,
     "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+    "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_FOLDER),
     # Asset watchers are registered only for DAGs that are not paused.
     "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
     "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{os.path.join(AIRFLOW_HOME, 'airflow.db')}",

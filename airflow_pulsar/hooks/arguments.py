@@ -1,16 +1,19 @@
 """Checks of DAG-author arguments, run when an operator, sensor or trigger is built (DAG parse time).
 
 A bad DAG fails while it is parsed, with a message naming the argument, instead of when a task
-runs. Nothing here connects to Pulsar or imports user code: dotted paths are only checked for
-shape here and imported with :func:`resolve_function` when the task (or trigger) runs.
+runs. Nothing here connects to Pulsar. Dotted paths are checked for shape (functions the triggerer
+runs are also located, which imports only their parent packages) and imported with
+:func:`resolve_function` when the task (or trigger) runs.
 Values that are Jinja templates are left for the task to render and are checked by the client then.
 """
 
 from __future__ import annotations
 
 import enum
+import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from airflow_pulsar.client.consumer.settings import ConsumerType, InitialPosition
@@ -120,6 +123,43 @@ def function_reference(value: Any, name: str, *, optional: bool = False, allow_c
         return value
     expected = "a callable or a dotted path" if allow_callable else "a dotted path"
     raise ValueError(f"{name} must be {expected} like 'package.module.function', got {value!r}")
+
+
+def triggerer_function(value: str | None, name: str, *, must_be_found: bool) -> str | None:
+    """Refuse, at parse time, a function that Airflow's triggerer will not be able to import.
+
+    The dag-processor and the workers put the DAGs folder on the import path; the triggerer does
+    not. A module found in the DAGs folder therefore imports while the DAG is parsed and fails in
+    the triggerer, so it is refused here. ``must_be_found`` also refuses a module that cannot be
+    found at all (a sensor is only built where the DAG file is parsed); a trigger is also rebuilt
+    in the triggerer itself, where a missing module is reported by the trigger when it runs.
+    """
+    if value is None or is_template(value):
+        return value
+    module_name = value.rpartition(".")[0]
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except ImportError:  # a parent package is missing
+        spec = None
+    if spec is None:
+        if must_be_found:
+            raise ValueError(f"{name} {value!r}: no module named {module_name!r} can be imported")
+        return value
+    origin = spec.origin or next(iter(spec.submodule_search_locations or ()), None)
+    dags_folder = _dags_folder()
+    if origin and dags_folder and Path(origin).resolve().is_relative_to(dags_folder):
+        raise ValueError(
+            f"{name} {value!r} is defined in the DAGs folder ({origin}), which Airflow's triggerer does not "
+            "import from; move it into an installed package or the plugins folder"
+        )
+    return value
+
+
+def _dags_folder() -> Path | None:
+    from airflow.configuration import conf
+
+    folder = conf.get("core", "dags_folder", fallback=None)
+    return Path(folder).expanduser().resolve() if folder else None
 
 
 def _is_dotted_path(value: str) -> bool:

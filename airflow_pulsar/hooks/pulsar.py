@@ -312,7 +312,9 @@ class PulsarHook(BaseHook):
     # ---- connection test ----
 
     def test_connection(self) -> tuple[bool, str]:
-        """Connect to the broker and ask for a probe topic's partition metadata; (ok, message)."""
+        """Ask the broker, over the binary protocol and then over the admin REST API (which the
+        backlog sensor and subscription admin use), for a probe topic's partition metadata;
+        (ok, message), the message naming which of the two failed."""
         try:
             config = self.config
         except Exception as exc:
@@ -334,7 +336,21 @@ class PulsarHook(BaseHook):
         finally:
             client.close()
         version = getattr(connection, "server_version", "") or "unknown version"
-        return True, f"Connected to Pulsar at {config.service_url} ({version}); {self.test_topic} has {partitions} partitions."
+        connected = f"Connected to Pulsar at {config.service_url} ({version})"
+        from airflow_pulsar.client.admin import PulsarAdmin
+
+        try:
+            admin_kwargs = {**self._admin_kwargs(), "timeout_seconds": self.test_timeout_seconds}
+            with PulsarAdmin(config.admin_url, **admin_kwargs) as admin:
+                admin.partition_count(self.test_topic)
+        except Exception as exc:
+            return False, self._redact(
+                f"{connected}, but not to its admin REST API at {config.admin_url} (the connection's admin_url, "
+                f"which the backlog sensor needs): {type(exc).__name__}: {exc}"
+            )
+        return True, (
+            f"{connected} and to its admin REST API at {config.admin_url}; {self.test_topic} has {partitions} partitions."
+        )
 
     def _redact(self, message: str) -> str:
         token = self._config.token if self._config is not None else None

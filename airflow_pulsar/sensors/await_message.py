@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -15,11 +16,24 @@ from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
 
 
+# How long execute() reads the messages already there before it defers.
+CHECK_SECONDS = 1.0
+
+
+async def _first_event(trigger: PulsarAwaitMessageTrigger) -> dict[str, Any]:
+    events = trigger.run()
+    try:
+        return (await anext(events)).payload
+    finally:
+        await events.aclose()
+
+
 class PulsarAwaitMessageSensor(BaseSensorOperator):
     """
     Wait, deferred, for the first message on a subscription that a user function accepts.
 
-    The sensor defers to :class:`PulsarAwaitMessageTrigger`, which consumes in the triggerer
+    It first reads the messages already there for a second, and completes at once if one
+    matches. Otherwise it defers to :class:`PulsarAwaitMessageTrigger`, which consumes in the triggerer
     and calls ``apply_function(message, *apply_function_args, **apply_function_kwargs)`` on each
     message (an ``airflow_pulsar.client.Message``); the first truthy return value completes the
     sensor. Examined messages are acknowledged (``acknowledge=False`` leaves them in the
@@ -30,7 +44,8 @@ class PulsarAwaitMessageSensor(BaseSensorOperator):
     :param topics: A topic or a list of topics. Templated.
     :param subscription: The subscription to consume with. Templated.
     :param apply_function: Dotted path of the function (it runs in the triggerer, so it must be
-        importable there); None accepts the first message.
+        importable there: a function in the DAGs folder is refused at parse time); None accepts
+        the first message.
     :param apply_function_args: Extra positional arguments for the function. Templated.
     :param apply_function_kwargs: Extra keyword arguments for the function. Templated.
     :param subscription_type: ``Shared`` (default), ``Exclusive``, ``Failover`` or ``KeyShared``.
@@ -81,24 +96,36 @@ class PulsarAwaitMessageSensor(BaseSensorOperator):
         for name, value in source.items():
             setattr(self, name, value)
         self.acknowledge = arguments.flag(acknowledge, "acknowledge")
+        arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=True)
 
-    def execute(self, context: Any) -> None:
-        """Defer to the trigger (this sensor only runs deferred)."""
+    def execute(self, context: Any) -> Any:
+        """Look at the messages already there and return at once when one matches; otherwise
+        defer to the trigger (this sensor only waits deferred).
+
+        Deferring a condition that already holds would cost a trip through the triggerer, and a
+        trigger that fires within a second or two of the deferral races the scheduler.
+        """
+        event = asyncio.run(_first_event(self._trigger(deadline=time.time() + CHECK_SECONDS)))
+        if event.get("status") != "timeout":
+            return self.execute_complete(context, event)
         self.defer(
-            trigger=PulsarAwaitMessageTrigger(
-                topics=self.topics,
-                subscription=self.subscription,
-                apply_function=self.apply_function,
-                apply_function_args=self.apply_function_args,
-                apply_function_kwargs=self.apply_function_kwargs,
-                subscription_type=self.subscription_type,
-                initial_position=self.initial_position,
-                acknowledge=self.acknowledge,
-                pulsar_conn_id=self.pulsar_conn_id,
-                deadline=time.time() + self.timeout,
-            ),
+            trigger=self._trigger(deadline=time.time() + self.timeout),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),
+        )
+
+    def _trigger(self, deadline: float) -> PulsarAwaitMessageTrigger:
+        return PulsarAwaitMessageTrigger(
+            topics=self.topics,
+            subscription=self.subscription,
+            apply_function=self.apply_function,
+            apply_function_args=self.apply_function_args,
+            apply_function_kwargs=self.apply_function_kwargs,
+            subscription_type=self.subscription_type,
+            initial_position=self.initial_position,
+            acknowledge=self.acknowledge,
+            pulsar_conn_id=self.pulsar_conn_id,
+            deadline=deadline,
         )
 
     def poke(self, context: Any) -> bool:

@@ -89,6 +89,11 @@ class PulsarAwaitMessageTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Receive until a message matches (or the deadline passes, or the function fails)."""
         matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
+        try:
+            matcher.resolve()
+        except (ImportError, TypeError) as exc:
+            yield TriggerEvent({"status": "error", "message": str(exc)})
+            return
         hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
         await hook.aget_config()
         client = hook.get_async_client()

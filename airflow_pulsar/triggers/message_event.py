@@ -38,7 +38,9 @@ class PulsarMessageEventTrigger(BaseEventTrigger):
     settings share one consumer (:class:`PulsarSharedStreamProducer`): each message goes to every
     trigger of the group, and is acknowledged only once all of them have passed it and the asset
     events it caused are stored. A message whose ``apply_function`` raises is rejected and
-    negatively acknowledged (Pulsar redelivers it after ``redelivery_delay`` seconds).
+    negatively acknowledged (Pulsar redelivers it after ``redelivery_delay`` seconds). The function
+    runs in the triggerer, which does not import from the DAGs folder: a function defined there is
+    refused when the DAG is parsed.
     ``run()``, used outside the triggerer's shared streams, consumes alone with the same rules,
     acknowledging a message once its event has been taken.
 
@@ -94,6 +96,7 @@ class PulsarMessageEventTrigger(BaseEventTrigger):
         for name, value in source.items():
             setattr(self, name, value)
         self.redelivery_delay = arguments.seconds(redelivery_delay, "redelivery_delay", allow_zero=True)
+        arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=False)
         self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -115,8 +118,16 @@ class PulsarMessageEventTrigger(BaseEventTrigger):
 
     # ---- shared stream (the triggerer's path) ----
 
-    def shared_stream_key(self) -> Hashable:
-        """Triggers on the same connection, topics, subscription and settings share one consumer."""
+    def shared_stream_key(self) -> Hashable | None:
+        """Triggers on the same connection, topics, subscription and settings share one consumer.
+
+        None (consume alone, through :meth:`run`) when ``apply_function`` cannot be imported here,
+        so that ``run`` reports it and no shared consumer receives messages for this trigger.
+        """
+        try:
+            self._matcher.resolve()
+        except (ImportError, TypeError):
+            return None
         return (
             "pulsar",
             self.pulsar_conn_id,
@@ -147,7 +158,18 @@ class PulsarMessageEventTrigger(BaseEventTrigger):
     # ---- standalone ----
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Consume alone: fire for accepted messages, acknowledge each once passed, reject failures."""
+        """Consume alone: fire for accepted messages, acknowledge each once passed, reject failures.
+
+        If ``apply_function`` cannot be imported in this process, it says so once and consumes
+        nothing: failing would make the triggerer start the trigger again and again, and
+        rejecting each message would have Pulsar redeliver it forever. The messages wait in the
+        subscription until the triggerer is restarted where the function imports.
+        """
+        try:
+            self._matcher.resolve()
+        except (ImportError, TypeError) as exc:
+            self.log.error("Not consuming %s / %s: %s", ", ".join(self.topics), self.subscription, exc)
+            await asyncio.Event().wait()
         producer = self.create_shared_stream_producer(self.serialize()[1])
         try:
             async for message, settled in producer.open_stream():

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import sys
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
@@ -67,6 +69,18 @@ class MessageMatcher:
     @cached_property
     def _function(self) -> Any:
         return arguments.resolve_function(self.apply_function, "apply_function")
+
+    def resolve(self) -> None:
+        """Import the function now; ImportError (naming this process's import path) or TypeError if it cannot be."""
+        if self.apply_function is None:
+            return
+        try:
+            self._function
+        except ImportError as exc:
+            raise ImportError(
+                f"{exc}. Functions that run in the triggerer must be importable there (an installed package or "
+                f"Airflow's plugins folder); this process imports from: {os.pathsep.join(sys.path)}"
+            ) from exc
 
     def event_payload(self, message: Message) -> dict[str, Any] | None:
         """The event payload if the message matches, else None; the function's errors propagate."""

@@ -42,7 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the broker's options to ``parser`` (shared by ``airflow-pulsar standalone`` and ``-m``)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=6650, help="binary protocol port; 0 picks a free one")
-    parser.add_argument("--http-port", type=int, default=8080, help="admin REST port; 0 picks a free one")
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        default=8080,
+        help="admin REST port (default 8080, as Apache Pulsar's, and also Airflow's api-server default: "
+        "run one of them on another port); 0 picks a free one",
+    )
     parser.add_argument("--data-dir", type=Path, required=True, help="directory for the broker's database")
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync commits (faster, not crash-safe)")
     parser.add_argument("--dedup", action="store_true", help="deduplicate sends by producer name and sequence id")

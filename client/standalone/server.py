@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import errno
 import gc
 import logging
 import signal
 import ssl
 import sys
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from aiohttp import web
 
@@ -48,14 +50,20 @@ class StandaloneBroker:
         """Load storage, bind both ports, and fill in the service and web URLs."""
         loop = asyncio.get_running_loop()
         self.service.start(loop)
-        self._server = await loop.create_server(
-            self._new_connection, self.config.host, self.config.port, ssl=self.tls_context
-        )
+        try:
+            with _port_taken_is_config_error("--port", self.config.port, "binary protocol"):
+                self._server = await loop.create_server(
+                    self._new_connection, self.config.host, self.config.port, ssl=self.tls_context
+                )
+            self._runner = web.AppRunner(AdminApi(self.service, self.authenticator).app, access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, self.config.host, self.config.http_port, ssl_context=self.tls_context)
+            with _port_taken_is_config_error("--http-port", self.config.http_port, "admin REST"):
+                await site.start()
+        except BaseException:
+            await self.stop()
+            raise
         port = self._server.sockets[0].getsockname()[1]
-        self._runner = web.AppRunner(AdminApi(self.service, self.authenticator).app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.http_port, ssl_context=self.tls_context)
-        await site.start()
         http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         tls = self.tls_context is not None
         self.service.service_url = f"{'pulsar+ssl' if tls else 'pulsar'}://{self.config.host}:{port}"
@@ -113,6 +121,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"airflow-pulsar standalone: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+@contextlib.contextmanager
+def _port_taken_is_config_error(option: str, port: int, serves: str) -> Iterator[None]:
+    """Turn "address already in use" into one line naming the option to change."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        # Airflow's api-server listens on 8080 by default, as Pulsar's admin REST does.
+        also = " (Airflow's api-server also listens on 8080 by default)" if port == 8080 else ""
+        raise ConfigError(
+            f"{option} {port} ({serves}) is already in use{also}; pass another port, or 0 for a free one"
+        ) from None
 
 
 def _authenticator(config: BrokerConfig) -> TokenAuthenticator | None:

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 # Shared with tests/spark: sets the environment on import. Re-exported to the tests.
-from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV, AIRFLOW_HOME, DAGS_FOLDER  # noqa: F401
+from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV, AIRFLOW_HOME, DAGS_FOLDER, PLUGINS_FOLDER  # noqa: F401
 
 # The user functions of the test DAGs (pulsar_test_functions) are named by dotted path; tasks and
-# triggers import them in this process, as they would from an installed package in a deployment.
-if str(DAGS_FOLDER) not in sys.path:
-    sys.path.append(str(DAGS_FOLDER))
+# triggers import them in this process from the plugins folder, as every Airflow component does.
+if str(PLUGINS_FOLDER) not in sys.path:
+    sys.path.append(str(PLUGINS_FOLDER))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from airflow_helpers import run_dag, subscription_stats
@@ -81,3 +83,63 @@ def test_sensor_templated_fields() -> None:
         "apply_function_args",
         "apply_function_kwargs",
     }
+
+
+@pytest.fixture
+def deferrals(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The keyword arguments of every ``defer`` call the sensor makes (it still defers)."""
+    deferred: list[dict] = []
+    defer = PulsarAwaitMessageSensor.defer
+
+    def recording_defer(self: PulsarAwaitMessageSensor, **kwargs: object) -> None:
+        deferred.append(kwargs)
+        defer(self, **kwargs)
+
+    monkeypatch.setattr(PulsarAwaitMessageSensor, "defer", recording_defer)
+    return deferred
+
+
+def test_a_matching_message_already_there_finishes_without_deferring(
+    broker, broker_admin: PulsarAdmin, topic_name: str, deferrals: list[dict]
+) -> None:
+    _send_orders(broker.service_url, topic_name, range(10))
+
+    result = run_dag("pulsar_await_order", topic=topic_name, subscription=SUBSCRIPTION, wanted="6")
+
+    assert result.state == "success", result.states
+    assert deferrals == []
+    assert result.xcoms["await_order"]["result"] == {"order": 6, "key": "customer-0"}
+    assert subscription_stats(broker_admin, topic_name, SUBSCRIPTION)["msgBacklog"] == 3
+
+
+def test_defers_while_no_message_matches_and_fires_on_the_one_that_does(
+    broker, broker_admin: PulsarAdmin, topic_name: str, deferrals: list[dict]
+) -> None:
+    _send_orders(broker.service_url, topic_name, range(3))
+    # Order 6 arrives only after the sensor has looked at what was there and deferred.
+    later = threading.Timer(4.0, _send_orders, (broker.service_url, topic_name, range(3, 10)))
+    later.start()
+    try:
+        result = run_dag("pulsar_await_order", topic=topic_name, subscription=SUBSCRIPTION, wanted="6")
+    finally:
+        later.join()
+
+    assert result.state == "success", result.states
+    assert len(deferrals) == 1
+    assert result.xcoms["await_order"]["result"] == {"order": 6, "key": "customer-0"}
+
+
+def test_a_function_the_triggerer_cannot_import_is_refused_at_parse_time(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
+
+    (tmp_path / "next_to_the_dags.py").write_text("def match(message):\n    return True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(tmp_path))
+    source = {"topics": "t", "subscription": "s", "apply_function": "next_to_the_dags.match"}
+    for build in (lambda: PulsarAwaitMessageSensor(task_id="await", **source), lambda: PulsarMessageEventTrigger(**source)):
+        with pytest.raises(ValueError, match=r"is defined in the DAGs folder .*plugins folder"):
+            build()
+    with pytest.raises(ValueError, match="no module named 'not_installed' can be imported"):
+        PulsarAwaitMessageSensor(task_id="await", **{**source, "apply_function": "not_installed.match"})

@@ -21,6 +21,7 @@ import pytest
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.examples import shop_events
 
 PROJECT_DAGS = Path(__file__).parents[2] / "dags"
 AIRFLOW = Path(sys.executable).with_name("airflow")
@@ -97,11 +98,6 @@ def test_producer_then_tally(airflow_env: dict[str, str], broker: BrokerProcess)
     database = Path(airflow_env["AIRFLOW_PULSAR_EXAMPLES_DIR"]) / "orders.db"
     with sqlite3.connect(database) as db:
         orders = db.execute("SELECT sum(orders) FROM revenue").fetchone()[0]
-    sys.path.insert(0, str(PROJECT_DAGS))
-    try:
-        shop_events = importlib.import_module("shop_events")
-    finally:
-        sys.path.remove(str(PROJECT_DAGS))
     expected = sum(json.loads(value)["event_type"] == "order_placed" for _, value, _ in shop_events.generate(2000, 7))
     assert orders == expected > 0
     with PulsarAdmin(broker.web_url) as admin:

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 from urllib.parse import quote
 
@@ -221,21 +222,32 @@ def test_produce_then_consume_through_the_hook(broker, pulsar_conn, topic_name: 
 @pytest.mark.parametrize("form", ["json", "uri"])
 def test_connection_test_succeeds_against_the_broker(broker, pulsar_conn, form: str) -> None:
     if form == "json":
-        pulsar_conn(host=broker.service_url, password="tok-test-ok-123456")
+        pulsar_conn(host=broker.service_url, password="tok-test-ok-123456", extra={"admin_url": broker.web_url})
     else:
         host, port = broker.service_url.removeprefix("pulsar://").rsplit(":", 1)
-        pulsar_conn(f"pulsar://:tok-test-ok-123456@{host}:{port}")
+        admin_url = urllib.parse.quote(broker.web_url, safe="")
+        pulsar_conn(f"pulsar://:tok-test-ok-123456@{host}:{port}?admin_url={admin_url}")
     hook = PulsarHook()
     ok, message = hook.test_connection()
     assert ok, message
-    assert broker.service_url in message and "tok-test-ok" not in message
+    assert broker.service_url in message and broker.web_url in message and "tok-test-ok" not in message
     assert hook._client is None  # the probe client is separate and closed
 
 
 def test_connection_test_through_the_task_sdk(broker, pulsar_conn) -> None:
-    pulsar_conn(host=broker.service_url)
+    pulsar_conn(host=broker.service_url, extra={"admin_url": broker.web_url})
     ok, message = Connection.get("pulsar_default").test_connection()
     assert ok, message
+
+
+def test_connection_test_fails_naming_an_unreachable_admin_url(broker, pulsar_conn) -> None:
+    admin_url = f"http://127.0.0.1:{_free_port()}"
+    pulsar_conn(host=broker.service_url, password="tok-admin-down-123456", extra={"admin_url": admin_url})
+    ok, message = PulsarHook().test_connection()
+    assert not ok
+    assert message.startswith(f"Connected to Pulsar at {broker.service_url} (")
+    assert f"but not to its admin REST API at {admin_url} (the connection's admin_url" in message
+    assert "tok-admin-down" not in message
 
 
 def test_connection_test_fails_clearly_on_a_closed_port(pulsar_conn) -> None:

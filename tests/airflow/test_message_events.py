@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import select
 
 from airflow_helpers import subscription_stats
-from airflow_pulsar.client import Client, ConsumerType, exceptions
+from airflow_pulsar.client import Client, ConsumerType, InitialPosition, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
 
@@ -205,3 +205,34 @@ def test_shared_stream_producer_connects_only_when_the_stream_opens() -> None:
 def test_trigger_rejects_bad_arguments(arguments: dict, error: str) -> None:
     with pytest.raises(ValueError, match=error):
         PulsarMessageEventTrigger(**{"topics": "t", "subscription": "s", **arguments})
+
+
+def test_a_function_the_triggerer_cannot_import_stops_the_trigger_once_and_consumes_nothing(
+    broker, broker_admin: PulsarAdmin, topic_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As in a triggerer without the function's module: one error naming its import path, no
+    consumer, and the messages left in the subscription instead of rejected and redelivered."""
+    _send(broker.service_url, topic_name, "high", "high")
+    broker_admin.create_subscription(topic_name, "alerts", InitialPosition.Earliest)
+    trigger = PulsarMessageEventTrigger(
+        topics=topic_name, subscription="alerts", apply_function="only_in_the_dags_folder.is_alert"
+    )
+    assert trigger.shared_stream_key() is None  # so the triggerer runs it alone, through run()
+
+    async def first_event_within(seconds: float) -> Any:
+        events = trigger.run()
+        try:
+            return await asyncio.wait_for(anext(events), seconds)
+        finally:
+            await events.aclose()
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(first_event_within(3.0))
+
+    # Airflow's structured logging writes to stdout.
+    errors = [line for line in capsys.readouterr().out.splitlines() if "error" in line.split("]")[0]]
+    assert len(errors) == 1, errors
+    assert "'only_in_the_dags_folder.is_alert' cannot be imported" in errors[0]
+    assert "plugins folder" in errors[0] and "this process imports from: " in errors[0]
+    stats = subscription_stats(broker_admin, topic_name, "alerts")
+    assert stats["consumers"] == [] and stats["msgBacklog"] == 2

@@ -21,7 +21,6 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from airflow_pulsar.client import Client, MessageId
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.produce import PulsarProduceOperator
 from airflow_test_env import DAGS_FOLDER
+from polling import wait_until
 
 PARTITIONS = 3
 
@@ -47,23 +47,10 @@ from datetime import datetime
 from airflow.dag_processing.dagbag import DagBag
 
 folder, dag_id, conf, moment = sys.argv[1:]
-sys.path.append(folder)
 dag = DagBag(dag_folder=folder).get_dag(dag_id)
 when = datetime.fromisoformat(moment)
 dag.test(logical_date=when, run_after=when, run_conf=json.loads(conf))
 """
-
-
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """Poll ``condition`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def read_all(service_url: str, topic: str, partitions: int) -> list[str]:

@@ -6,7 +6,6 @@ only. Every client has short timeouts so a bug fails a test in seconds instead o
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
+from polling import wait_until  # noqa: F401 - the tests import it from here
 
 TIMEOUT_MS = 5000
 
@@ -91,17 +91,6 @@ def nothing_more(receive: Callable[[int], Any], timeout_ms: int = 300) -> bool:
     except Timeout:
         return True
     return False
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll until ``predicate`` is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def data(messages: list[Any]) -> list[bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -138,3 +139,33 @@ def test_commands_over_tls_with_a_token(tmp_path: Path) -> None:
         assert cli("consume", "secure", "-s", "s", "--timeout", "5").stdout.splitlines()[-1].endswith(": b")
         refused = cli("topics", "list", token=False)
         assert refused.returncode == 1 and "401" in refused.stderr
+
+
+@pytest.mark.parametrize("option", ["--port", "--http-port"])
+def test_standalone_on_a_port_in_use_says_so_in_one_line(option: str, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        other = "--http-port" if option == "--port" else "--port"
+        result = subprocess.run(
+            [sys.executable, "-m", "airflow_pulsar.cli", "standalone", "--data-dir", str(tmp_path / "data"),
+             option, str(port), other, "0"],
+            capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"airflow-pulsar standalone: {option} {port} ({'binary protocol' if option == '--port' else 'admin REST'}) "
+        "is already in use; pass another port, or 0 for a free one"
+    ]
+    # The data dir was let go: a broker can start on it right away.
+    retry = subprocess.Popen(
+        [sys.executable, "-m", "airflow_pulsar.cli", "standalone", "--data-dir", str(tmp_path / "data"),
+         "--port", "0", "--http-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert "ready" in retry.stdout.readline()
+    finally:
+        retry.terminate()
+        retry.wait(timeout=30)

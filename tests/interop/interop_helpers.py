@@ -10,6 +10,7 @@ import pulsar
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from polling import wait_until
 
 OPERATION_TIMEOUT = 10
 RECEIVE_TIMEOUT_MS = 5000
@@ -43,18 +44,6 @@ def assert_nothing_more(receive: Callable[..., pulsar.Message], timeout_ms: int 
     raise AssertionError(f"unexpected message {message.data()!r} {message.message_id()}")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s (last value {last!r})")
-
-
 def backlog(broker: BrokerProcess, topic: str, subscription: str) -> int:
     """The subscription's backlog in messages, each message of a batch counted (exact from the
     broker entry index, on both brokers); Pulsar's own msgBacklog counts entries."""
@@ -64,7 +53,7 @@ def backlog(broker: BrokerProcess, topic: str, subscription: str) -> int:
 
 def wait_backlog(broker: BrokerProcess, topic: str, subscription: str, expected: int, timeout: float = 10.0) -> None:
     """Wait until the admin stats show ``expected`` as the backlog (the client groups its acks)."""
-    wait_until(lambda: backlog(broker, topic, subscription) == expected, timeout)
+    wait_until(lambda: backlog(broker, topic, subscription) == expected, timeout=timeout)
 
 
 def id_key(message_id: Any) -> tuple[int, int, int, int]:

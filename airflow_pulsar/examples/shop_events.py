@@ -1,8 +1,10 @@
 """Functions the example DAGs call by dotted path: a web shop's event stream, its tally, its alerts.
 
-The example DAGs put this folder on the import path (Airflow adds the DAGs folder to it), so
-operators refer to these functions as ``"shop_events.generate"`` and so on. Nothing here opens a
-connection when imported.
+They live in the provider's package rather than next to the DAG files because the asset watcher's
+filter, ``is_alert``, runs in Airflow's triggerer, which imports from installed packages and the
+plugins folder but not from the DAGs folder. Operators name them as
+``"airflow_pulsar.examples.shop_events.generate"`` and so on. Nothing here opens a connection when
+imported.
 """
 
 from __future__ import annotations
@@ -46,18 +48,27 @@ def _event(rng: random.Random, now_ms: int) -> dict[str, Any]:
     return event
 
 
-def generate(count: int = 1000, seed: int | None = None) -> Iterator[tuple[str, str, dict[str, str]]]:
-    """``count`` shop events as ``(user id, JSON, properties)``: keyed by user so a user's events stay in order."""
+def generate(
+    count: int = 1000, seed: int | str | None = None, at_ms: int | None = None
+) -> Iterator[tuple[str, str, dict[str, str]]]:
+    """``count`` shop events as ``(user id, JSON, properties)``: keyed by user so a user's events stay in order.
+
+    The same ``seed`` and ``at_ms`` (the time the events lead up to, default now) give the same
+    events, so two tasks of one run can publish the events and the alerts derived from them.
+    """
     rng = random.Random(seed)
-    now_ms = int(time.time() * 1000)
+    now_ms = int(time.time() * 1000) if at_ms is None else int(at_ms)
     for _ in range(int(count)):
         event = _event(rng, now_ms)
         yield event["user_id"], json.dumps(event), {"event_type": event["event_type"]}
 
 
-def large_orders(count: int = 1000, seed: int | None = None) -> Iterator[tuple[str, str, dict[str, str]]]:
-    """Alerts for the large orders (amount >= LARGE_ORDER_EUR) among ``count`` generated events."""
-    for user, value, _ in generate(count, seed):
+def large_orders(
+    count: int = 1000, seed: int | str | None = None, at_ms: int | None = None
+) -> Iterator[tuple[str, str, dict[str, str]]]:
+    """Alerts for the large orders (amount >= LARGE_ORDER_EUR) among the events :func:`generate`
+    makes from the same arguments."""
+    for user, value, _ in generate(count, seed, at_ms):
         event = json.loads(value)
         if event.get("event_type") == "order_placed" and event["amount"] >= LARGE_ORDER_EUR:
             yield user, value, {"severity": "high", "reason": "large_order"}
