@@ -10,8 +10,6 @@ The names mirror the official ``pulsar`` package, so switching is one import::
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import exceptions
 from .auth import Authentication, AuthenticationToken
 from .client import Client
@@ -26,7 +24,7 @@ from .consumer import (
     Message,
     Reader,
 )
-from .exceptions import PulsarException, Result
+from .exceptions import *  # noqa: F403
 from .producer import (
     BatchingType,
     CompressionType,
@@ -57,13 +55,9 @@ __all__ = [
     "PartitionsRoutingMode",
     "Producer",
     "ProducerAccessMode",
-    "PulsarException",
     "Reader",
-    "Result",
     "recommend_settings",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # Exception classes by their official names: pulsar.Timeout, pulsar.ProducerQueueIsFull, ...
-    return getattr(exceptions, name)
+# Result, PulsarException and every exception class by its official name (pulsar.Timeout, ...).
+__all__ += exceptions.__all__

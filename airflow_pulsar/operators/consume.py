@@ -9,9 +9,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_pulsar import arguments
 from airflow_pulsar.client import ConsumerType, Message, exceptions
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
-from airflow_pulsar.hooks import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 
 ACK_MODES = ("individual", "cumulative", "never")

@@ -9,9 +9,9 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
+from airflow_pulsar import arguments
 from airflow_pulsar.client import MessageId, Result
 from airflow_pulsar.client.topic_name import TopicName
-from airflow_pulsar.hooks import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.operators import idempotence
 

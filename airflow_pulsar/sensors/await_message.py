@@ -11,10 +11,9 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
-from airflow_pulsar.hooks import arguments
+from airflow_pulsar import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
-
 
 # How long execute() reads the messages already there before it defers.
 CHECK_SECONDS = 1.0

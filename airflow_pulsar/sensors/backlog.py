@@ -11,10 +11,10 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
-from airflow_pulsar.hooks import arguments
+from airflow_pulsar import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger
-from airflow_pulsar.triggers.backlog_condition import BacklogReading
+from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 
 
 class PulsarBacklogSensor(BaseSensorOperator):
@@ -91,7 +91,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
         self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
         self.deferrable = arguments.flag(deferrable, "deferrable")
 
-    def _trigger(self, deadline: float | None = None) -> PulsarBacklogTrigger:
+    def _trigger(self, deadline: float) -> PulsarBacklogTrigger:
         return PulsarBacklogTrigger(
             topic=self.topic,
             subscription=self.subscription,
@@ -124,14 +124,17 @@ class PulsarBacklogSensor(BaseSensorOperator):
 
     def poke(self, context: Any) -> PokeReturnValue:
         """Read the backlog once; done when the condition holds (transient admin errors: not yet)."""
-        trigger = self._trigger()
+        condition = BacklogCondition(self.threshold, self.min_backlog_bytes, self.max_message_age)
+        # The templated fields are rendered by now: check them, as building the trigger does.
+        topic = arguments.topic_name(self.topic)
+        subscription = arguments.non_empty_str(self.subscription, "subscription")
         hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
         # Read the connection here, outside the event loop below.
         self.log.debug("Reading the backlog from %s", hook.admin_url)
 
         async def read() -> BacklogReading:
             async with hook.get_async_admin() as admin:
-                return await trigger.condition.read(admin, self.topic, self.subscription)
+                return await condition.read(admin, topic, subscription)
 
         try:
             reading = asyncio.run(read())
@@ -139,7 +142,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
             self.log.warning("Cannot read the backlog now, poking again: %s", exc)
             return PokeReturnValue(is_done=False)
         self.log.info("Backlog of %s / %s: %s", self.topic, self.subscription, reading.describe())
-        return PokeReturnValue(is_done=trigger.condition.met(reading), xcom_value=reading.as_xcom())
+        return PokeReturnValue(is_done=condition.met(reading), xcom_value=reading.as_xcom())
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
         """Resume after the trigger fired: return the figures, or fail (or skip, with soft_fail)."""

@@ -9,13 +9,14 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_pulsar import arguments
 from airflow_pulsar.client import exceptions
-from airflow_pulsar.hooks import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from airflow_pulsar.triggers.message_events import MessageMatcher
+from airflow_pulsar.triggers.message_matching import MessageMatcher
+from airflow_pulsar.triggers.resources import ClosesOnCleanup
 
 
-class PulsarAwaitMessageTrigger(BaseTrigger):
+class PulsarAwaitMessageTrigger(ClosesOnCleanup, BaseTrigger):
     """
     Subscribe and fire on the first message for which ``apply_function`` returns a truthy value.
 
@@ -97,7 +98,8 @@ class PulsarAwaitMessageTrigger(BaseTrigger):
         hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
         await hook.aget_config()
         client = hook.get_async_client()
-        try:
+        async with self.resources:
+            self.resources.push_async_callback(client.close)
             consumer = await client.subscribe(
                 self.topics[0] if len(self.topics) == 1 else list(self.topics),
                 self.subscription,
@@ -129,5 +131,3 @@ class PulsarAwaitMessageTrigger(BaseTrigger):
                 if payload is not None:
                     yield TriggerEvent({"status": "success", **payload})
                     return
-        finally:
-            await client.close()

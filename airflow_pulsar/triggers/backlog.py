@@ -9,16 +9,17 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_pulsar import arguments
 from airflow_pulsar.client.admin import AdminConnectionError, AdminServerError
-from airflow_pulsar.hooks import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
+from airflow_pulsar.triggers.resources import ClosesOnCleanup
 
 # Worth another poll: the admin service is unreachable, slow, or failing for now.
 TRANSIENT_ADMIN_ERRORS = (AdminConnectionError, AdminServerError)
 
 
-class PulsarBacklogTrigger(BaseTrigger):
+class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
     """
     Fire once a subscription's backlog is ready; runs in the triggerer and never consumes.
 
@@ -96,7 +97,8 @@ class PulsarBacklogTrigger(BaseTrigger):
             "Waiting for %s on %s / %s (every %g s)",
             condition.describe(), self.topic, self.subscription, self.poll_interval,
         )
-        async with hook.get_async_admin() as admin:
+        async with self.resources:
+            admin = await self.resources.enter_async_context(hook.get_async_admin())
             while True:
                 reading: BacklogReading | None = None
                 try:

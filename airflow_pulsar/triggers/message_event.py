@@ -9,10 +9,11 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, reject_shared_stream_event
 
+from airflow_pulsar import arguments
 from airflow_pulsar.client import Message
-from airflow_pulsar.hooks import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from airflow_pulsar.triggers.message_events import MessageMatcher
+from airflow_pulsar.triggers.message_matching import MessageMatcher
+from airflow_pulsar.triggers.resources import ClosesOnCleanup
 from airflow_pulsar.triggers.shared_stream import PulsarSharedStreamProducer
 
 # Keyword arguments that define the shared stream (and so its consumer); the others are per trigger.
@@ -26,7 +27,7 @@ _STREAM_ARGUMENTS = (
 )
 
 
-class PulsarMessageEventTrigger(BaseEventTrigger):
+class PulsarMessageEventTrigger(ClosesOnCleanup, BaseEventTrigger):
     """
     Fire an event for every message on a subscription that ``apply_function`` accepts.
 
@@ -171,7 +172,8 @@ class PulsarMessageEventTrigger(BaseEventTrigger):
             self.log.error("Not consuming %s / %s: %s", ", ".join(self.topics), self.subscription, exc)
             await asyncio.Event().wait()
         producer = self.create_shared_stream_producer(self.serialize()[1])
-        try:
+        async with self.resources:
+            self.resources.push_async_callback(producer.aclose)
             async for message, settled in producer.open_stream():
                 try:
                     payload = await self._event_payload(message)
@@ -183,8 +185,6 @@ class PulsarMessageEventTrigger(BaseEventTrigger):
                         yield TriggerEvent(payload)
                     outcome = AdvanceOutcome(acked=1, failed=0)
                 await producer.advance([AdvanceItem(settled, outcome)])
-        finally:
-            await producer.aclose()
 
     async def _event_payload(self, message: Message) -> dict[str, Any] | None:
         # The user function may block; keep the triggerer's event loop free.

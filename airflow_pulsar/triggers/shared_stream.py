@@ -14,8 +14,8 @@ from typing import Any
 
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
+from airflow_pulsar import arguments
 from airflow_pulsar.client import Message
-from airflow_pulsar.hooks import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 
 

@@ -12,10 +12,11 @@ from typing import Any
 from ..exceptions import InvalidConfiguration
 from ..protocol.message_id import MessageId
 from ..topic_name import TopicName
-from .consumer import Consumer, PartitionConsumer
+from .consumer import Consumer
 from .dead_letter import ConsumerDeadLetterPolicy
 from .message import Message
 from .multi_topics import MultiTopicsConsumer, partitions_of
+from .partition_consumer import PartitionConsumer
 from .reader import Reader, check_start, reader_settings
 from .receiver_queue import ReceiverQueue
 from .settings import (

@@ -1,10 +1,16 @@
-"""The acknowledgement grouping tracker (seed 002).
+"""The acknowledgement grouping tracker: one partition consumer's acks and batch-index state (seed 002).
 
 Acknowledgements are collected and sent as one ACK command carrying many message ids, every
 ``group_time`` seconds or as soon as ``max_size`` are pending. Individual acks of whole entries
-are a set of (ledger, entry); batch-index acks keep, per entry, the bitset of indexes still
-unacknowledged (Pulsar's ack_set, 1 = unacknowledged); a cumulative ack keeps only the newest
-position. With ``group_time`` 0 every ack is sent at once.
+are a set of (ledger, entry); a cumulative ack keeps only the newest position. With
+``group_time`` 0 every ack is sent at once.
+
+The tracker is the one owner of the per-entry batch bitsets: for each batch entry delivered, the
+indexes still unacknowledged (Pulsar's ack_set, 1 = unacknowledged), shared with the entry's
+messages so that acking a message needs no lookup. An entry is acknowledged whole once its last
+index is; before that, with batch-index acks enabled, its bitset goes out as a partial ack. It
+also keeps the chunk ids of each chunked message, so acknowledging the message acknowledges
+every chunk.
 """
 
 from __future__ import annotations
@@ -14,21 +20,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..protocol.batch import ack_set_words
-from ..protocol.PulsarApi_pb2 import MessageIdData
+from ..protocol.message_id import MessageId
+from ..protocol.PulsarApi_pb2 import CommandAck, MessageIdData
 from ..timer import Timer, TimerHandle
 
 _U64 = (1 << 64) - 1
 
+Position = tuple[int, int]  # (ledger id, entry id)
+# A cumulative ack: ledger, entry, the indexes left unacknowledged in it (None: the whole entry), batch size.
+CumulativePosition = tuple[int, int, int | None, int]
 
-@dataclass
-class PendingAcks:
-    """What one flush sends: individual ids (ack_set for partial batches) and a cumulative id."""
 
-    individual: list[MessageIdData] = field(default_factory=list)
-    cumulative: MessageIdData | None = None
+class UnackedIndexes:
+    """The indexes of a batch entry not yet acknowledged, as a bitset (bit i set: message i is not).
 
-    def __bool__(self) -> bool:
-        return bool(self.individual) or self.cumulative is not None
+    One per entry, shared by every delivery of it, so acks of its messages need no lookup.
+    """
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits: int):
+        self.bits = bits
 
 
 def id_data(ledger: int, entry: int, unacked: int | None = None, batch_size: int = 0) -> MessageIdData:
@@ -40,8 +52,46 @@ def id_data(ledger: int, entry: int, unacked: int | None = None, batch_size: int
     return data
 
 
+@dataclass
+class PendingAcks:
+    """What one flush sends: whole entries, partly acked batches and a cumulative position."""
+
+    entries: set[Position] = field(default_factory=set)
+    batches: dict[Position, tuple[int, int]] = field(default_factory=dict)  # -> (unacked mask, batch size)
+    up_to: CumulativePosition | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.entries) or bool(self.batches) or self.up_to is not None
+
+    @property
+    def individual(self) -> list[MessageIdData]:
+        """The ids of the Individual ACK: whole entries, then partly acked batches with their ack_set."""
+        return [id_data(ledger, entry) for ledger, entry in self.entries] + [
+            id_data(ledger, entry, mask, size) for (ledger, entry), (mask, size) in self.batches.items()
+        ]
+
+    @property
+    def cumulative(self) -> MessageIdData | None:
+        """The id of the Cumulative ACK, if there is one."""
+        return None if self.up_to is None else id_data(*self.up_to)
+
+    def commands(self) -> list[tuple[int, list[MessageIdData]]]:
+        """(ack type, message ids) of each ACK command that sends these."""
+        groups: list[tuple[int, list[MessageIdData]]] = []
+        if self.entries or self.batches:
+            groups.append((CommandAck.Individual, self.individual))
+        cumulative = self.cumulative
+        if cumulative is not None:
+            groups.append((CommandAck.Cumulative, [cumulative]))
+        return groups
+
+
 class AckGroupingTracker:
-    """Groups acknowledgements of one partition consumer; ``send`` writes them, False if it could not."""
+    """Groups acknowledgements of one partition consumer; ``send`` writes them, False if it could not.
+
+    With ``batch_index_ack`` a batch entry partly acknowledged is sent as its bitset; without, it
+    waits until every index is acknowledged.
+    """
 
     def __init__(
         self,
@@ -49,15 +99,19 @@ class AckGroupingTracker:
         timer: Timer,
         group_time: float = 0.1,
         max_size: int = 1000,
+        batch_index_ack: bool = False,
     ):
         self._send = send
         self._timer = timer
         self.group_time = group_time
         self.max_size = max_size
+        self.batch_index_ack = batch_index_ack
         self._lock = threading.Lock()
-        self._entries: set[tuple[int, int]] = set()
-        self._batches: dict[tuple[int, int], tuple[int, int]] = {}  # -> (unacked mask, batch size)
-        self._cumulative: tuple[int, int, int | None, int] | None = None  # ledger, entry, mask, size
+        self._entries: set[Position] = set()
+        self._batches: dict[Position, tuple[int, int]] = {}  # -> (unacked mask, batch size)
+        self._cumulative: CumulativePosition | None = None
+        self._unacked: dict[Position, UnackedIndexes] = {}  # batch entry -> indexes still unacked
+        self._chunk_ids: dict[Position, list[MessageId]] = {}  # last chunk -> every chunk
         self._scheduled: TimerHandle | None = None
         self.acks_sent = 0
 
@@ -66,11 +120,68 @@ class AckGroupingTracker:
         """Ids waiting for the next flush."""
         return len(self._entries) + len(self._batches) + (self._cumulative is not None)
 
-    def add_entry(self, ledger: int, entry: int) -> None:
-        """Acknowledge a whole entry (a message, or every message of a batch)."""
+    # ---- what was delivered ----
+
+    def track_batch(self, ledger: int, entry: int, unacked: int) -> UnackedIndexes:
+        """A batch entry arrived with the indexes in ``unacked`` still to acknowledge: its shared ack state."""
         with self._lock:
-            self._entries.add((ledger, entry))
-            self._batches.pop((ledger, entry), None)
+            state = self._unacked.get((ledger, entry))
+            if state is None:
+                state = self._unacked[(ledger, entry)] = UnackedIndexes(unacked)
+            else:  # a redelivery: acks of messages from either delivery count
+                state.bits = unacked
+        return state
+
+    def track_chunks(self, ledger: int, entry: int, chunk_ids: list[MessageId]) -> None:
+        """A chunked message was completed by this entry: acknowledging it acknowledges every chunk."""
+        with self._lock:
+            self._chunk_ids[(ledger, entry)] = chunk_ids
+
+    def is_duplicate(self, ledger: int, entry: int) -> bool:
+        """Whether a (re)delivered entry is already covered by an ack not yet flushed."""
+        cumulative = self._cumulative
+        if cumulative is not None and (ledger, entry) < (cumulative[0], cumulative[1]):
+            return True
+        return (ledger, entry) in self._entries
+
+    # ---- acknowledging ----
+
+    def add_message(self, ledger: int, entry: int, index: int = -1, batch_size: int = 0, state: UnackedIndexes | None = None) -> bool:
+        """Acknowledge one message (``index`` -1: a message that is a whole entry); True if an ack is now pending.
+
+        ``state`` is the entry's ack state when the caller holds it (a received message does).
+        A batch message whose entry still has other indexes unacknowledged is pending only with
+        batch-index acks.
+        """
+        key = (ledger, entry)
+        remaining = 0
+        lock = self._lock
+        lock.acquire()  # cheaper than ``with`` on this path
+        try:
+            if index >= 0 and batch_size > 0:
+                if state is None:
+                    state = self._unacked.get(key)
+                    if state is None:
+                        state = self._unacked[key] = UnackedIndexes((1 << batch_size) - 1)
+                remaining = state.bits = state.bits & ~(1 << index)
+                if not remaining:
+                    self._unacked.pop(key, None)
+            if not remaining:
+                self._pend_entry(key)
+        finally:
+            lock.release()
+        if not remaining:
+            self._after_add()
+            return True
+        if not self.batch_index_ack:
+            return False
+        self.add_batch_indexes(ledger, entry, remaining, batch_size)
+        return True
+
+    def add_entry(self, ledger: int, entry: int) -> None:
+        """Acknowledge a whole entry (a message, every message of a batch, or a chunked message's every chunk)."""
+        with self._lock:
+            self._pend_entry((ledger, entry))
         self._after_add()
 
     def add_batch_indexes(self, ledger: int, entry: int, unacked: int, batch_size: int) -> None:
@@ -79,6 +190,28 @@ class AckGroupingTracker:
             if (ledger, entry) not in self._entries:
                 self._batches[(ledger, entry)] = (unacked, batch_size)
         self._after_add()
+
+    def _pend_entry(self, key: Position) -> None:
+        # Under the lock.
+        chunk_ids = self._chunk_ids.pop(key, None) if self._chunk_ids else None
+        for chunk in chunk_ids or ():
+            self._entries.add((chunk.ledger_id(), chunk.entry_id()))
+        self._entries.add(key)
+        self._batches.pop(key, None)
+
+    def add_cumulative_message(self, ledger: int, entry: int, index: int, batch_size: int) -> None:
+        """Acknowledge every message up to message ``index`` of an entry (-1: the whole entry)."""
+        partial = 0 <= index < batch_size - 1
+        with self._lock:
+            for key in [k for k in self._unacked if k[1] < entry or (k[1] == entry and not partial)]:
+                del self._unacked[key]
+        if not partial:
+            self.add_cumulative(ledger, entry)
+        elif self.batch_index_ack:
+            # Everything after ``index`` stays unacknowledged in this entry.
+            self.add_cumulative(ledger, entry, ((1 << batch_size) - 1) & ~((1 << (index + 1)) - 1), batch_size)
+        else:
+            self.add_cumulative(ledger, entry - 1)
 
     def add_cumulative(self, ledger: int, entry: int, unacked: int | None = None, batch_size: int = 0) -> None:
         """Acknowledge everything up to an entry (with ``unacked``: up to an index inside it)."""
@@ -92,12 +225,7 @@ class AckGroupingTracker:
                 self._cumulative = (ledger, entry, unacked, batch_size)
         self._after_add()
 
-    def is_duplicate(self, ledger: int, entry: int) -> bool:
-        """Whether a (re)delivered entry is already covered by an ack not yet flushed."""
-        cumulative = self._cumulative
-        if cumulative is not None and (ledger, entry) < (cumulative[0], cumulative[1]):
-            return True
-        return (ledger, entry) in self._entries
+    # ---- flushing ----
 
     def _after_add(self) -> None:
         if self.group_time <= 0 or self.pending >= self.max_size:
@@ -116,11 +244,7 @@ class AckGroupingTracker:
     def take(self) -> PendingAcks:
         """Remove and return everything pending (for a flush with a receipt)."""
         with self._lock:
-            pending = PendingAcks(
-                [id_data(ledger, entry) for ledger, entry in self._entries]
-                + [id_data(ledger, entry, mask, size) for (ledger, entry), (mask, size) in self._batches.items()],
-                id_data(*self._cumulative) if self._cumulative is not None else None,
-            )
+            pending = PendingAcks(self._entries, self._batches, self._cumulative)
             self._entries = set()
             self._batches = {}
             self._cumulative = None
@@ -132,23 +256,18 @@ class AckGroupingTracker:
         if not pending:
             return
         if self._send(pending):
-            self.acks_sent += len(pending.individual) + (pending.cumulative is not None)
+            self.acks_sent += len(pending.entries) + len(pending.batches) + (pending.up_to is not None)
         else:
             self.restore(pending)
 
     def restore(self, pending: PendingAcks) -> None:
         """Put back acks that could not be sent (they go out after the reconnect)."""
         with self._lock:
-            for data in pending.individual:
-                key = (_signed(data.ledgerId), _signed(data.entryId))
-                if data.ack_set:
-                    self._batches.setdefault(key, (_mask(data.ack_set), data.batch_size))
-                else:
-                    self._entries.add(key)
-            if pending.cumulative is not None and self._cumulative is None:
-                data = pending.cumulative
-                mask = _mask(data.ack_set) if data.ack_set else None
-                self._cumulative = (_signed(data.ledgerId), _signed(data.entryId), mask, data.batch_size)
+            self._entries |= pending.entries
+            for key, batch in pending.batches.items():
+                self._batches.setdefault(key, batch)
+            if self._cumulative is None:
+                self._cumulative = pending.up_to
 
     def close(self) -> None:
         """Stop the timer (flush first if the acks matter)."""
@@ -161,14 +280,3 @@ class AckGroupingTracker:
 def _index_rank(unacked: int | None) -> int:
     # A partial cumulative ack (some indexes still unacked) ranks below the whole entry.
     return 1 << 62 if unacked is None else (unacked & -unacked).bit_length()
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def _mask(words: list[int]) -> int:
-    mask = 0
-    for i, word in enumerate(words):
-        mask |= (word & _U64) << (64 * i)
-    return mask

@@ -9,33 +9,28 @@ bytes until a key, property or timestamp is asked for. The MessageId is built on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..protocol.message_id import MessageId, _with_topic
 from ..protocol.PulsarApi_pb2 import MessageMetadata, SingleMessageMetadata
-
-if TYPE_CHECKING:
-    from .consumer import PartitionConsumer
+from .ack_grouping import AckGroupingTracker, UnackedIndexes
 
 
-class UnackedIndexes:
-    """The indexes of a batch entry not yet acknowledged, as a bitset (bit i set: message i is not).
+class DeliveryOwner(Protocol):
+    """The partition consumer an entry was delivered to, as the holders of its messages use it:
+    the user facade routes an ack by ``topic``, a reader acknowledges cumulatively through ``acks``."""
 
-    One per entry, shared by every delivery of it, so acks of its messages need no lookup.
-    """
+    topic: str
+    acks: AckGroupingTracker
 
-    __slots__ = ("bits",)
-
-    def __init__(self, bits: int):
-        self.bits = bits
+    def acknowledge(self, target: Message | MessageId) -> None: ...
 
 
 class Delivery:
     """One entry as the broker delivered it to a partition consumer: what its messages share.
 
     ``epoch`` is the consumer's epoch at delivery (a message of an older epoch is dropped unread);
-    ``batch_size`` is 0 for an entry that is not a batch, ``unacked`` its ack state if it is one;
-    ``chunk_ids`` lists every chunk's id of a message that arrived in chunks.
+    ``batch_size`` is 0 for an entry that is not a batch, ``unacked`` its ack state if it is one.
     """
 
     __slots__ = (
@@ -50,12 +45,11 @@ class Delivery:
         "redelivery_count",
         "id_topic",
         "unacked",
-        "chunk_ids",
     )
 
     def __init__(
         self,
-        owner: PartitionConsumer | None,
+        owner: DeliveryOwner | None,
         epoch: int,
         ledger_id: int,
         entry_id: int,
@@ -78,7 +72,6 @@ class Delivery:
         # Set on the ids of a multi-topic consumer's messages, so acks by id find their partition.
         self.id_topic = id_topic
         self.unacked: UnackedIndexes | None = None
-        self.chunk_ids: list[MessageId] | None = None
 
 
 class Message:

@@ -17,7 +17,8 @@ from ..exceptions import InvalidConfiguration, PulsarException
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import BaseCommand, CommandGetTopicsOfNamespace
 from ..topic_name import TopicName
-from .consumer import Consumer, PartitionConsumer
+from .consumer import Consumer
+from .partition_consumer import PartitionConsumer
 from .receiver_queue import ReceiverQueue
 from .settings import ConsumerSettings
 

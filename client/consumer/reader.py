@@ -12,8 +12,9 @@ from typing import Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.message_id import MessageId
-from .consumer import Consumer, PartitionConsumer
+from .consumer import Consumer
 from .message import Message
+from .partition_consumer import PartitionConsumer
 from .settings import ConsumerSettings, ConsumerType
 
 
@@ -72,8 +73,8 @@ def _child_has_more(child: PartitionConsumer, start: MessageId) -> bool:
     dequeued = child.last_dequeued
     if dequeued is None and start == MessageId.latest:
         return mark_delete is not None and (last.ledger_id(), last.entry_id()) > (mark_delete.ledger_id(), mark_delete.entry_id())
-    reference = dequeued or child._start_id or MessageId.earliest
-    if dequeued is None and child._start_inclusive:
+    reference = dequeued or child.start.message_id or MessageId.earliest
+    if dequeued is None and child.start.inclusive:
         return _position(last) >= _position(reference)
     return _position(last) > _position(reference)
 

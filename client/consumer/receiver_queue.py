@@ -1,11 +1,10 @@
-"""The receiver queue and the permits that keep it filled (seed 000).
+"""The receiver queue between the connections' reader threads and the application (seed 000).
 
 The connection's reader thread appends whole entries, still packed, to the queue; the thread that
 calls ``receive`` unpacks them (a batch into its messages) and takes messages off the front. The
 unpacked messages of one entry wait in a plain list read by position, so ``batch_receive`` takes
-them with one slice. Each message the application takes gives its partition consumer a permit
-back, and once half a queue's worth has built up the consumer sends them to the broker in one FLOW. A consumer whose available
-permits never grow is one whose application has stopped taking messages: the "stuck" consumer.
+them with one slice. Each message taken is reported to its partition consumer, which gives the
+broker a permit back for it (see ``permits``).
 
 Entries carry the *epoch* of their partition consumer; bumping the epoch (on reconnect, seek or
 redeliver-all) drops everything queued for it without touching the other partitions' entries.
@@ -18,73 +17,50 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from .message import Delivery, Message
 
-if TYPE_CHECKING:
-    from .consumer import PartitionConsumer
+
+class QueueOwner(Protocol):
+    """What the receiver queue calls on the partition consumer whose entries it holds.
+
+    Every call but reading ``epoch`` comes from the thread holding the take lock, one at a time.
+    """
+
+    @property
+    def epoch(self) -> int:
+        """Entries and messages of any other epoch are stale: dropped unread."""
+        ...
+
+    def unpack(self, item: QueuedEntry) -> list[Message]:
+        """The messages of a current entry for the application (possibly none)."""
+        ...
+
+    def taken(self, message: Message) -> None:
+        """The application took one message."""
+        ...
+
+    def taken_many(self, messages: list[Message]) -> None:
+        """The application took several messages at once."""
+        ...
+
+    def stale_entry(self, item: QueuedEntry) -> None:
+        """A queued entry was dropped unread."""
+        ...
+
+    def stale_messages(self, delivery: Delivery, count: int) -> None:
+        """``count`` unpacked messages of ``delivery`` were dropped untaken."""
+        ...
 
 
 class QueuedEntry(NamedTuple):
     """One MESSAGE command as the reader thread queued it: not parsed beyond the command."""
 
-    owner: PartitionConsumer
+    owner: QueueOwner
     epoch: int
     command: Any  # CommandMessage
     entry: bytes  # [metadata size][MessageMetadata][payload]
-
-
-class Permits:
-    """Flow-control permits of one partition consumer.
-
-    ``available`` counts messages the application has taken since the last FLOW; they are sent in
-    one FLOW as soon as they reach half the queue size (every message for a queue of 0 or 1).
-
-    Only the thread holding the receiver queue's take lock returns permits (taking, unpacking and
-    dropping stale messages all happen under it), so counting needs no lock of its own; a
-    resubscribe, on another thread, only marks the count to start afresh.
-    """
-
-    def __init__(self, queue_size: int, send_flow: Callable[[int], bool]):
-        self.queue_size = queue_size
-        self.threshold = max(queue_size // 2, 1)
-        self.available = 0
-        self.flows_sent = 0
-        self.permits_sent = 0
-        self._send_flow = send_flow
-        self._restart = False
-
-    def grant_initial(self) -> None:
-        """After a (re)subscribe the broker knows no permits: offer a whole queue again."""
-        self._restart = True
-        self.available = 0
-        if self.queue_size > 0:
-            self._flow(self.queue_size)
-
-    def request_one(self) -> None:
-        """Zero-queue consumers ask for exactly one message per receive."""
-        self._flow(1)
-
-    def returned(self, count: int = 1) -> None:
-        """The application took (or the consumer discarded) ``count`` messages (under the take lock)."""
-        if self._restart:
-            self._restart = False
-            available = count
-        else:
-            available = self.available + count
-        if available < self.threshold:
-            self.available = available
-            return
-        self.available = 0
-        if self.queue_size:  # a zero queue asks for each message itself
-            self._flow(available)
-
-    def _flow(self, count: int) -> None:
-        # If the connection is down the permits are moot: the resubscribe grants a fresh queue.
-        if self._send_flow(count):
-            self.flows_sent += 1
-            self.permits_sent += count
 
 
 class ReceiverQueue:
@@ -97,6 +73,7 @@ class ReceiverQueue:
         self._ready: list[Message] = []
         self._ready_pos = 0
         self._ready_delivery: Delivery | None = None
+        self._ready_owner: QueueOwner | None = None
         # Held by whoever is taking messages, so entries unpack in arrival order.
         self._take_lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -132,12 +109,11 @@ class ReceiverQueue:
             # The hot path, spelled out: a current message is ready.
             ready, pos = self._ready, self._ready_pos
             if pos < len(ready):
-                delivery = self._ready_delivery
-                owner = delivery.owner  # type: ignore[union-attr]
-                if delivery.epoch == owner.epoch:  # type: ignore[union-attr]
+                owner = self._ready_owner
+                if self._ready_delivery.epoch == owner.epoch:  # type: ignore[union-attr]
                     self._ready_pos = pos + 1
                     message = ready[pos]
-                    owner.taken(message)
+                    owner.taken(message)  # type: ignore[union-attr]
                     return message
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
@@ -168,7 +144,7 @@ class ReceiverQueue:
                             stop += 1
                     part = ready[pos:stop]
                     self._ready_pos = stop
-                    self._ready_delivery.owner.taken_many(part)  # type: ignore[union-attr]
+                    self._ready_owner.taken_many(part)  # type: ignore[union-attr]
                     taken += part
                     if (max_messages > 0 and len(taken) >= max_messages) or (max_bytes > 0 and size >= max_bytes):
                         return taken
@@ -201,13 +177,13 @@ class ReceiverQueue:
         """Whether a message or a (possibly stale) entry is queued."""
         return self._ready_pos < len(self._ready) or bool(self._entries)
 
-    def counts(self, owner: PartitionConsumer | None = None) -> tuple[int, int]:
+    def counts(self, owner: QueueOwner | None = None) -> tuple[int, int]:
         """(entries still packed, messages unpacked and ready), for one owner or for all."""
         with self._cond:
             entries = sum(1 for e in self._entries if owner is None or (e.owner is owner and e.epoch == owner.epoch))
-        delivery = self._ready_delivery
+        delivery, ready_owner = self._ready_delivery, self._ready_owner
         ready = len(self._ready) - self._ready_pos
-        if delivery is None or (owner is not None and (delivery.owner is not owner or delivery.epoch != owner.epoch)):
+        if delivery is None or (owner is not None and (ready_owner is not owner or delivery.epoch != owner.epoch)):
             ready = 0
         return entries, ready
 
@@ -216,11 +192,10 @@ class ReceiverQueue:
         ready, pos = self._ready, self._ready_pos
         if pos >= len(ready):
             return False
-        delivery = self._ready_delivery
-        owner = delivery.owner  # type: ignore[union-attr]
+        delivery, owner = self._ready_delivery, self._ready_owner
         if delivery.epoch == owner.epoch:  # type: ignore[union-attr]
             return True
-        owner.stale_messages(delivery, len(ready) - pos)  # type: ignore[union-attr]
+        owner.stale_messages(delivery, len(ready) - pos)  # type: ignore[union-attr, arg-type]
         self._ready, self._ready_pos = [], 0
         return False
 
@@ -230,7 +205,7 @@ class ReceiverQueue:
         pos = self._ready_pos
         self._ready_pos = pos + 1
         message = self._ready[pos]
-        self._ready_delivery.owner.taken(message)  # type: ignore[union-attr]
+        self._ready_owner.taken(message)  # type: ignore[union-attr]
         return message
 
     def _unpack_next(self, deadline: float | None, before_wait: Callable[[], None] | None) -> bool:
@@ -257,7 +232,8 @@ class ReceiverQueue:
         # Unpacking happens outside the lock, so the reader thread can keep queueing meanwhile.
         messages = item.owner.unpack(item)
         if messages:
-            self._ready, self._ready_pos, self._ready_delivery = messages, 0, messages[0]._delivery
+            self._ready, self._ready_pos = messages, 0
+            self._ready_delivery, self._ready_owner = messages[0]._delivery, item.owner
         return True
 
 

@@ -12,7 +12,9 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["MemoryLimit", "PendingLimit", "memory_limit_of"]
+from ..exceptions import PulsarException, Result, Timeout, exception_for
+
+__all__ = ["MemoryLimit", "PendingLimit", "SendQuota", "memory_limit_of"]
 
 _ATTACH_LOCK = threading.Lock()
 
@@ -81,6 +83,61 @@ class MemoryLimit(_Budget):
 
 class PendingLimit(_Budget):
     """Messages a partition producer holds between ``send_async`` and their completion."""
+
+
+class SendQuota:
+    """What one message of a partition producer takes before it is queued: a pending slot and its bytes of client memory."""
+
+    __slots__ = ("topic", "pending", "memory", "_block", "_timeout")
+
+    def __init__(
+        self, topic: str, pending: PendingLimit, memory: MemoryLimit, block_if_queue_full: bool, send_timeout: float | None
+    ):
+        self.topic = topic
+        self.pending = pending
+        self.memory = memory
+        self._block = block_if_queue_full
+        self._timeout = send_timeout
+
+    def reserve(self, size: int) -> PulsarException | None:
+        """Take a pending slot and ``size`` bytes of client memory, or say why not."""
+        pending, memory = self.pending, self.memory
+        if pending.try_acquire(1):  # the common case: both fit at once
+            if memory.try_acquire(size):
+                return None
+            pending.release(1)
+        if self._block:
+            timeout = self._timeout
+            deadline = None if timeout is None else time.monotonic() + timeout
+            if not pending.acquire(1, deadline):
+                return Timeout(f"no pending slot on {self.topic} within the send timeout of {timeout:g} s")
+            if not memory.acquire(size, deadline):
+                pending.release(1)
+                return Timeout(f"no client memory for {size} bytes within the send timeout of {timeout:g} s")
+            return None
+        if not pending.try_acquire(1):
+            return exception_for(
+                Result.ProducerQueueIsFull,
+                f"{self.topic} has {pending.limit} messages pending (max_pending_messages)",
+            )
+        if not memory.try_acquire(size):
+            pending.release(1)
+            return exception_for(
+                Result.MemoryBufferIsFull,
+                f"client memory limit of {memory.limit} bytes is used up (memory_limit_bytes)",
+            )
+        return None
+
+    def release(self, permits: int, memory: int) -> None:
+        """Give back what completed messages held: ``permits`` slots and ``memory`` bytes."""
+        if permits:
+            self.pending.release(permits)
+        if memory:
+            self.memory.release(memory)
+
+    def is_full(self) -> bool:
+        """Whether the next message would wait for (or fail on) a pending slot."""
+        return self.pending.is_full()
 
 
 def memory_limit_of(client: Any) -> MemoryLimit:

@@ -1,14 +1,15 @@
 """The producer of one partition (or of a non-partitioned topic).
 
-It owns the partition's batch container and pending queue, its sequence ids and its broker
-connection. Sends run on the caller's thread under the producer's lock: the message is appended
-to the batch container and, when a trigger fires, the batch is built, compressed and queued right
-there; its frame is written by that thread once the lock is released (one thread writes at a
-time, in queue order), so a socket that is slow to drain never holds up receipts. Receipts arrive on the connection's reader thread, which completes the head
-op and runs its callbacks. The client's single timer flushes batches on their max delay and fails
-ops whose send timeout passed. A lost connection starts a reconnect (with backoff); once the
-broker accepts the producer again, every pending op is written again in order, and new sequence
-ids continue after the broker's ``last_sequence_id`` so broker dedup keeps each message once.
+It owns the partition's pending queue, its sequence ids and its broker connection. Sends run on
+the caller's thread under the producer's lock: the :class:`~.accumulator.MessageAccumulator`
+batches the message and, when a trigger fires, queues the built op right there; its frame is
+written by that thread once the lock is released (one thread writes at a time, in queue order),
+so a socket that is slow to drain never holds up receipts. Receipts arrive on the connection's
+reader thread, which completes the head op and runs its callbacks. The client's single timer
+flushes batches on their max delay and fails ops whose send timeout passed. A lost connection
+starts a reconnect (with backoff); once the broker accepts the producer again, every pending op
+is written again in order, and new sequence ids continue after the broker's ``last_sequence_id``
+so broker dedup keeps each message once.
 """
 
 from __future__ import annotations
@@ -26,25 +27,18 @@ from ..exceptions import (
     RETRYABLE,
     AlreadyClosed,
     ConnectError,
-    MessageTooBig,
     PulsarException,
     Result,
     Timeout,
     exception_for,
     result_for_server_error,
 )
-from ..protocol import commands
-from ..protocol.batch import set_message_fields, single_header, single_header_with
-from ..protocol.checksum import crc32c
-from ..protocol.compression import CompressionType, compress
-from ..protocol.frames import encode_entry, encode_payload_command, encode_plain_metadata
 from ..protocol.message_id import MessageId
-from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue, MessageMetadata
-from .batch_container import BatchContainer
-from .chunking import chunk_size_for, split_into_chunks
+from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue
+from .accumulator import MessageAccumulator
 from .config import ProducerConfig
-from .limits import MemoryLimit, PendingLimit
-from .pending import OpSend, PendingQueue
+from .limits import MemoryLimit, PendingLimit, SendQuota
+from .pending import OpSend, PendingQueue, fail_callback
 from .stats import ProducerStats
 
 __all__ = ["PartitionProducer", "SendCallback"]
@@ -57,8 +51,6 @@ SendCallback = Callable[[Result, "MessageId | None"], None]
 _U64 = 1 << 64
 # Producer ids only need to be unique per connection; one process-wide counter makes them so.
 _PRODUCER_IDS = itertools.count(1)
-# Room left under the broker's max message size for a batch's metadata and compression overhead.
-_BATCH_HEADROOM = 16 * 1024
 # Reconnect attempts stop on these: retrying cannot help.
 _RECONNECT_RETRYABLE = RETRYABLE | {Result.LookupError, Result.ProducerBusy}
 
@@ -78,24 +70,17 @@ class PartitionProducer:
     ):
         self.topic = topic
         self.partition = partition
-        self.pending_limit = pending_limit
         self._client = client
         self._config = config
-        self._memory = memory
+        self._quota = SendQuota(topic, pending_limit, memory, config.block_if_queue_full, config.send_timeout)
         self._stats = stats
         self._timer = client.timer
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)
         self._flush_waiters = 0
         self._pending = PendingQueue()
-        self._batch = (
-            BatchContainer(config.batching_max_messages, config.batching_max_allowed_size_in_bytes)
-            if config.batching_enabled
-            else None
-        )
+        self._accumulator = MessageAccumulator(config, stats, self._append_locked)
         self._batch_timer_armed = False
-        self._batch_delay = config.batching_max_publish_delay_ms / 1000
-        self._compression = config.compression_type
         self._send_timeout = config.send_timeout
         self._timeout_armed = False
         self._connection: Connection | None = None
@@ -104,7 +89,6 @@ class PartitionProducer:
         self._unsent: list[bytes] = []
         self._writing = False
         self._producer_id = -1
-        self._max_message_size = 0
         self._epoch = 0
         self._name = config.producer_name
         initial = config.initial_sequence_id
@@ -160,16 +144,11 @@ class PartitionProducer:
                 self._next_sequence_id = max(self._next_sequence_id, broker_last + 1)
             self._connection = connection
             self._producer_id = producer_id
-            self._max_message_size = connection.max_message_size
-            if self._batch is not None:
-                self._batch.max_bytes = min(
-                    self._config.batching_max_allowed_size_in_bytes,
-                    max(1, connection.max_message_size - _BATCH_HEADROOM),
-                )
+            self._accumulator.connected(self._name, connection.max_message_size)
             self._unsent = []  # for the old connection: every pending op goes out again below
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
-                connection.send(b"".join(self._frame(op) for op in self._pending))
+                connection.send(b"".join(op.frame(producer_id) for op in self._pending))
             self._ready = True
 
     def connection_lost(self, connection: Connection) -> None:
@@ -227,7 +206,7 @@ class PartitionProducer:
     def send_async(
         self,
         content: bytes,
-        callback: SendCallback,
+        callback: SendCallback | None,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: bytes | None = None,
@@ -240,9 +219,9 @@ class PartitionProducer:
         ``flush`` sends the batch at once (a sync send has nothing to wait for).
         """
         size = len(content)
-        error = self._reserve(size)
+        error = self._quota.reserve(size)
         if error is not None:
-            _call_failed(callback, error)
+            fail_callback(callback, error)
             return
         lock = self._lock
         lock.acquire()  # cheaper than ``with`` on this path
@@ -254,205 +233,45 @@ class PartitionProducer:
                 self._next_sequence_id = sequence_id + 1
             elif sequence_id >= self._next_sequence_id:
                 self._next_sequence_id = sequence_id + 1
-            batch = self._batch
-            if batch is not None and batch.accepts(size):
-                if properties is None and partition_key is None and ordering_key is None and event_timestamp is None:
-                    header = single_header(size, sequence_id)
-                else:
-                    header = single_header_with(size, sequence_id, properties, partition_key, ordering_key, event_timestamp)
-                if not batch.has_space(len(header) + size):
-                    self._flush_batch_locked()
-                if not self._batch_timer_armed:
-                    self._arm_batch_timer(self._batch_delay)
-                # Past its max delay the batch goes now, from this thread, rather than on the timer's.
-                if (
-                    batch.add(header, content, callback, sequence_id)
-                    or flush
-                    or time.monotonic() - batch.first_added >= self._batch_delay
-                ):
-                    self._flush_batch_locked()
-            else:
-                if batch is not None and len(batch):
-                    self._flush_batch_locked()  # keep order: the batch was sent first
-                self._send_single_locked(
-                    content, callback, sequence_id, properties, partition_key, ordering_key, event_timestamp
-                )
+            batched = self._accumulator.add(
+                content, callback, sequence_id, properties, partition_key, ordering_key, event_timestamp, flush
+            )
+            # One batch timer at a time, not one per batch: when it fires it flushes the batch if
+            # its first message has waited long enough, and otherwise waits for the rest of that time.
+            if batched and not self._batch_timer_armed:
+                self._batch_timer_armed = self._call_later(self._accumulator.batch_delay, self._on_batch_timer)
         except BaseException as exc:
             lock.release()
-            self._release(1, size)
+            self._quota.release(1, size)
             if not isinstance(exc, PulsarException):
                 raise
-            _call_failed(callback, exc)
+            fail_callback(callback, exc)
         else:
             lock.release()
             if self._unsent:
                 self._write_unsent()
 
-    def _reserve(self, size: int) -> PulsarException | None:
-        """Take a pending slot and ``size`` bytes of client memory, or say why not."""
-        pending = self.pending_limit
-        if pending.try_acquire(1):  # the common case: both fit at once
-            if self._memory.try_acquire(size):
-                return None
-            pending.release(1)
-        if self._config.block_if_queue_full:
-            timeout = self._send_timeout
-            deadline = None if timeout is None else time.monotonic() + timeout
-            if not self.pending_limit.acquire(1, deadline):
-                return Timeout(f"no pending slot on {self.topic} within the send timeout of {timeout:g} s")
-            if not self._memory.acquire(size, deadline):
-                self.pending_limit.release(1)
-                return Timeout(f"no client memory for {size} bytes within the send timeout of {timeout:g} s")
-            return None
-        if not self.pending_limit.try_acquire(1):
-            return exception_for(
-                Result.ProducerQueueIsFull,
-                f"{self.topic} has {self.pending_limit.limit} messages pending (max_pending_messages)",
-            )
-        if not self._memory.try_acquire(size):
-            self.pending_limit.release(1)
-            return exception_for(
-                Result.MemoryBufferIsFull,
-                f"client memory limit of {self._memory.limit} bytes is used up (memory_limit_bytes)",
-            )
-        return None
-
-    def _release(self, permits: int, memory: int) -> None:
-        if permits:
-            self.pending_limit.release(permits)
-        if memory:
-            self._memory.release(memory)
-
-    def _arm_batch_timer(self, delay: float) -> None:
-        # One timer at a time, not one per batch: when it fires it flushes the batch if its first
-        # message has waited long enough, and otherwise waits for the rest of that time.
+    def _call_later(self, delay: float, callback: Callable[[], None]) -> bool:
+        """Schedule ``callback`` on the client's timer; False when the timer is closed (the client is closing)."""
         try:
-            self._timer.call_later(delay, self._on_batch_timer)
-            self._batch_timer_armed = True
-        except RuntimeError:  # the client's timer is closed: the client is closing
-            pass
+            self._timer.call_later(delay, callback)
+        except RuntimeError:
+            return False
+        return True
 
     def _on_batch_timer(self) -> None:
         with self._lock:
             self._batch_timer_armed = False
-            batch = self._batch
-            if batch is not None and len(batch):
-                wait = batch.first_added + self._batch_delay - time.monotonic()
-                if wait > 0.0005:
-                    self._arm_batch_timer(wait)
-                else:
-                    self._flush_batch_locked()
+            wait = self._accumulator.flush_if_due()
+            if wait is not None:
+                self._batch_timer_armed = self._call_later(wait, self._on_batch_timer)
         self._write_unsent()
-
-    def _flush_batch_locked(self) -> None:
-        assert self._batch is not None
-        batch = self._batch.drain()
-        count = batch.num_messages
-        payload = compress(self._compression, batch.payload)
-        metadata = encode_plain_metadata(
-            self._name,  # type: ignore[arg-type]  # set once the broker accepted the producer
-            batch.first_sequence_id,
-            int(time.time() * 1000),
-            int(self._compression),
-            len(batch.payload),
-            count,
-            batch.last_sequence_id if batch.last_sequence_id > batch.first_sequence_id else None,
-        )
-        self._stats.record_written(count, len(batch.payload), len(payload), True)
-        entry = encode_entry(metadata, payload)
-        self._append_locked(
-            OpSend(
-                batch.first_sequence_id,
-                batch.last_sequence_id,
-                count,
-                True,
-                entry,
-                crc32c(entry),
-                batch.callbacks,
-                count,
-                batch.payload_bytes,
-                batch.first_added,
-                self._deadline(batch.first_added),
-            )
-        )
-
-    def _send_single_locked(
-        self,
-        content: bytes,
-        callback: SendCallback,
-        sequence_id: int,
-        properties: Mapping[str, str] | None,
-        partition_key: str | None,
-        ordering_key: bytes | None,
-        event_timestamp: int | None,
-    ) -> None:
-        payload = compress(self._compression, content)
-        size = len(content)
-        self._stats.record_written(1, size, len(payload), False)
-        now = time.monotonic()
-        deadline = self._deadline(now)
-        limit = self._max_message_size
-        plain = properties is None and partition_key is None and ordering_key is None and event_timestamp is None
-        if len(payload) <= limit and plain:
-            metadata = encode_plain_metadata(
-                self._name, sequence_id, int(time.time() * 1000), int(self._compression), size  # type: ignore[arg-type]
-            )
-            entry = encode_entry(metadata, payload)
-            op = OpSend(sequence_id, sequence_id, 1, False, entry, crc32c(entry), [callback], 1, size, now, deadline)
-            self._append_locked(op)
-            return
-        metadata = self._new_metadata(sequence_id, size)
-        set_message_fields(metadata, properties, partition_key, ordering_key, event_timestamp)
-        if len(payload) <= limit:
-            entry = encode_entry(metadata, payload)
-            op = OpSend(sequence_id, sequence_id, 1, False, entry, crc32c(entry), [callback], 1, size, now, deadline)
-            self._append_locked(op)
-            return
-        if not self._config.chunking_enabled:
-            raise MessageTooBig(
-                f"message of {len(payload)} bytes exceeds the broker's max message size of {limit} bytes "
-                "(enable chunking_enabled with batching off to send it in chunks)"
-            )
-        payload = bytes(payload)
-        chunks = list(split_into_chunks(payload, metadata, chunk_size_for(limit, metadata)))
-        last = len(chunks) - 1
-        for chunk_id, (chunk_metadata, part) in enumerate(chunks):
-            entry = encode_entry(chunk_metadata, part.tobytes())
-            # Only the last chunk completes the message: its callback, slot and memory.
-            done = chunk_id == last
-            op = OpSend(
-                sequence_id,
-                sequence_id,
-                1,
-                False,
-                entry,
-                crc32c(entry),
-                [callback] if done else [],
-                1 if done else 0,
-                size if done else 0,
-                now,
-                deadline,
-                chunk=True,
-            )
-            self._append_locked(op)
-
-    def _new_metadata(self, sequence_id: int, uncompressed_size: int) -> MessageMetadata:
-        metadata = MessageMetadata(
-            producer_name=self._name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
-        )
-        if self._compression != CompressionType.NONE:
-            metadata.compression = int(self._compression)
-            metadata.uncompressed_size = uncompressed_size
-        return metadata
-
-    def _deadline(self, created: float) -> float | None:
-        return None if self._send_timeout is None else created + self._send_timeout
 
     def _append_locked(self, op: OpSend) -> None:
         """Queue an op; its frame waits in ``_unsent`` until the caller, out of the lock, writes it."""
         self._pending.append(op)
         if self._ready and self._connection is not None:
-            self._unsent.append(self._frame(op))
+            self._unsent.append(op.frame(self._producer_id))
         if self._send_timeout is not None and not self._timeout_armed:
             self._arm_timeout(op.deadline)
 
@@ -481,26 +300,11 @@ class PartitionProducer:
                 self._writing = False
             raise
 
-    def _frame(self, op: OpSend) -> bytes:
-        command = commands.encode_send(
-            self._producer_id,
-            op.sequence_id,
-            op.num_messages,
-            op.highest_sequence_id if op.batched else None,
-            op.chunk,
-        )
-        return encode_payload_command(command, op.entry, op.checksum)
-
     # ---- timeouts ----
 
     def _arm_timeout(self, deadline: float | None) -> None:
-        if deadline is None:
-            return
-        try:
-            self._timer.call_later(max(0.0, deadline - time.monotonic()), self._on_send_timeout)
-            self._timeout_armed = True
-        except RuntimeError:  # client closing
-            pass
+        if deadline is not None:
+            self._timeout_armed = self._call_later(max(0.0, deadline - time.monotonic()), self._on_send_timeout)
 
     def _on_send_timeout(self) -> None:
         with self._lock:
@@ -561,33 +365,18 @@ class PartitionProducer:
             connection.close()
 
     def _succeed(self, op: OpSend, ledger_id: int, entry_id: int) -> None:
-        self._release(op.permits, op.memory)
+        self._quota.release(op.permits, op.memory)
         if op.permits:
             self._stats.record_acked(op.permits, time.monotonic() - op.created)
-        callbacks = op.callbacks
-        partition = self.partition
-        ok = Result.Ok
-        count = len(callbacks) if op.batched else 0
-        # Message ids are built only for callbacks that exist.
-        for index, callback in enumerate(callbacks) if any(callbacks) else ():
-            if callback is None:
-                continue
-            try:
-                if count:
-                    callback(ok, MessageId(partition, ledger_id, entry_id, index, count))
-                else:
-                    callback(ok, MessageId(partition, ledger_id, entry_id))
-            except Exception:  # one failing callback must not cost the others theirs, nor kill the reader
-                log.exception("send callback failed")
+        op.succeed(self.partition, ledger_id, entry_id)
         self._mark_done([op])
 
     def _fail(self, ops: list[OpSend], error: PulsarException) -> None:
         for op in ops:
-            self._release(op.permits, op.memory)
+            self._quota.release(op.permits, op.memory)
             if op.permits:
                 self._stats.record_failed(op.permits)
-            for callback in op.callbacks:
-                _call_failed(callback, error)
+            op.fail(error)
         self._mark_done(ops)
 
     def _mark_done(self, ops: list[OpSend]) -> None:
@@ -603,8 +392,7 @@ class PartitionProducer:
     def flush_batch(self) -> None:
         """Send the current batch now, without waiting for it."""
         with self._lock:
-            if self._batch is not None and len(self._batch):
-                self._flush_batch_locked()
+            self._accumulator.flush()
         self._write_unsent()
 
     def flush(self) -> None:
@@ -661,24 +449,11 @@ class PartitionProducer:
     def pending_messages(self) -> int:
         """Messages queued or awaiting their receipt."""
         with self._lock:
-            return self._pending.messages() + (len(self._batch) if self._batch is not None else 0)
+            return self._pending.messages() + len(self._accumulator)
 
     def is_full(self) -> bool:
         """Whether the next message would wait for (or fail on) a pending slot."""
-        return self.pending_limit.is_full()
-
-
-def _call_failed(callback: SendCallback | None, error: PulsarException) -> None:
-    if callback is None:
-        return
-    fail = getattr(callback, "fail", None)
-    try:
-        if fail is not None:
-            fail(error)  # our own waiters keep the exception's message
-        else:
-            callback(error.result, None)
-    except Exception:
-        log.exception("send callback failed")
+        return self._quota.is_full()
 
 
 def _signed(value: int) -> int:

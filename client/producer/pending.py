@@ -7,69 +7,82 @@ matching is against the head only; after a reconnect the whole queue is written 
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-__all__ = ["OpSend", "PendingQueue"]
+from ..exceptions import PulsarException, Result
+from ..protocol import commands
+from ..protocol.frames import encode_payload_command
+from ..protocol.message_id import MessageId
+from .batch_container import SendCallback
+from .entry_builder import Entry
+
+__all__ = ["OpSend", "PendingQueue", "fail_callback"]
+
+log = logging.getLogger(__name__)
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class OpSend:
     """One SEND: a batch, a single message, or one chunk of a chunked message.
 
-    ``entry`` and ``checksum`` are kept so the op can be written again, under a new producer id,
-    after a reconnect. ``done`` turns true after the op left the queue and its callbacks ran. ``callbacks`` holds one callback per message (empty for all but the last
-    chunk of a chunked message), ``permits`` and ``memory`` what completing the op gives back.
+    ``entry`` is kept so the op can be written again, under a new producer id, after a reconnect.
+    ``callbacks`` holds one callback per message (empty for all but the last chunk of a chunked
+    message), ``permits`` and ``memory`` what completing the op gives back. ``done`` turns true
+    after the op left the queue and its callbacks ran.
     """
 
-    __slots__ = (
-        "sequence_id",
-        "highest_sequence_id",
-        "num_messages",
-        "batched",
-        "chunk",
-        "entry",
-        "checksum",
-        "callbacks",
-        "permits",
-        "memory",
-        "created",
-        "deadline",
-        "done",
-    )
-
-    def __init__(
-        self,
-        sequence_id: int,
-        highest_sequence_id: int,
-        num_messages: int,
-        batched: bool,
-        entry: bytes,
-        checksum: int,
-        callbacks: list[Callable[[Any, Any], None]],
-        permits: int,
-        memory: int,
-        created: float,
-        deadline: float | None,
-        chunk: bool = False,
-    ):
-        self.sequence_id = sequence_id
-        self.highest_sequence_id = highest_sequence_id
-        self.num_messages = num_messages
-        self.batched = batched
-        self.chunk = chunk
-        self.entry = entry
-        self.checksum = checksum
-        self.callbacks = callbacks
-        self.permits = permits
-        self.memory = memory
-        self.created = created
-        self.deadline = deadline
-        self.done = False
+    sequence_id: int
+    highest_sequence_id: int
+    num_messages: int
+    batched: bool
+    entry: Entry
+    callbacks: list[SendCallback | None]
+    permits: int
+    memory: int
+    created: float
+    deadline: float | None
+    chunk: bool = False
+    done: bool = False
 
     def matches(self, sequence_id: int) -> bool:
         """Whether a receipt for ``sequence_id`` acknowledges this op (any id in a batch's range)."""
         return self.sequence_id <= sequence_id <= self.highest_sequence_id
+
+    def frame(self, producer_id: int) -> bytes:
+        """The SEND frame of this op for the producer registered as ``producer_id``."""
+        command = commands.encode_send(
+            producer_id,
+            self.sequence_id,
+            self.num_messages,
+            self.highest_sequence_id if self.batched else None,
+            self.chunk,
+        )
+        return encode_payload_command(command, self.entry.data, self.entry.checksum)
+
+    def succeed(self, partition: int, ledger_id: int, entry_id: int) -> None:
+        """Call each message's callback with its message id (a batch index for batched messages)."""
+        callbacks = self.callbacks
+        ok = Result.Ok
+        count = len(callbacks) if self.batched else 0
+        # Message ids are built only for callbacks that exist.
+        for index, callback in enumerate(callbacks) if any(callbacks) else ():
+            if callback is None:
+                continue
+            try:
+                if count:
+                    callback(ok, MessageId(partition, ledger_id, entry_id, index, count))
+                else:
+                    callback(ok, MessageId(partition, ledger_id, entry_id))
+            except Exception:  # one failing callback must not cost the others theirs, nor kill the reader
+                log.exception("send callback failed")
+
+    def fail(self, error: PulsarException) -> None:
+        """Call each message's callback with ``error``."""
+        for callback in self.callbacks:
+            fail_callback(callback, error)
 
 
 class PendingQueue:
@@ -119,3 +132,17 @@ class PendingQueue:
     def messages(self) -> int:
         """Messages (not ops) still pending."""
         return sum(op.permits for op in self._ops)
+
+
+def fail_callback(callback: SendCallback | None, error: PulsarException) -> None:
+    """Tell a send callback its message failed (None: nobody waits)."""
+    if callback is None:
+        return
+    fail = getattr(callback, "fail", None)
+    try:
+        if fail is not None:
+            fail(error)  # our own waiters keep the exception's message
+        else:
+            callback(error.result, None)
+    except Exception:
+        log.exception("send callback failed")

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..protocol.PulsarApi_pb2 import CommandSubscribe
+from ..topic_name import TopicName
 from .rates import RateMeter
 from .storage import StoredEntry
-
-if TYPE_CHECKING:
-    from .subscription import Subscription
 
 
 class MessageSink(Protocol):
@@ -34,6 +32,21 @@ class MessageSink(Protocol):
     def remote_address(self) -> str: ...
 
 
+class _NamedTopic(Protocol):
+    @property
+    def name(self) -> TopicName: ...
+
+
+class ConsumerSubscription(Protocol):
+    """What a consumer reads from its subscription: its type, and the topic partition it is on."""
+
+    @property
+    def sub_type(self) -> int: ...
+
+    @property
+    def topic(self) -> _NamedTopic: ...
+
+
 class ServerConsumer:
     """One consumer: the permits its client granted and the entries it holds unacknowledged.
 
@@ -43,7 +56,7 @@ class ServerConsumer:
 
     def __init__(
         self,
-        subscription: Subscription,
+        subscription: ConsumerSubscription,
         sink: MessageSink,
         consumer_id: int,
         name: str,

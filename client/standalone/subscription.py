@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..protocol.frames import split_entry
 from ..protocol.PulsarApi_pb2 import CommandSubscribe
+from ..topic_name import TopicName
 from .consumer import ServerConsumer
 from .cursor import Cursor, bits_to_words
+from .ledger import Ledger
 from .rates import RateMeter
 from .selectors import KeySharedSelector, SingleActiveSelector, selector_for
-from .storage import StoredEntry
-
-if TYPE_CHECKING:
-    from .topic import Topic
+from .storage import Storage, StoredEntry
 
 SUB_TYPE_NAMES = {
     CommandSubscribe.Exclusive: "Exclusive",
@@ -81,10 +80,23 @@ class SubscriptionError(Exception):
         self.code = code
 
 
+class SubscriptionTopic(Protocol):
+    """What a subscription needs from its topic: the name, the ledger it reads, where cursors are saved."""
+
+    @property
+    def name(self) -> TopicName: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def storage(self) -> Storage: ...
+
+
 class Subscription:
     """Dispatch state of one subscription on one topic partition."""
 
-    def __init__(self, topic: Topic, cursor: Cursor, sub_type: int):
+    def __init__(self, topic: SubscriptionTopic, cursor: Cursor, sub_type: int):
         self.topic = topic
         self.ledger = topic.ledger
         self.cursor = cursor

@@ -289,18 +289,26 @@ def test_a_backlog_already_ready_finishes_without_deferring(
     """The deferrable sensor reads once in the worker: a ready backlog returns at once, no trigger."""
     deferred: list[object] = []
     defer = PulsarBacklogSensor.defer
+    triggers_built: list[PulsarBacklogTrigger] = []
+    build_trigger = PulsarBacklogTrigger.__init__
 
     def recording_defer(self: PulsarBacklogSensor, **kwargs: object) -> None:
         deferred.append(kwargs)
         defer(self, **kwargs)
 
+    def recording_build(self: PulsarBacklogTrigger, **kwargs: object) -> None:
+        triggers_built.append(self)
+        build_trigger(self, **kwargs)
+
     monkeypatch.setattr(PulsarBacklogSensor, "defer", recording_defer)
+    # The worker's reading uses the backlog condition directly, without building a trigger.
+    monkeypatch.setattr(PulsarBacklogTrigger, "__init__", recording_build)
     _watched_topic(broker_admin, topic_name, 0)
     _send(broker.service_url, topic_name, 0, THRESHOLD)
 
     result = run_dag("pulsar_backlog_deferred", topic=topic_name, subscription=SUBSCRIPTION)
 
     assert result.state == "success", result.states
-    assert deferred == []
+    assert deferred == [] and triggers_built == []
     assert len(readings.taken) == 1
     assert (result.xcoms["wait"]["messages"], result.xcoms["wait"]["exact"]) == (THRESHOLD, True)

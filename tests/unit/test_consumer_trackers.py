@@ -10,7 +10,7 @@ from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, ConsumerD
 from airflow_pulsar.client.consumer.ack_grouping import AckGroupingTracker, PendingAcks
 from airflow_pulsar.client.consumer.chunks import ChunkedMessageCollector
 from airflow_pulsar.client.consumer.negative_acks import NegativeAcksTracker
-from airflow_pulsar.client.consumer.receiver_queue import Permits
+from airflow_pulsar.client.consumer.permits import Permits
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.client.consumer.unacked_tracker import UnackedMessageTracker
 from airflow_pulsar.client.exceptions import InvalidConfiguration

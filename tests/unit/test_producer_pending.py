@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from airflow_pulsar.client.producer.entry_builder import Entry
 from airflow_pulsar.client.producer.pending import OpSend, PendingQueue
 
 
 def _op(first: int, last: int, deadline: float | None = None) -> OpSend:
-    return OpSend(first, last, last - first + 1, first != last, b"", 0, [], last - first + 1, 0, 0.0, deadline)
+    return OpSend(
+        sequence_id=first,
+        highest_sequence_id=last,
+        num_messages=last - first + 1,
+        batched=first != last,
+        entry=Entry(b"", 0),
+        callbacks=[],
+        permits=last - first + 1,
+        memory=0,
+        created=0.0,
+        deadline=deadline,
+    )
 
 
 def test_receipt_matches_anywhere_in_batch_range() -> None:

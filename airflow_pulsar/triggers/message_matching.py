@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
+from airflow_pulsar import arguments
 from airflow_pulsar.client import Message
-from airflow_pulsar.hooks import arguments
 
 
 def message_payload(message: Message) -> dict[str, Any]:

@@ -1,0 +1,63 @@
+"""Admin REST client for Pulsar's ``/admin/v2`` API, sync (:class:`PulsarAdmin`) and async
+(:class:`AsyncPulsarAdmin`), over httpx.
+
+The paths, request bodies, response decoding and error handling live once, in a sans-IO layer:
+every operation (:mod:`.operations`, :mod:`.backlog`) is a generator that yields
+:class:`AdminCall` descriptions (:mod:`.calls`) and receives their decoded results (``backlog``
+yields two calls, ``message_backlog`` a few per partition, the others one). An
+:class:`~.exchange.Exchange` turns calls into ``httpx.Request`` objects, follows Pulsar's 307
+redirects to the owning broker, decodes responses and raises errors (:mod:`.errors`). Each public
+method is declared once, from its operation (:mod:`.base`); the two clients (:mod:`.sync`,
+:mod:`.aio`) only move requests and responses through their httpx client, so they cannot drift
+apart.
+
+Only Pulsar's own paths and JSON field names are used, so this works against the standalone broker
+and a real Pulsar cluster alike::
+
+    with PulsarAdmin("http://localhost:8080") as admin:
+        admin.create_partitioned_topic("orders", 4)
+        print(admin.message_backlog("orders", "ingest").messages)
+
+Credentials come from ``authentication.http_headers()`` on every request (so refreshed tokens are
+picked up) and never appear in errors, reprs or logs.
+"""
+
+from __future__ import annotations
+
+from ..message_count import MessageBacklog, PartitionMessageBacklog
+from .aio import AsyncPulsarAdmin
+from .backlog import PartitionBacklog, SubscriptionBacklog
+from .calls import AdminCall, Operation, PeekedMessage
+from .errors import (
+    AdminAuthenticationError,
+    AdminAuthorizationError,
+    AdminConflictError,
+    AdminConnectionError,
+    AdminError,
+    AdminNotFoundError,
+    AdminPreconditionFailedError,
+    AdminServerError,
+    AdminTimeoutError,
+)
+from .sync import PulsarAdmin
+
+__all__ = [
+    "AdminAuthenticationError",
+    "AdminAuthorizationError",
+    "AdminCall",
+    "AdminConflictError",
+    "AdminConnectionError",
+    "AdminError",
+    "AdminNotFoundError",
+    "AdminPreconditionFailedError",
+    "AdminServerError",
+    "AdminTimeoutError",
+    "AsyncPulsarAdmin",
+    "MessageBacklog",
+    "Operation",
+    "PartitionBacklog",
+    "PartitionMessageBacklog",
+    "PeekedMessage",
+    "PulsarAdmin",
+    "SubscriptionBacklog",
+]

@@ -1,0 +1,174 @@
+"""The backlog operations: a subscription's backlog from Pulsar's stats (``backlog``, in entries)
+and counted in messages (``message_backlog``, a few calls per partition; see ``message_count``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..message_count import (
+    DEFAULT_MAX_RANGE_LOOKUPS,
+    CountError,
+    CursorState,
+    EntryIndex,
+    MessageBacklog,
+    PartitionMessageBacklog,
+    Position,
+    estimate_messages,
+    index_at,
+    lookup_position,
+)
+from ..topic_name import TopicName
+from .calls import AdminCall, Operation, decode_document, decode_entry_index_headers
+from .errors import AdminError, AdminNotFoundError, AdminServerError
+from .operations import non_negative_int, partitioned_stats_call, partitions_of, stats_call
+from .paths import topic_name, topic_path
+
+
+@dataclass(frozen=True)
+class PartitionBacklog:
+    """One partition's backlog for a subscription, as Pulsar's stats give it: ``msg_backlog`` is
+    ``msgBacklog``, in entries (a batch counts once)."""
+
+    topic: str
+    msg_backlog: int
+    backlog_size: int
+
+
+@dataclass(frozen=True)
+class SubscriptionBacklog:
+    """A subscription's backlog as Pulsar's stats give it: totals across partitions, and each
+    partition's own. ``msg_backlog`` counts entries (see :class:`MessageBacklog` for messages).
+
+    ``partitions`` is empty for a non-partitioned topic (the totals are then the topic's own).
+    """
+
+    topic: str
+    subscription: str
+    msg_backlog: int
+    backlog_size: int
+    partitions: tuple[PartitionBacklog, ...] = ()
+
+
+def _sub_figures(stats: Mapping[str, Any], subscription: str) -> tuple[int, int] | None:
+    sub = (stats.get("subscriptions") or {}).get(subscription)
+    if sub is None:
+        return None
+    return int(sub.get("msgBacklog") or 0), int(sub.get("backlogSize") or 0)
+
+
+def _subscription_stats(
+    name: TopicName, subscription: str, precise_backlog: bool, operation: str
+) -> Operation[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]:
+    """The stats of the topic (summed for a partitioned one), checked to hold ``subscription``,
+    and each partition's own stats in partition order (none for a non-partitioned topic)."""
+    partitions = yield from partitions_of(name, operation)
+    if partitions > 0:
+        call = partitioned_stats_call(name, True, precise_backlog, operation)
+    else:
+        call = stats_call(name, precise_backlog, operation)
+    stats = yield call
+    if _sub_figures(stats, subscription) is None:
+        known = ", ".join(sorted(stats.get("subscriptions") or {})) or "none"
+        raise AdminNotFoundError(
+            f"subscription {subscription!r} not found on topic {name} (its subscriptions: {known})",
+            operation=operation,
+            method=call.method,
+            path=call.path,
+        )
+    parts = sorted((stats.get("partitions") or {}).items(), key=lambda item: TopicName.parse(item[0]).partition)
+    return stats, parts
+
+
+def backlog(topic: str, subscription: str, precise_backlog: bool = False) -> Operation[SubscriptionBacklog]:
+    """The subscription's backlog as Pulsar's stats give it (``msgBacklog``, which counts entries:
+    a batch is one; and bytes), totalled and per partition. :meth:`message_backlog` counts messages.
+
+    Works for partitioned and non-partitioned topics; a missing subscription raises
+    AdminNotFoundError naming the subscriptions the topic has.
+    """
+    name = topic_name(topic)
+    stats, parts = yield from _subscription_stats(name, subscription, precise_backlog, "backlog")
+    msg_backlog, backlog_size = _sub_figures(stats, subscription) or (0, 0)
+    return SubscriptionBacklog(
+        topic=str(name),
+        subscription=subscription,
+        msg_backlog=msg_backlog,
+        backlog_size=backlog_size,
+        partitions=tuple(
+            PartitionBacklog(part_name, *(_sub_figures(part_stats, subscription) or (0, 0)))
+            for part_name, part_stats in parts
+        ),
+    )
+
+
+def message_backlog(
+    topic: str, subscription: str, max_range_lookups: int = DEFAULT_MAX_RANGE_LOOKUPS
+) -> Operation[MessageBacklog]:
+    """The subscription's backlog in messages (each message of a batch counted) and in entries
+    (Pulsar's ``msgBacklog``), totalled and per partition.
+
+    Exact where the broker appends the broker entry index (Pulsar with
+    ``AppendIndexMetadataInterceptor``; the embedded broker by default), else estimated; each
+    figure says which (``exact``). A batch acknowledged in part counts whole. Partitions with a
+    backlog cost one internal-stats call and a few header-only lookups each; more than
+    ``max_range_lookups`` individually acknowledged ranges on a partition make its count an
+    estimate. A missing subscription raises AdminNotFoundError.
+    """
+    name = topic_name(topic)
+    max_range_lookups = non_negative_int(max_range_lookups, "max_range_lookups")
+    stats, parts = yield from _subscription_stats(name, subscription, False, "message_backlog")
+    counted = []
+    for part_name, part_stats in parts or [(str(name), stats)]:
+        part = TopicName.parse(part_name)
+        counted.append((yield from _partition_messages(part, subscription, part_stats, max_range_lookups)))
+    return MessageBacklog(
+        topic=str(name),
+        subscription=subscription,
+        messages=sum(part.messages for part in counted),
+        entries=sum(part.entries for part in counted),
+        backlog_size=sum(part.backlog_size for part in counted),
+        exact=all(part.exact for part in counted),
+        partitions=tuple(counted) if parts else (),
+    )
+
+
+def _partition_messages(
+    part: TopicName, subscription: str, stats: Mapping[str, Any], max_range_lookups: int
+) -> Operation[PartitionMessageBacklog]:
+    """One partition's (or a non-partitioned topic's) backlog in messages: exact from the broker
+    entry index where every entry looked up has one, else estimated (see message_count)."""
+    entries, size = _sub_figures(stats, subscription) or (0, 0)
+    if entries == 0:  # nothing to look up
+        return PartitionMessageBacklog(str(part), 0, 0, size, exact=True)
+    call = AdminCall("message_backlog", "GET", topic_path(part, "internalStats"), decode=decode_document)
+    internal = yield call
+    try:
+        cursor = CursorState.from_internal_stats(internal, subscription)
+    except CountError as exc:
+        raise AdminError(
+            f"unexpected internal stats: {exc}", operation=call.operation, method=call.method, path=call.path
+        ) from None
+    sampled: dict[Position, EntryIndex] = {}
+    # Without a durable cursor, or with too many deleted ranges to look up, only an estimate is had.
+    if cursor is not None and len(cursor.deleted) <= max_range_lookups:
+        indexes: dict[Position, int] = {}
+        for position in cursor.positions_needed():
+            target = lookup_position(position)
+            if target not in sampled:
+                path = topic_path(part, "ledger", str(target.ledger_id), "entry", str(target.entry_id))
+                try:
+                    # HEAD: the headers say it all, the payload (maybe a large batch) stays on the broker.
+                    sampled[target] = yield AdminCall("message_backlog", "HEAD", path, decode=decode_entry_index_headers)
+                except (AdminNotFoundError, AdminServerError):  # e.g. a ledger trimmed meanwhile
+                    break
+            value = index_at(position, sampled[target])
+            if value is None:
+                break
+            indexes[position] = value
+        else:
+            return PartitionMessageBacklog(str(part), cursor.exact_messages(indexes), entries, size, exact=True)
+    entries_added = cursor.entries_added if cursor is not None else int(internal.get("entriesAddedCounter") or 0)
+    estimate = estimate_messages(entries, int(stats.get("msgInCounter") or 0), entries_added, sampled.values())
+    return PartitionMessageBacklog(str(part), estimate, entries, size, exact=False)

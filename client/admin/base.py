@@ -1,0 +1,115 @@
+"""What the blocking and the asyncio admin client share: configuration, request building and
+every admin method, each declared once from its operation."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import httpx
+
+from ..auth import Authentication
+from ..exceptions import AlreadyClosed, InvalidConfiguration
+from . import backlog as backlog_operations
+from . import operations
+from .calls import NO_BODY, AdminCall, Operation, T
+from .exchange import Exchange, display_url
+from .method import AdminMethod
+
+
+class AdminBase:
+    """Configuration, request building and the admin methods of both clients; each client adds
+    its own ``_run``, which sends the requests of an :class:`Exchange` through its httpx client."""
+
+    _http: httpx.Client | httpx.AsyncClient
+
+    def __init__(
+        self,
+        web_service_url: str,
+        authentication: Authentication | None = None,
+        timeout_seconds: float = 30,
+        tls_trust_certs_file_path: str | None = None,
+        tls_allow_insecure_connection: bool = False,
+        tls_validate_hostname: bool = True,
+    ):
+        try:
+            url = httpx.URL(web_service_url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise InvalidConfiguration(f"admin web service URL {web_service_url!r} is invalid: {exc}") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise InvalidConfiguration(
+                f"admin web service URL {display_url(url)!r} must be http://host:port or https://host:port"
+            )
+        if timeout_seconds is None or timeout_seconds <= 0:
+            raise InvalidConfiguration(f"timeout_seconds must be positive, got {timeout_seconds}")
+        self.web_service_url = display_url(url).rstrip("/")
+        self.authentication = authentication or Authentication()
+        self.timeout_seconds = timeout_seconds
+        self._base_url = url
+        self._verify: ssl.SSLContext | bool = True
+        if tls_allow_insecure_connection:
+            self._verify = False
+        elif tls_trust_certs_file_path or not tls_validate_hostname:
+            # Without host name checks the certificate chain is still verified, as on the binary port.
+            self._verify = ssl.create_default_context(cafile=tls_trust_certs_file_path)
+            self._verify.check_hostname = tls_validate_hostname
+        # Redirects are followed by the Exchange, which keeps the auth headers (httpx drops them across hosts).
+        self._http = self._open(
+            base_url=self._base_url, timeout=httpx.Timeout(timeout_seconds), verify=self._verify, follow_redirects=False
+        )
+
+    def _open(self, **options: Any) -> httpx.Client | httpx.AsyncClient:
+        raise NotImplementedError
+
+    def _run(self, operation: Operation[T]) -> Any:
+        """Do ``operation``'s calls: its result, or from the asyncio client a coroutine giving it."""
+        raise NotImplementedError
+
+    def _exchange(self, operation: Operation[T]) -> Exchange[T]:
+        """Start ``operation``; AlreadyClosed once the client is closed."""
+        if self._http.is_closed:
+            operation.close()
+            raise AlreadyClosed(f"{type(self).__name__} for {self.web_service_url} is closed")
+        return Exchange(operation, self._build_request)
+
+    def _build_request(self, call: AdminCall, url: httpx.URL | None) -> httpx.Request:
+        headers = {"Accept": "application/json", **self.authentication.http_headers()}
+        extra: dict[str, Any] = {} if call.body is NO_BODY else {"json": call.body}
+        if url is not None:  # a redirect target already carries the query
+            return self._http.build_request(call.method, url, headers=headers, **extra)
+        return self._http.build_request(call.method, call.path, params=dict(call.params), headers=headers, **extra)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.web_service_url!r})"
+
+    # ---- namespaces ----
+    list_topics = AdminMethod(operations.list_topics)
+    list_partitioned_topics = AdminMethod(operations.list_partitioned_topics)
+    create_namespace = AdminMethod(operations.create_namespace)
+    namespace_deduplication = AdminMethod(operations.namespace_deduplication)
+    set_namespace_deduplication = AdminMethod(operations.set_namespace_deduplication)
+
+    # ---- topics ----
+    create_topic = AdminMethod(operations.create_topic)
+    delete_topic = AdminMethod(operations.delete_topic)
+    create_partitioned_topic = AdminMethod(operations.create_partitioned_topic)
+    partition_count = AdminMethod(operations.partition_count)
+    topic_deduplication = AdminMethod(operations.topic_deduplication)
+    set_topic_deduplication = AdminMethod(operations.set_topic_deduplication)
+    delete_partitioned_topic = AdminMethod(operations.delete_partitioned_topic)
+
+    # ---- stats ----
+    topic_stats = AdminMethod(operations.topic_stats)
+    internal_stats = AdminMethod(operations.internal_stats)
+    partitioned_stats = AdminMethod(operations.partitioned_stats)
+    backlog = AdminMethod(backlog_operations.backlog)
+    message_backlog = AdminMethod(backlog_operations.message_backlog)
+
+    # ---- subscriptions ----
+    list_subscriptions = AdminMethod(operations.list_subscriptions)
+    create_subscription = AdminMethod(operations.create_subscription)
+    delete_subscription = AdminMethod(operations.delete_subscription)
+    clear_backlog = AdminMethod(operations.clear_backlog)
+    peek_message = AdminMethod(operations.peek_message)
+    get_message_by_id = AdminMethod(operations.get_message_by_id)
+    examine_message = AdminMethod(operations.examine_message)

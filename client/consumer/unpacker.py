@@ -1,0 +1,155 @@
+"""From an entry as the broker delivered it to the messages the application sees.
+
+An entry (``[metadata size][MessageMetadata][payload]``) holds one message, a batch of them, or
+one chunk of a large message. Unpacking reassembles chunks, decompresses, splits a batch (leaving
+out the indexes the broker's ack_set marks acknowledged, and what compaction emptied) and drops
+what lies before the start message id of a reader or a seek.
+
+Nothing here does I/O. What an entry cost the consumer is given back as a count of permits (one
+per message the broker counted), so the caller can return those of the messages that were
+discarded: malformed, duplicate, before the start, or a chunk that is not yet a message.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..protocol.batch import BatchFormatError, read_batch, unacked_mask
+from ..protocol.compression import CompressionError, decompress
+from ..protocol.frames import FrameError, split_entry
+from ..protocol.message_id import MessageId
+from .ack_grouping import AckGroupingTracker
+from .chunks import ChunkedMessageCollector
+from .message import Delivery, DeliveryOwner, Message
+
+log = logging.getLogger(__name__)
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def entry_permits(entry: bytes) -> int:
+    """The permits an entry took: its batch's message count, 1 for any other entry or one that does not parse."""
+    try:
+        metadata, _ = split_entry(entry)
+    except FrameError:
+        return 1
+    return max(metadata.num_messages_in_batch, 1)
+
+
+class StartFilter:
+    """Where a reader or a seek starts: messages before ``message_id`` (or at it, unless
+    ``inclusive``) are dropped. ``message_id`` None lets everything through."""
+
+    __slots__ = ("message_id", "inclusive")
+
+    def __init__(self, message_id: MessageId | None, inclusive: bool):
+        self.message_id = message_id
+        self.inclusive = inclusive
+
+    def reaches(self, ledger: int, entry: int) -> bool:
+        """Whether messages of this entry may lie before the start (only ids of the same ledger compare)."""
+        start = self.message_id
+        return start is not None and ledger == start.ledger_id() and entry <= start.entry_id()
+
+    def kept(self, ledger: int, entry: int, count: int) -> int:
+        """The indexes of a batch of ``count`` messages in this entry that are not dropped, as a bitset."""
+        return sum(1 << index for index in range(count) if not self.is_prior(ledger, entry, index))
+
+    def is_prior(self, ledger: int, entry: int, index: int) -> bool:
+        """Whether the message at batch ``index`` of this entry (-1: the whole entry) is to be dropped."""
+        start = self.message_id
+        if start is None or not self.reaches(ledger, entry):  # earliest and latest are of no ledger: they drop nothing
+            return False
+        if entry < start.entry_id():
+            return True
+        start_index = start.batch_index()
+        if index < 0 or start_index < 0:
+            return index < 0 and not self.inclusive
+        return index < start_index or (index == start_index and not self.inclusive)
+
+
+class EntryUnpacker:
+    """Unpacks the entries of one topic partition.
+
+    Chunks collect in ``chunks``; a batch entry's ack state and a chunked message's chunk ids are
+    registered with ``acks``, which also says which entries are already acknowledged (a
+    redelivery of those is dropped). ``id_topic`` is set on the ids of a multi-topic consumer's
+    messages, so acks by id find their partition.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        acks: AckGroupingTracker,
+        chunks: ChunkedMessageCollector,
+        start: StartFilter,
+        id_topic: str | None = None,
+    ):
+        self.topic = topic
+        self.partition = partition
+        self.acks = acks
+        self.chunks = chunks
+        self.start = start
+        self.id_topic = id_topic
+
+    def unpack(self, owner: DeliveryOwner | None, epoch: int, command: Any, entry: bytes) -> tuple[list[Message], int]:
+        """(the messages of one entry for the application, the permits the entry took).
+
+        ``command`` is the CommandMessage the entry came with (its message id, ack_set and
+        redelivery count); ``owner`` and ``epoch`` are recorded on the messages' Delivery.
+        """
+        ledger = _signed(command.message_id.ledgerId)
+        entry_id = _signed(command.message_id.entryId)
+        try:
+            metadata, payload = split_entry(entry)
+        except FrameError as exc:
+            log.error("discarding a malformed entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
+            return [], 1
+        count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 0
+        permits = max(count, 1)
+        if self.acks.is_duplicate(ledger, entry_id):
+            return [], permits
+        chunk_ids = None
+        if metadata.num_chunks_from_msg > 1:
+            completed = self.chunks.add(metadata, bytes(payload), MessageId(self.partition, ledger, entry_id))
+            self._ack_dropped_chunks()
+            if completed is None:
+                return [], 1  # a chunk is not a message: ask for the next one
+            metadata, payload, chunk_ids = completed.metadata, completed.payload, completed.chunk_ids
+        try:
+            payload = decompress(metadata.compression, payload, metadata.uncompressed_size)
+        except CompressionError as exc:
+            log.error("discarding entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
+            return [], permits
+        delivery = Delivery(
+            owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, command.redelivery_count, self.id_topic
+        )
+        if not count:
+            if self.start.is_prior(ledger, entry_id, -1):
+                return [], 1
+            if chunk_ids is not None:
+                self.acks.track_chunks(ledger, entry_id, chunk_ids)
+            return [Message(delivery, -1, bytes(payload), None)], 1
+        ack_set = command.ack_set
+        mask = unacked_mask(ack_set, count) if ack_set else None
+        unacked = (1 << count) - 1 if mask is None else mask
+        delivery.unacked = self.acks.track_batch(ledger, entry_id, unacked)
+        if self.start.reaches(ledger, entry_id):  # the start entry, or one before it: test it once
+            mask = unacked & self.start.kept(ledger, entry_id, count)
+        messages: list[Message] = []
+        try:
+            read_batch(payload, count, Message, delivery, mask, messages)
+        except BatchFormatError as exc:
+            log.error("discarding the rest of batch %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
+        return messages, count
+
+    def _ack_dropped_chunks(self) -> None:
+        # Chunks of a message dropped to make room, acknowledged so the broker does not redeliver them.
+        dropped = self.chunks.dropped
+        while dropped:
+            chunk = dropped.pop()
+            self.acks.add_entry(chunk.ledger_id(), chunk.entry_id())

@@ -1,0 +1,163 @@
+"""The send path of one partition producer up to its pending queue: batching, entries, send ops.
+
+A message that may be batched waits in the batch container until a trigger fires: the batch is
+full (messages or bytes), the next message does not fit, a sync send asks for it, or the first
+message has waited the max publish delay (checked on each send here, and on the producer's batch
+timer through :meth:`MessageAccumulator.flush_if_due`). Any other message becomes one op, or one
+per chunk, after the batch before it. Entries come from the :class:`~.entry_builder.EntryBuilder`;
+each op is handed to ``queue`` as soon as it is formed, so ops are queued in write order.
+
+Not thread-safe: the partition producer calls it under its lock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from ..protocol.batch import single_header, single_header_with
+from .batch_container import BatchContainer, SendCallback
+from .config import ProducerConfig
+from .entry_builder import EntryBuilder
+from .pending import OpSend
+from .stats import ProducerStats
+
+__all__ = ["MessageAccumulator"]
+
+# Room left under the broker's max message size for a batch's metadata and compression overhead.
+_BATCH_HEADROOM = 16 * 1024
+# A batch due within this many seconds is flushed now rather than on one more timer round.
+_DUE_SLACK = 0.0005
+
+
+class MessageAccumulator:
+    """Turns one partition producer's messages into send ops, batching those it may.
+
+    ``queue`` receives each op as it is formed; ``batch_delay`` is the max publish delay in seconds.
+    """
+
+    __slots__ = ("_queue", "_entries", "_batch", "_max_batch_bytes", "batch_delay", "_send_timeout")
+
+    def __init__(self, config: ProducerConfig, stats: ProducerStats, queue: Callable[[OpSend], None]):
+        self._queue = queue
+        self._entries = EntryBuilder(config.compression_type, config.chunking_enabled, stats)
+        self._batch = (
+            BatchContainer(config.batching_max_messages, config.batching_max_allowed_size_in_bytes)
+            if config.batching_enabled
+            else None
+        )
+        self._max_batch_bytes = config.batching_max_allowed_size_in_bytes
+        self.batch_delay = config.batching_max_publish_delay_ms / 1000
+        self._send_timeout = config.send_timeout
+
+    def __len__(self) -> int:
+        """Messages waiting in the batch."""
+        return len(self._batch) if self._batch is not None else 0
+
+    def connected(self, producer_name: str, max_message_size: int) -> None:
+        """Build entries for the producer the broker accepted, within its connection's max message size."""
+        self._entries.connected(producer_name, max_message_size)
+        if self._batch is not None:
+            self._batch.max_bytes = min(self._max_batch_bytes, max(1, max_message_size - _BATCH_HEADROOM))
+
+    def add(
+        self,
+        content: bytes,
+        callback: SendCallback | None,
+        sequence_id: int,
+        properties: Mapping[str, str] | None,
+        partition_key: str | None,
+        ordering_key: bytes | None,
+        event_timestamp: int | None,
+        flush: bool,
+    ) -> bool:
+        """Take one message; True when it waits in the batch (the batch timer must be running).
+
+        ``flush`` sends the batch at once (a sync send has nothing to wait for).
+
+        Raises:
+            MessageTooBig: an unbatched message exceeds the max message size and chunking is off.
+        """
+        size = len(content)
+        batch = self._batch
+        if batch is not None and batch.accepts(size):
+            if properties is None and partition_key is None and ordering_key is None and event_timestamp is None:
+                header = single_header(size, sequence_id)
+            else:
+                header = single_header_with(size, sequence_id, properties, partition_key, ordering_key, event_timestamp)
+            if not batch.has_space(len(header) + size):
+                self.flush()
+            # Past its max delay the batch goes now, from the sender's thread, rather than on the timer's.
+            if (
+                batch.add(header, content, callback, sequence_id)
+                or flush
+                or time.monotonic() - batch.first_added >= self.batch_delay
+            ):
+                self.flush()
+                return False
+            return True
+        self.flush()  # keep order: the batch was sent first
+        entries = self._entries.message_entries(
+            content, sequence_id, properties, partition_key, ordering_key, event_timestamp
+        )
+        now = time.monotonic()
+        deadline = self._deadline(now)
+        last = len(entries) - 1
+        for index, entry in enumerate(entries):
+            # Only the last chunk completes the message: its callback, slot and memory.
+            done = index == last
+            self._queue(
+                OpSend(
+                    sequence_id=sequence_id,
+                    highest_sequence_id=sequence_id,
+                    num_messages=1,
+                    batched=False,
+                    entry=entry,
+                    callbacks=[callback] if done else [],
+                    permits=1 if done else 0,
+                    memory=size if done else 0,
+                    created=now,
+                    deadline=deadline,
+                    chunk=last > 0,
+                )
+            )
+        return False
+
+    def flush(self) -> None:
+        """Queue the batch as one op, if it holds any message."""
+        batch = self._batch
+        if batch is None or not len(batch):
+            return
+        drained = batch.drain()
+        count = drained.num_messages
+        self._queue(
+            OpSend(
+                sequence_id=drained.first_sequence_id,
+                highest_sequence_id=drained.last_sequence_id,
+                num_messages=count,
+                batched=True,
+                entry=self._entries.batch_entry(drained),
+                callbacks=drained.callbacks,
+                permits=count,
+                memory=drained.payload_bytes,
+                created=drained.first_added,
+                deadline=self._deadline(drained.first_added),
+            )
+        )
+
+    def flush_if_due(self) -> float | None:
+        """Queue the batch if its first message has waited the max publish delay.
+
+        Returns the seconds it still has to wait, or None when nothing waits.
+        """
+        batch = self._batch
+        if batch is None or not len(batch):
+            return None
+        wait = batch.first_added + self.batch_delay - time.monotonic()
+        if wait > _DUE_SLACK:
+            return wait
+        self.flush()
+        return None
+
+    def _deadline(self, created: float) -> float | None:
+        return None if self._send_timeout is None else created + self._send_timeout

@@ -1,0 +1,125 @@
+"""Building entries: a batch, a single message or the chunks of one, as the bytes a SEND carries.
+
+An entry is the checksum-covered region of a SEND frame, ``[u32 metadata size][MessageMetadata]
+[payload]``, with its CRC32C. The builder writes the MessageMetadata (producer name, sequence id,
+publish time, compression, per-message fields), compresses the payload and splits a message over
+the broker's max message size into chunks. The SEND command around an entry is left to the
+partition producer: its producer id changes with every connection while the entry does not, so a
+resend after a reconnect writes the same bytes with the same checksum.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..exceptions import MessageTooBig
+from ..protocol.batch import set_message_fields
+from ..protocol.checksum import crc32c
+from ..protocol.compression import CompressionType, compress
+from ..protocol.frames import encode_entry, encode_plain_metadata
+from ..protocol.PulsarApi_pb2 import MessageMetadata
+from .batch_container import Batch
+from .chunking import chunk_size_for, split_into_chunks
+from .stats import ProducerStats
+
+__all__ = ["Entry", "EntryBuilder"]
+
+
+@dataclass(slots=True, frozen=True)
+class Entry:
+    """One entry ready to write: ``data`` is ``[u32 metadata size][metadata][payload]``, ``checksum`` its CRC32C."""
+
+    data: bytes
+    checksum: int
+
+
+class EntryBuilder:
+    """Builds the entries of one partition producer and records their sizes in its stats.
+
+    ``producer_name`` and ``max_message_size`` come from the broker: :meth:`connected` sets them
+    each time the producer is accepted, before anything is built.
+    """
+
+    __slots__ = ("producer_name", "max_message_size", "_compression", "_chunking", "_stats")
+
+    def __init__(self, compression: CompressionType, chunking_enabled: bool, stats: ProducerStats) -> None:
+        self.producer_name = ""
+        self.max_message_size = 0
+        self._compression = compression
+        self._chunking = chunking_enabled
+        self._stats = stats
+
+    def connected(self, producer_name: str, max_message_size: int) -> None:
+        """Take the name the broker accepted the producer under and its connection's max message size."""
+        self.producer_name = producer_name
+        self.max_message_size = max_message_size
+
+    def batch_entry(self, batch: Batch) -> Entry:
+        """The entry of a drained batch: its messages' headers and payloads, compressed as one."""
+        count = batch.num_messages
+        compression = self._compression
+        payload = compress(compression, batch.payload)
+        metadata = encode_plain_metadata(
+            self.producer_name,
+            batch.first_sequence_id,
+            int(time.time() * 1000),
+            int(compression),
+            len(batch.payload),
+            count,
+            # Written only for more than one sequence id, as the official clients do.
+            batch.last_sequence_id if batch.last_sequence_id > batch.first_sequence_id else None,
+        )
+        self._stats.record_written(count, len(batch.payload), len(payload), True)
+        return _entry(metadata, payload)
+
+    def message_entries(
+        self,
+        content: bytes,
+        sequence_id: int,
+        properties: Mapping[str, str] | None = None,
+        partition_key: str | None = None,
+        ordering_key: bytes | None = None,
+        event_timestamp: int | None = None,
+    ) -> list[Entry]:
+        """The entry of one unbatched message, or its chunks in order when it exceeds the max message size.
+
+        A message that needs chunks always splits into two or more.
+
+        Raises:
+            MessageTooBig: the compressed message exceeds the max message size and chunking is off.
+        """
+        compression = self._compression
+        payload = compress(compression, content)
+        size = len(content)
+        self._stats.record_written(1, size, len(payload), False)
+        limit = self.max_message_size
+        if len(payload) <= limit and (
+            properties is None and partition_key is None and ordering_key is None and event_timestamp is None
+        ):
+            metadata = encode_plain_metadata(
+                self.producer_name, sequence_id, int(time.time() * 1000), int(compression), size
+            )
+            return [_entry(metadata, payload)]
+        full = MessageMetadata(
+            producer_name=self.producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
+        )
+        if compression != CompressionType.NONE:
+            full.compression = int(compression)
+            full.uncompressed_size = size
+        set_message_fields(full, properties, partition_key, ordering_key, event_timestamp)
+        if len(payload) <= limit:
+            return [_entry(full, payload)]
+        if not self._chunking:
+            raise MessageTooBig(
+                f"message of {len(payload)} bytes exceeds the broker's max message size of {limit} bytes "
+                "(enable chunking_enabled with batching off to send it in chunks)"
+            )
+        chunks = split_into_chunks(bytes(payload), full, chunk_size_for(limit, full))
+        return [_entry(chunk_metadata, part.tobytes()) for chunk_metadata, part in chunks]
+
+
+def _entry(metadata: MessageMetadata | bytes, payload: bytes | bytearray | memoryview) -> Entry:
+    data = encode_entry(metadata, payload)
+    return Entry(data, crc32c(data))

@@ -1,0 +1,349 @@
+"""The consumer commands of one client connection: SUBSCRIBE, FLOW, ACK, redelivery, SEEK,
+last message id, consumer stats, UNSUBSCRIBE and CLOSE_CONSUMER; and the MESSAGE frames the
+subscriptions send back through it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from ..protocol import commands
+from ..protocol.commands import encode_message
+from ..protocol.frames import encode_payload_command
+from ..protocol.PulsarApi_pb2 import (
+    BaseCommand,
+    CommandAck,
+    CommandCloseConsumer,
+    CommandConsumerStats,
+    CommandFlow,
+    CommandGetLastMessageId,
+    CommandRedeliverUnacknowledgedMessages,
+    CommandSeek,
+    CommandSubscribe,
+    CommandUnsubscribe,
+    MessageIdData,
+    ServerError,
+)
+from ..topic_name import TopicName
+from .channel import U64, Channel, InProgress, Rejected, signed
+from .consumer import ServerConsumer
+from .ledger import Ledger
+from .storage import StoredEntry
+from .subscription import SUB_TYPE_NAMES, Subscription, SubscriptionError
+from .topic import Topic
+
+log = logging.getLogger(__name__)
+
+T = BaseCommand
+# Both fields of Pulsar's MessageId.latest: the position after the last entry.
+_LATEST = 0x7FFFFFFFFFFFFFFF
+
+
+class ConsumerCommands:
+    """Serves the consumers of one connection, and is their ``MessageSink``."""
+
+    def __init__(self, channel: Channel):
+        self.channel = channel
+        self.consumers: dict[int, tuple[ServerConsumer, Subscription, Topic]] = {}
+        self._in_progress = InProgress(T.SUBSCRIBE)
+        # Bound once: every MESSAGE frame goes out through it.
+        self._write = channel.write
+
+    @property
+    def remote_address(self) -> str:
+        """The client's address, for the consumer's stats."""
+        return self.channel.remote_address
+
+    def _open(self, consumer_id: int) -> tuple[ServerConsumer, Subscription, Topic]:
+        """The consumer a command names, or Pulsar's refusal when this connection has none by that id."""
+        found = self.consumers.get(consumer_id)
+        if found is None:
+            raise Rejected(ServerError.ConsumerNotFound, f"consumer {consumer_id} is not open")
+        return found
+
+    # ---- subscribing ----
+
+    def on_subscribe(self, body: CommandSubscribe) -> Coroutine[Any, Any, None]:
+        """SUBSCRIBE: attach a consumer to its subscription, once per consumer id at a time."""
+        return self._in_progress.once(body.consumer_id, self._subscribe(body))
+
+    async def _subscribe(self, body: CommandSubscribe) -> None:
+        channel = self.channel
+        if body.consumer_id in self.consumers:
+            channel.send(T.SUCCESS, request_id=body.request_id)
+            return
+        name = TopicName.parse(body.topic, strict=False)
+        topic = await channel.service.get_topic(name, create=body.force_topic_creation)
+        durable = body.durable
+        sub_type = body.subType
+        existing = topic.subscriptions.get(body.subscription)
+        if existing is not None:
+            existing.check_can_add(sub_type)
+            subscription = existing
+        else:
+            subscription = topic.subscription(body.subscription, sub_type, durable, _start_entry(topic.ledger, body))
+        saved = subscription.persist() if durable else None
+        if saved is not None:
+            await saved
+        if channel.closed:
+            return
+        if subscription.consumers:
+            subscription.check_can_add(sub_type)  # another consumer may have joined meanwhile
+        consumer = ServerConsumer(
+            subscription,
+            self,
+            body.consumer_id,
+            body.consumer_name or f"consumer-{body.consumer_id}",
+            body.priority_level,
+            body.keySharedMeta if body.HasField("keySharedMeta") else None,
+        )
+        self.consumers[body.consumer_id] = (consumer, subscription, topic)
+        channel.send(T.SUCCESS, request_id=body.request_id)
+        subscription.add_consumer(consumer, sub_type)
+
+    # ---- delivery and acknowledgement ----
+
+    def on_flow(self, body: CommandFlow) -> None:
+        """FLOW: the client grants the consumer more permits."""
+        found = self.consumers.get(body.consumer_id)
+        if found is not None:
+            consumer, subscription, _ = found
+            subscription.flow(consumer, body.messagePermits)
+
+    def on_ack(self, body: CommandAck) -> None:
+        """ACK: individual or cumulative, with a batch's ack_set; answered only when it has a request id."""
+        has_request = body.HasField("request_id")
+        try:
+            consumer, subscription, topic = self._open(body.consumer_id)
+        except Rejected as exc:
+            if has_request:
+                self._ack_response(body, exc.error, str(exc))
+            return
+        ledger = subscription.ledger
+        ledger_id = ledger.ledger_id
+        last_entry = ledger.last_entry_id
+        changed = False
+        try:
+            for message_id in body.message_id:
+                entry_id = signed(message_id.entryId)
+                # A cumulative ack of the entry before the first one arrives as entry -1; as Pulsar,
+                # acks past the last committed entry are ignored (they would skip messages to come).
+                if message_id.ledgerId != ledger_id or not 0 <= entry_id <= last_entry:
+                    continue
+                ack_set = list(message_id.ack_set) or None
+                # Never more indexes than the entry holds: the bitset is sized by it.
+                batch_size = min(message_id.batch_size, ledger.entry_messages(entry_id))
+                if body.ack_type == CommandAck.Cumulative:
+                    changed = subscription.ack_cumulative(entry_id, ack_set, batch_size) or changed
+                else:
+                    changed = subscription.ack(entry_id, ack_set, batch_size) or changed
+        except SubscriptionError as exc:
+            log.warning("consumer %s on %s: %s", consumer.name, topic.name, exc)
+            if has_request:
+                self._ack_response(body, ServerError.Value(exc.code), str(exc))
+            return
+        saved = subscription.persist() if changed else None
+        if has_request:
+            if saved is None:
+                self._ack_response(body)
+            else:
+                saved.add_done_callback(lambda f: self._ack_response(body, *_storage_error(f)))
+
+    def _ack_response(self, body: CommandAck, error: int | None = None, message: str | None = None) -> None:
+        self.channel.send(
+            T.ACK_RESPONSE, consumer_id=body.consumer_id, request_id=body.request_id, error=error, message=message
+        )
+
+    def on_redeliver(self, body: CommandRedeliverUnacknowledgedMessages) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES: take back the entries named, or all the consumer holds."""
+        found = self.consumers.get(body.consumer_id)
+        if found is None:
+            return
+        consumer, subscription, _ = found
+        ids = sorted({signed(m.entryId) for m in body.message_ids if m.ledgerId == subscription.ledger.ledger_id})
+        subscription.redeliver(consumer, ids if body.message_ids else None)
+
+    async def on_seek(self, body: CommandSeek) -> None:
+        """SEEK: move the subscription's cursor to a message id or a publish time."""
+        _, subscription, topic = self._open(body.consumer_id)
+        ledger = subscription.ledger
+        if body.HasField("message_publish_time"):
+            entry = ledger.entry_at_or_after(body.message_publish_time)
+        elif body.HasField("message_id"):
+            entry = _entry_of(ledger, body.message_id)
+        else:
+            raise Rejected(ServerError.MetadataError, "SEEK needs a message id or a publish time")
+        # As Pulsar does: disconnect every consumer first (they resubscribe at the new position),
+        # then move the cursor, then answer.
+        for consumer in list(subscription.consumers):
+            consumer.sink.close_consumer(consumer.consumer_id)
+        subscription.seek(entry)
+        # A reader's subscription went with its consumer; Pulsar keeps a reset cursor under its name,
+        # and the reader needs it: after a seek by time it resubscribes without a start id.
+        topic.subscriptions.setdefault(subscription.name, subscription)
+        saved = subscription.persist()
+        if saved is not None:
+            await saved
+        self.channel.send(T.SUCCESS, request_id=body.request_id)
+
+    # ---- queries ----
+
+    def on_get_last_message_id(self, body: CommandGetLastMessageId) -> None:
+        """GET_LAST_MESSAGE_ID: the topic's last message id and the subscription's mark-delete."""
+        _, subscription, topic = self._open(body.consumer_id)
+        ledger = topic.ledger
+        partition = topic.name.partition
+        size = topic.last_entry_batch_size()
+        # As Pulsar: the last index of a batch (clients compare batch indexes), -1 otherwise.
+        last = _message_id(ledger.ledger_id, ledger.last_entry_id, partition, size - 1 if size > 1 else -1)
+        mark_delete = _message_id(ledger.ledger_id, subscription.cursor.mark_delete, partition)
+        self.channel.send(
+            T.GET_LAST_MESSAGE_ID_RESPONSE,
+            request_id=body.request_id,
+            last_message_id=last,
+            consumer_mark_delete_position=mark_delete,
+        )
+
+    def on_consumer_stats(self, body: CommandConsumerStats) -> None:
+        """CONSUMER_STATS: the consumer's rates, permits and backlog, refusals in the response itself."""
+        try:
+            consumer, subscription, _ = self._open(body.consumer_id)
+        except Rejected as exc:
+            self.channel.send(
+                T.CONSUMER_STATS_RESPONSE, request_id=body.request_id, error_code=exc.error, error_message=str(exc)
+            )
+            return
+        stats = consumer.stats()
+        self.channel.send(
+            T.CONSUMER_STATS_RESPONSE,
+            request_id=body.request_id,
+            msgRateOut=stats["msgRateOut"],
+            msgThroughputOut=stats["msgThroughputOut"],
+            msgRateRedeliver=subscription.redeliver_rate.rates()[0],
+            consumerName=consumer.name,
+            # Permits run below zero when a batch outgrows them; the wire field is unsigned.
+            availablePermits=max(consumer.permits, 0),
+            unackedMessages=consumer.reported_unacked,
+            blockedConsumerOnUnackedMsgs=False,
+            address=self.channel.remote_address,
+            connectedSince=stats["connectedSince"],
+            type=SUB_TYPE_NAMES.get(subscription.sub_type, "Exclusive"),
+            msgRateExpired=0.0,
+            msgBacklog=subscription.backlog()[0],
+        )
+
+    # ---- leaving ----
+
+    async def on_unsubscribe(self, body: CommandUnsubscribe) -> None:
+        """UNSUBSCRIBE: delete the subscription, refused while other consumers are on it unless forced."""
+        consumer, subscription, topic = self._open(body.consumer_id)
+        others = [c for c in subscription.consumers if c is not consumer]
+        if others and not body.force:
+            raise Rejected(
+                ServerError.NotAllowedError,
+                f"subscription {subscription.name} has {len(others)} other connected consumer(s)",
+            )
+        for other in others:
+            other.sink.close_consumer(other.consumer_id)
+        _detach(consumer, subscription, topic)
+        self.consumers.pop(body.consumer_id, None)
+        saved = topic.remove_subscription(subscription.name)
+        if saved is not None:
+            await saved
+        self.channel.send(T.SUCCESS, request_id=body.request_id)
+
+    def on_close_consumer(self, body: CommandCloseConsumer) -> None:
+        """CLOSE_CONSUMER: the client closes a consumer."""
+        found = self.consumers.pop(body.consumer_id, None)
+        if found is not None:
+            _detach(*found)
+        self.channel.send(T.SUCCESS, request_id=body.request_id)
+
+    def detach_all(self) -> None:
+        """The connection is gone: take every consumer off its subscription."""
+        for found in list(self.consumers.values()):
+            _detach(*found)
+        self.consumers.clear()
+
+    # ---- MessageSink ----
+
+    def send_message(
+        self,
+        consumer_id: int,
+        ledger_id: int,
+        partition: int,
+        entry: StoredEntry,
+        redelivery_count: int,
+        ack_set: list[int] | None,
+    ) -> None:
+        """Deliver one entry to a consumer on this connection."""
+        # Clients take the partition of a received id from here (-1 when not a partition).
+        if ack_set is None:
+            command: Any = encode_message(consumer_id, ledger_id, entry.entry_id, partition, redelivery_count or None)
+        else:
+            command = commands.make(
+                T.MESSAGE,
+                consumer_id=consumer_id,
+                message_id=MessageIdData(ledgerId=ledger_id, entryId=entry.entry_id, partition=partition),
+                redelivery_count=redelivery_count or None,
+                ack_set=ack_set,
+            )
+        self._write(encode_payload_command(command, entry.data, entry.checksum))
+
+    def close_consumer(self, consumer_id: int) -> None:
+        """The broker closes a consumer (seek, unsubscribe by another): tell the client."""
+        found = self.consumers.pop(consumer_id, None)
+        if found is not None:
+            _detach(*found)
+            self.channel.send(T.CLOSE_CONSUMER, consumer_id=consumer_id, request_id=self.channel.next_request_id())
+
+    def active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
+        """Tell a Failover consumer whether it is now the active one."""
+        self.channel.send(T.ACTIVE_CONSUMER_CHANGE, consumer_id=consumer_id, is_active=is_active)
+
+
+def _detach(consumer: ServerConsumer, subscription: Subscription, topic: Topic) -> None:
+    subscription.remove_consumer(consumer)
+    if not subscription.cursor.durable and not subscription.consumers:
+        # A reader's subscription lives only as long as its consumer.
+        topic.remove_subscription(subscription.name)
+
+
+def _entry_of(ledger: Ledger, message_id: MessageIdData) -> int:
+    """The entry a start or seek message id names. Delivery starts at that entry itself; the
+    client drops what precedes its start id (inclusive or not, batch index included), as with Pulsar."""
+    if message_id.ledgerId == _LATEST and message_id.entryId == _LATEST:
+        return ledger.last_entry_id + 1
+    return max(signed(message_id.entryId), 0)
+
+
+def _start_entry(ledger: Ledger, body: CommandSubscribe) -> int:
+    """Where a new subscription starts: the next entry it will deliver."""
+    if body.HasField("start_message_id"):
+        entry = _entry_of(ledger, body.start_message_id)
+    elif body.initialPosition == CommandSubscribe.Earliest:
+        entry = 0
+    else:
+        entry = ledger.last_entry_id + 1
+    if body.HasField("start_message_rollback_duration_sec") and body.start_message_rollback_duration_sec > 0:
+        since = int(time.time() * 1000) - body.start_message_rollback_duration_sec * 1000
+        entry = min(entry, ledger.entry_at_or_after(since))
+    return entry
+
+
+def _message_id(ledger_id: int, entry_id: int, partition: int = -1, batch_index: int = -1) -> MessageIdData:
+    """A MessageIdData; a negative ledger or entry (-1: none yet, or a duplicate) goes out as uint64."""
+    message_id = MessageIdData(ledgerId=ledger_id & U64, entryId=entry_id & U64)
+    if partition >= 0:
+        message_id.partition = partition
+    if batch_index >= 0:
+        message_id.batch_index = batch_index
+    return message_id
+
+
+def _storage_error(future: asyncio.Future[None]) -> tuple[int | None, str | None]:
+    error = future.exception()
+    return (None, None) if error is None else (ServerError.PersistenceError, f"could not store the ack: {error}")

@@ -1,0 +1,230 @@
+"""Entries built from messages decode back: metadata fields, compression, checksum, chunk split; and the ops around them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from airflow_pulsar.client.exceptions import MessageTooBig
+from airflow_pulsar.client.producer.accumulator import MessageAccumulator
+from airflow_pulsar.client.producer.batch_container import BatchContainer
+from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.producer.entry_builder import Entry, EntryBuilder
+from airflow_pulsar.client.producer.pending import OpSend
+from airflow_pulsar.client.producer.stats import ProducerStats
+from airflow_pulsar.client.protocol.batch import parse_single, read_batch, single_header, single_header_with
+from airflow_pulsar.client.protocol.checksum import crc32c
+from airflow_pulsar.client.protocol.compression import CompressionType, decompress
+from airflow_pulsar.client.protocol.frames import decode_frame, split_entry
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata
+
+NAME = "standalone-0-7"
+MAX_SIZE = 5 * 1024 * 1024
+CODECS = [CompressionType.LZ4, CompressionType.ZLIB, CompressionType.ZSTD, CompressionType.SNAPPY]
+
+
+def _builder(
+    compression: CompressionType = CompressionType.NONE, chunking: bool = False, max_size: int = MAX_SIZE
+) -> tuple[EntryBuilder, ProducerStats]:
+    stats = ProducerStats()
+    builder = EntryBuilder(compression, chunking, stats)
+    builder.connected(NAME, max_size)
+    return builder, stats
+
+
+def _decode(entry: Entry) -> tuple[MessageMetadata, bytes]:
+    """The metadata and the uncompressed payload of an entry, after checking its checksum."""
+    assert entry.checksum == crc32c(entry.data)
+    metadata, payload = split_entry(entry.data)
+    return metadata, bytes(decompress(metadata.compression, payload, metadata.uncompressed_size))
+
+
+def _batch(*messages: tuple[bytes, int, dict[str, Any]]) -> Any:
+    container = BatchContainer(1000, 1 << 20)
+    for content, sequence_id, fields in messages:
+        header = single_header_with(len(content), sequence_id, **fields) if fields else single_header(len(content), sequence_id)
+        container.add(header, content, None, sequence_id)
+    return container.drain()
+
+
+def _batch_messages(metadata: MessageMetadata, payload: bytes) -> list[tuple[bytes, Any]]:
+    return read_batch(
+        payload, metadata.num_messages_in_batch, lambda _, index, data, single: (data, parse_single(single))
+    )
+
+
+def test_plain_message_entry_carries_name_sequence_id_and_publish_time() -> None:
+    builder, stats = _builder()
+    before = int(time.time() * 1000)
+    (entry,) = builder.message_entries(b"hello", 41)
+    metadata, payload = _decode(entry)
+    assert payload == b"hello"
+    assert (metadata.producer_name, metadata.sequence_id) == (NAME, 41)
+    assert before <= metadata.publish_time <= int(time.time() * 1000)
+    assert not metadata.HasField("compression") and not metadata.HasField("uncompressed_size")
+    assert not metadata.HasField("num_messages_in_batch") and not metadata.HasField("uuid")
+    assert (stats.payload_bytes, stats.wire_bytes, stats.batches) == (5, 5, 0)
+
+
+def test_message_fields_are_written_to_the_entry_metadata() -> None:
+    builder, _ = _builder()
+    (entry,) = builder.message_entries(
+        b"v", 3, properties={"a": "1", "b": "2"}, partition_key="key", ordering_key=b"order", event_timestamp=1234
+    )
+    metadata, payload = _decode(entry)
+    assert payload == b"v"
+    assert {p.key: p.value for p in metadata.properties} == {"a": "1", "b": "2"}
+    assert (metadata.partition_key, metadata.ordering_key, metadata.event_time) == ("key", b"order", 1234)
+    assert (metadata.producer_name, metadata.sequence_id) == (NAME, 3)
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda codec: codec.name)
+@pytest.mark.parametrize("keyed", [False, True], ids=["plain", "keyed"])
+def test_message_payload_is_compressed_with_the_producers_codec(codec: CompressionType, keyed: bool) -> None:
+    builder, stats = _builder(codec)
+    content = b"compress me " * 500
+    (entry,) = builder.message_entries(content, 0, partition_key="k" if keyed else None)
+    metadata, payload = _decode(entry)
+    assert (metadata.compression, metadata.uncompressed_size) == (codec, len(content))
+    assert payload == content
+    assert len(entry.data) < len(content) // 2
+    assert stats.payload_bytes == len(content) and stats.wire_bytes < len(content) // 2
+
+
+def test_batch_entry_holds_each_message_with_its_own_metadata() -> None:
+    builder, stats = _builder()
+    batch = _batch((b"one", 10, {}), (b"two", 11, {"partition_key": "k", "properties": {"p": "q"}}), (b"three", 12, {}))
+    entry = builder.batch_entry(batch)
+    metadata, payload = _decode(entry)
+    assert (metadata.sequence_id, metadata.highest_sequence_id, metadata.num_messages_in_batch) == (10, 12, 3)
+    assert metadata.producer_name == NAME
+    messages = _batch_messages(metadata, payload)
+    assert [data for data, _ in messages] == [b"one", b"two", b"three"]
+    assert [single.sequence_id for _, single in messages] == [10, 11, 12]
+    keyed = messages[1][1]
+    assert keyed.partition_key == "k" and {p.key: p.value for p in keyed.properties} == {"p": "q"}
+    assert (stats.batches, stats.batched_messages) == (1, 3)
+
+
+def test_batch_of_one_message_has_no_highest_sequence_id() -> None:
+    builder, _ = _builder()
+    metadata, _ = _decode(builder.batch_entry(_batch((b"only", 5, {}))))
+    assert metadata.num_messages_in_batch == 1 and metadata.sequence_id == 5
+    assert not metadata.HasField("highest_sequence_id")
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda codec: codec.name)
+def test_batch_is_compressed_as_a_whole(codec: CompressionType) -> None:
+    builder, _ = _builder(codec)
+    batch = _batch(*((b"row %d " % i * 50, i, {}) for i in range(20)))
+    uncompressed = len(batch.payload)
+    metadata, payload = _decode(builder.batch_entry(batch))
+    assert (metadata.compression, metadata.uncompressed_size) == (codec, uncompressed)
+    assert [data for data, _ in _batch_messages(metadata, payload)] == [b"row %d " % i * 50 for i in range(20)]
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.ZSTD], ids=lambda codec: codec.name)
+def test_message_over_the_max_size_is_split_into_chunks(codec: CompressionType) -> None:
+    max_size = 4096
+    builder, stats = _builder(codec, chunking=True, max_size=max_size)
+    # Digits compress a little but not much: the compressed message still needs several chunks.
+    content = b"".join(b"%08d" % (i * 7919 % 10**8) for i in range(5000))
+    entries = builder.message_entries(content, 9, properties={"x": "y"})
+    assert len(entries) > 2
+    compressed = b""
+    for chunk_id, entry in enumerate(entries):
+        assert entry.checksum == crc32c(entry.data)
+        assert len(entry.data) <= max_size
+        metadata, part = split_entry(entry.data)
+        assert (metadata.uuid, metadata.chunk_id, metadata.num_chunks_from_msg) == (f"{NAME}-9", chunk_id, len(entries))
+        assert (metadata.sequence_id, metadata.producer_name) == (9, NAME)
+        assert {p.key: p.value for p in metadata.properties} == {"x": "y"}
+        compressed += bytes(part)
+        total = metadata.total_chunk_msg_size
+    # The payload is compressed before it is split: the chunks join into the compressed message.
+    assert total == len(compressed) == stats.wire_bytes
+    assert bytes(decompress(codec, compressed, len(content))) == content
+
+
+def test_message_over_the_max_size_without_chunking_is_refused() -> None:
+    builder, _ = _builder(max_size=1024)
+    with pytest.raises(MessageTooBig, match="1024"):
+        builder.message_entries(b"x" * 2000, 0)
+    (entry,) = builder.message_entries(b"x" * 1000, 1)
+    assert _decode(entry)[1] == b"x" * 1000
+
+
+def test_connected_renames_later_entries() -> None:
+    builder, _ = _builder()
+    builder.connected("renamed", MAX_SIZE)
+    metadata, _ = _decode(builder.message_entries(b"m", 0)[0])
+    assert metadata.producer_name == "renamed"
+
+
+def _accumulator(**settings: Any) -> tuple[MessageAccumulator, list[OpSend]]:
+    ops: list[OpSend] = []
+    accumulator = MessageAccumulator(ProducerConfig.from_settings(**settings), ProducerStats(), ops.append)
+    accumulator.connected(NAME, MAX_SIZE)
+    return accumulator, ops
+
+
+def _send(accumulator: MessageAccumulator, content: bytes, sequence_id: int, callback: Any = None, flush: bool = False) -> bool:
+    return accumulator.add(content, callback, sequence_id, None, None, None, None, flush)
+
+
+def test_batch_becomes_one_op_when_full() -> None:
+    accumulator, ops = _accumulator(batching_max_messages=3, batching_max_publish_delay_ms=60_000)
+    callbacks = [lambda r, m: None for _ in range(3)]
+    assert _send(accumulator, b"a", 0, callbacks[0]) and _send(accumulator, b"bb", 1, callbacks[1])
+    assert not ops and len(accumulator) == 2
+    assert not _send(accumulator, b"ccc", 2, callbacks[2])
+    (op,) = ops
+    assert (op.sequence_id, op.highest_sequence_id, op.num_messages, op.batched, op.chunk) == (0, 2, 3, True, False)
+    assert (op.permits, op.memory, op.callbacks) == (3, 6, callbacks)
+    assert op.deadline == pytest.approx(op.created + 30.0)
+    metadata, payload = _decode(op.entry)
+    assert [data for data, _ in _batch_messages(metadata, payload)] == [b"a", b"bb", b"ccc"]
+    assert len(accumulator) == 0 and accumulator.flush_if_due() is None
+
+
+def test_flush_if_due_waits_for_the_max_publish_delay() -> None:
+    accumulator, ops = _accumulator(batching_max_publish_delay_ms=60_000)
+    _send(accumulator, b"a", 0)
+    wait = accumulator.flush_if_due()
+    assert wait is not None and 59 < wait <= 60 and not ops
+    accumulator, ops = _accumulator(batching_max_publish_delay_ms=0)
+    _send(accumulator, b"a", 0)
+    assert len(ops) == 1 and len(accumulator) == 0, "a batch past its max delay goes on the next send"
+
+
+def test_unbatched_message_goes_after_the_batch_before_it() -> None:
+    accumulator, ops = _accumulator(batching_max_allowed_size_in_bytes=1000, batching_max_publish_delay_ms=60_000)
+    _send(accumulator, b"small", 0)
+    assert not _send(accumulator, b"L" * 2000, 1)  # larger than a batch may be
+    assert [(op.sequence_id, op.batched) for op in ops] == [(0, True), (1, False)]
+    assert _decode(ops[1].entry)[1] == b"L" * 2000
+
+
+def test_only_the_last_chunk_completes_the_message() -> None:
+    accumulator, ops = _accumulator(batching_enabled=False, chunking_enabled=True, send_timeout_millis=0)
+    accumulator.connected(NAME, 2048)
+    callback = lambda r, m: None  # noqa: E731
+    _send(accumulator, bytes(range(256)) * 40, 4, callback)
+    assert len(ops) > 2
+    assert all(op.chunk and op.sequence_id == op.highest_sequence_id == 4 and op.deadline is None for op in ops)
+    assert [(op.callbacks, op.permits, op.memory) for op in ops[:-1]] == [([], 0, 0)] * (len(ops) - 1)
+    assert (ops[-1].callbacks, ops[-1].permits, ops[-1].memory) == ([callback], 1, 10240)
+
+
+def test_op_frame_is_a_send_around_the_entry() -> None:
+    accumulator, ops = _accumulator(batching_max_messages=2)
+    _send(accumulator, b"a", 7)
+    _send(accumulator, b"b", 8)
+    frame = decode_frame(ops[0].frame(producer_id=42)[4:])  # without the total-size field
+    send = frame.command.send
+    assert frame.command.type == BaseCommand.SEND
+    assert (send.producer_id, send.sequence_id, send.highest_sequence_id, send.num_messages) == (42, 7, 8, 2)
+    assert not send.is_chunk
+    assert (frame.entry, frame.checksum) == (ops[0].entry.data, ops[0].entry.checksum)
