@@ -12,14 +12,53 @@ JVM_CACHE := .jvm
 PULSAR_CLASSPATH := $(JVM_CACHE)/pulsar.classpath
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars
+.PHONY: install test demo bench proto java clean pulsar pulsar-jars lock test-ranges test-lowest test-highest
 
-$(STAMP): pyproject.toml
+UV := $(VENV)/bin/uv
+# Exact versions of everything the development environment and CI install (`make lock`).
+LOCK := requirements/dev.lock
+
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "Python >= 3.10 is required"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip uv
-	$(VENV)/bin/uv pip install --python $(PY) --quiet -e '.[spark,dev]'
+	test -x $(UV) || $(PY) -m pip install --quiet uv
+	$(UV) pip install --python $(PY) --quiet -r $(LOCK)
+	$(call whole_pyspark,$(PY),$(LOCK))
+	$(UV) pip install --python $(PY) --quiet --no-deps -e .
 	touch $(STAMP)
+
+# The Spark provider (6.x) depends on pyspark-client, which installs into the same `pyspark`
+# package as pyspark: write pyspark's own files last so that they are whole.
+whole_pyspark = $(UV) pip install --python $(1) --quiet --no-deps --reinstall-package pyspark \
+	"$$(grep -o '^pyspark==[^ ;]*' $(2))"
+
+# Recompile the lock from pyproject.toml's ranges and requirements/pins.txt.
+lock: | $(VENV)
+	$(UV) pip compile --quiet --universal --python-version 3.10 pyproject.toml \
+		--extra spark --extra dev --extra proto --constraint requirements/pins.txt -o $(LOCK)
+
+$(VENV):
+	$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet uv
+
+# Both ends of every declared range, each in a throwaway environment: the unit, interop and Spark
+# ingestion tiers on the embedded broker (the Spark cluster test, which checks deployment rather
+# than versions, runs in the main suite). The uv cache is shared with the main environment.
+RANGE_TIERS ?= tests/unit tests/interop tests/spark --ignore=tests/spark/test_ingest_cluster.py
+test-ranges: test-lowest test-highest
+
+test-lowest: RESOLUTION := lowest-direct
+test-highest: RESOLUTION := highest
+test-lowest test-highest: test-%: $(STAMP)
+	rm -rf .venv-$*
+	$(UV) venv --quiet --python $(PY) .venv-$*
+	$(UV) pip compile --quiet pyproject.toml --extra spark --extra dev --resolution $(RESOLUTION) \
+		--constraint requirements/$*.txt -o .venv-$*/requirements.txt
+	$(UV) pip install --python .venv-$*/bin/python --quiet -r .venv-$*/requirements.txt
+	$(call whole_pyspark,.venv-$*/bin/python,.venv-$*/requirements.txt)
+	$(UV) pip install --python .venv-$*/bin/python --quiet --no-deps -e .
+	@echo "$* environment:" $$(grep -oE '^(protobuf|pyspark|apache-airflow|pyarrow|httpx|pandas|aiohttp)==[^ ;]*' .venv-$*/requirements.txt)
+	.venv-$*/bin/python -m pytest -n $(PYTEST_WORKERS) --brokers embedded \
+		--ignore=tests/unit/test_proto_generated.py $(RANGE_TIERS)
 
 install: $(STAMP) java pulsar-jars
 
@@ -57,4 +96,4 @@ proto: $(STAMP)
 	$(PY) proto/generate.py
 
 clean:
-	rm -rf $(VENV) $(JVM_CACHE) build *.egg-info
+	rm -rf $(VENV) .venv-lowest .venv-highest $(JVM_CACHE) build *.egg-info

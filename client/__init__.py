@@ -10,7 +10,12 @@ The names mirror the official ``pulsar`` package, so switching is one import::
 
 from __future__ import annotations
 
-from . import exceptions
+from .dependencies import CLIENT_DEPENDENCIES, check
+
+# Before anything imports them: a version outside the declared range fails here, by name.
+check(CLIENT_DEPENDENCIES)
+
+from . import exceptions  # noqa: E402
 from .auth import Authentication, AuthenticationToken
 from .client import Client
 from .consumer import (

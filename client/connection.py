@@ -284,6 +284,10 @@ class Connection:
             error = ConnectError(f"malformed frame from {self.address}: {exc}")
         except OSError as exc:
             error = ConnectError(f"connection to {self.address} lost: {exc}")
+        except Exception as exc:  # a fault in decoding or dispatch: say it once, and why calls fail
+            log.exception("reading from %s failed; closing the connection", self.address)
+            error = ConnectError(f"connection to {self.address} failed: {type(exc).__name__}: {exc}")
+            error.__cause__ = exc
         finally:
             self._lost(error or ConnectError(f"connection to {self.address} closed"))
 

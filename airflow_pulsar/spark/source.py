@@ -7,6 +7,7 @@ entry (or until its message budget), and yields record batches of the row schema
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Iterator
@@ -22,6 +23,18 @@ from .columns import RowBatchBuilder, row_ddl
 from .faults import inject
 from .plan import ReadRange
 from .spec import IngestJobSpec
+
+# pyspark 4.3 asks for the zone of timestamps (``timezone=``); 4.0 to 4.2 take a flag for UTC
+# (``timestamp_utc=``). Executors run the cluster's pyspark, so the spelling is chosen here,
+# once, from the pyspark that imports this module.
+_UTC_TIMESTAMPS = (
+    {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {"timestamp_utc": True}
+)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema of Spark rows, timestamps in UTC, on every supported pyspark."""
+    return to_arrow_schema(schema, **_UTC_TIMESTAMPS)
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +93,7 @@ class PulsarRangesReader(DataSourceReader):
         spec = self.spec
         read_range = partition.read_range
         builder = RowBatchBuilder(
-            to_arrow_schema(self.schema, timezone="UTC"),
+            arrow_schema(self.schema),
             spec.value_format,
             spec.plan.partition(read_range.topic).source_topic,
             read_range.partition,

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from airflow_pulsar.client import Client
@@ -19,7 +18,7 @@ from airflow_pulsar.spark.hold import SubscriptionBusy, SubscriptionHold
 from airflow_pulsar.spark.plan import IngestPlan, Position
 from airflow_pulsar.spark.plan_log import ACKED, COMMITTED, PLANNED, PlanLog, PlanRecord, publish_record
 from airflow_pulsar.spark.planner import plan_batch
-from airflow_pulsar.spark.source import RangeReadError, read_range_batches
+from airflow_pulsar.spark.source import RangeReadError, arrow_schema, read_range_batches
 
 # The row schema of value_format "bytes", as the data source declares it (built without a JVM).
 BYTES_ROWS = StructType(
@@ -131,7 +130,7 @@ def test_the_plan_log_keeps_the_newest_record_for_the_next_run(client: Client, a
 
 
 def read_all(client: Client, plan: IngestPlan) -> pa.Table:
-    arrow = to_arrow_schema(BYTES_ROWS, timezone="UTC")
+    arrow = arrow_schema(BYTES_ROWS)
     batches = []
     for read_range in plan.ranges:
         builder = RowBatchBuilder(arrow, "bytes", "src", read_range.partition, plan.batch_id)
@@ -185,6 +184,6 @@ def test_a_range_whose_messages_never_come_fails_with_its_position(client: Clien
     assert plan is not None
     # The range claims entries up to 9; the partition has entries 0..2.
     beyond = replace(plan.ranges[0], last=Position(plan.ranges[0].last.ledger_id, 9))
-    builder = RowBatchBuilder(to_arrow_schema(BYTES_ROWS, timezone="UTC"), "bytes", "src", -1, "b")
+    builder = RowBatchBuilder(arrow_schema(BYTES_ROWS), "bytes", "src", -1, "b")
     with pytest.raises(RangeReadError, match=r"no message within 0.5 s reading .* \(3 read\)"):
         list(read_range_batches(client, beyond, builder, 0.5))
