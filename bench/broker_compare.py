@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pulsar
-
 import brokers
+import pulsar
 from broker_publish import publish_rate
 from consumer import TOPIC, drain, produce_backlog
 from rounds import DEFAULT_ROUNDS

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pulsar
+from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 import airflow_pulsar.client as ours
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 PAYLOAD = b"x" * 100
 PRODUCER_SETTINGS: dict[str, Any] = {
@@ -68,7 +68,9 @@ def measure(messages: int, fsync: bool, rounds: int = DEFAULT_ROUNDS) -> list[di
         try:
             for batching, count in ((False, messages // 5), (True, messages)):
                 best = best_of_rounds(rounds, {
-                    kind: lambda index, kind=kind: publish_rate(broker, kind, f"bench-publish-{kind}-{batching}-{index}", count, batching)
+                    kind: lambda index, kind=kind, batching=batching, count=count: publish_rate(
+                        broker, kind, f"bench-publish-{kind}-{batching}-{index}", count, batching
+                    )
                     for kind in ("official", "ours")
                 })
                 rows.append({

@@ -15,13 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pulsar
-
 import brokers
+import pulsar
+from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 from airflow_pulsar.client import consumer as ours_consumer
 from airflow_pulsar.client.client import Client
-from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 PAYLOAD = b"x" * 100
 TOPIC = "bench-consume"
@@ -86,8 +85,8 @@ def measure(messages: int, rounds: int = DEFAULT_ROUNDS, broker_kind: str = "emb
         for batch in (False, True):
             mode = "batch_receive" if batch else "receive"
             best = best_of_rounds(rounds, {
-                "official": lambda index: run(f"official-{index}", theirs_subscribe, messages, batch),
-                "ours": lambda index: run(f"ours-{index}", ours_subscribe, messages, batch),
+                "official": lambda index, batch=batch: run(f"official-{index}", theirs_subscribe, messages, batch),
+                "ours": lambda index, batch=batch: run(f"ours-{index}", ours_subscribe, messages, batch),
             })
             figure = f"consume {len(PAYLOAD)} B backlog of {messages}, {mode}{brokers.on(broker_kind)} (msg/s)"
             rows.append({"figure": figure, **best})

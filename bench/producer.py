@@ -19,13 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pulsar
-
 import brokers
+import pulsar
+from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.producer import CompressionType
-from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 SETTINGS: dict[str, Any] = {
     "batching_enabled": True,
@@ -95,7 +94,15 @@ def measure(
             count = messages if size == 100 else messages // 2
             payload = (b"0123456789abcdef" * (size // 16 + 1))[:size]
 
-            def round_of(who: str, run: Callable[..., float]) -> Callable[[int], float]:
+            def round_of(
+                who: str,
+                run: Callable[..., float],
+                size: int = size,
+                partitions: int = partitions,
+                codec: str = codec,
+                payload: bytes = payload,
+                count: int = count,
+            ) -> Callable[[int], float]:
                 def one_round(index: int) -> float:
                     topic = _topic(broker, f"bench-{who}-{size}-{partitions}-{codec}-{index}", partitions)
                     rate = run(broker, topic, payload, count, codec)

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, task
 
-from airflow_pulsar.operators.consume import PulsarConsumeOperator
 from airflow_pulsar.examples.shop_events import TOPIC
+from airflow_pulsar.operators.consume import PulsarConsumeOperator
 
 with DAG(
     dag_id="pulsar_order_tally",

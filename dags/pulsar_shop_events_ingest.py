@@ -26,9 +26,9 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, task
 
+from airflow_pulsar.examples.shop_events import EVENT_SCHEMA, TOPIC, ensure_topic, example_dir
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
-from airflow_pulsar.examples.shop_events import EVENT_SCHEMA, TOPIC, ensure_topic, example_dir
 
 SUBSCRIPTION = "lakehouse"
 

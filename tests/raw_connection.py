@@ -48,7 +48,7 @@ class RawConnection:
                 pass
         except ConnectionResetError:
             pass  # closed with unread data on our side: still closed by the broker
-        except socket.timeout:
+        except TimeoutError:
             raise AssertionError("the broker kept the connection open") from None
 
     def close(self) -> None:

@@ -98,7 +98,7 @@ class RowBatchBuilder:
         Columns are converted by pyarrow from the transposed rows, in C; no Python loop per row.
         """
         count = len(self._rows)
-        keys, values, ledgers, entries, indexes, publish, events, properties, redeliveries = zip(*self._rows)
+        keys, values, ledgers, entries, indexes, publish, events, properties, redeliveries = zip(*self._rows, strict=True)
         self._reset()
         schema = self.schema
         columns: dict[str, pa.Array] = {"key": _null_if(pa.array(keys, pa.string()), "")}

@@ -40,7 +40,7 @@ def plan_batch(
     batch_id = batch_id_for(subscription, table, {state.topic: state.mark_delete for state in pending})
     if max_messages is not None:
         budgets = [max(share, 1) for share in average_shares(max_messages, len(pending))]
-        partitions = [_capped(state, budget) for state, budget in zip(pending, budgets)]
+        partitions = [_capped(state, budget) for state, budget in zip(pending, budgets, strict=True)]
     else:
         partitions = _split(pending, min_partitions, ledgers_of)
     planned_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -62,7 +62,7 @@ def _split(states: Sequence[PartitionState], min_partitions: int, ledgers_of: Le
     entries = [sum(s.entries for s in segments) if segments is not None else 1 for segments in layouts]
     pieces = pieces_per_partition(entries, min_partitions)
     partitions = []
-    for state, segments, count in zip(states, layouts, pieces):
+    for state, segments, count in zip(states, layouts, pieces, strict=True):
         if segments is None or count <= 1:
             cuts = [(state.mark_delete, state.last)]
         else:

@@ -121,7 +121,7 @@ class BacklogCondition:
             waiting = [name for name, entries in parts if entries > 0]
             peeked = await asyncio.gather(*(_oldest_publish_ms(admin, part, subscription) for part in waiting))
             ages = {
-                part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in zip(waiting, peeked) if publish_ms
+                part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in zip(waiting, peeked, strict=True) if publish_ms
             }
         return BacklogReading(backlog, ages, read_at)
 

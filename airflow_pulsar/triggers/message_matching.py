@@ -75,7 +75,7 @@ class MessageMatcher:
         if self.apply_function is None:
             return
         try:
-            self._function
+            _ = self._function  # touching the cached_property imports the function
         except ImportError as exc:
             raise ImportError(
                 f"{exc}. Functions that run in the triggerer must be importable there (an installed package or "

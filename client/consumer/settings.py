@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import InvalidConfiguration
-from ..protocol.PulsarApi_pb2 import CommandSubscribe, KeySharedMode as _WireKeySharedMode
+from ..protocol.PulsarApi_pb2 import CommandSubscribe
+from ..protocol.PulsarApi_pb2 import KeySharedMode as _WireKeySharedMode
 
 DEFAULT_BATCH_RECEIVE_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BATCH_RECEIVE_TIMEOUT_MS = 100
@@ -123,32 +124,65 @@ class ConsumerSettings:
     durable: bool = True
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.subscription_name, str) and bool(self.subscription_name), "subscription_name", "a non-empty str", self.subscription_name)
+        _check(
+            isinstance(self.subscription_name, str) and bool(self.subscription_name),
+            "subscription_name", "a non-empty str", self.subscription_name,
+        )
         self.consumer_type = _enum(ConsumerType, self.consumer_type, "consumer_type")
         self.initial_position = _enum(InitialPosition, self.initial_position, "initial_position")
-        _check(self.message_listener is None or callable(self.message_listener), "message_listener", "callable", self.message_listener)
-        for name in ("receiver_queue_size", "max_total_receiver_queue_size_across_partitions", "max_pending_chunked_message", "ack_group_max_size", "ack_group_time_ms"):
+        _check(
+            self.message_listener is None or callable(self.message_listener), "message_listener", "callable", self.message_listener
+        )
+        for name in (
+            "receiver_queue_size",
+            "max_total_receiver_queue_size_across_partitions",
+            "max_pending_chunked_message",
+            "ack_group_max_size",
+            "ack_group_time_ms",
+        ):
             value = getattr(self, name)
             _check(_is_int(value) and value >= 0, name, "an int >= 0", value)
-        _check(_is_int(self.negative_ack_redelivery_delay_ms) and self.negative_ack_redelivery_delay_ms >= 0, "negative_ack_redelivery_delay_ms", "an int >= 0", self.negative_ack_redelivery_delay_ms)
-        _check(_is_int(self.pattern_auto_discovery_period) and self.pattern_auto_discovery_period > 0, "pattern_auto_discovery_period", "an int > 0", self.pattern_auto_discovery_period)
+        _check(
+            _is_int(self.negative_ack_redelivery_delay_ms) and self.negative_ack_redelivery_delay_ms >= 0,
+            "negative_ack_redelivery_delay_ms", "an int >= 0", self.negative_ack_redelivery_delay_ms,
+        )
+        _check(
+            _is_int(self.pattern_auto_discovery_period) and self.pattern_auto_discovery_period > 0,
+            "pattern_auto_discovery_period", "an int > 0", self.pattern_auto_discovery_period,
+        )
         if self.unacked_messages_timeout_ms is not None:
             from .unacked_tracker import MIN_ACK_TIMEOUT_MS
 
             _check(
-                _is_int(self.unacked_messages_timeout_ms) and (self.unacked_messages_timeout_ms == 0 or self.unacked_messages_timeout_ms >= MIN_ACK_TIMEOUT_MS),
+                _is_int(self.unacked_messages_timeout_ms)
+                and (self.unacked_messages_timeout_ms == 0 or self.unacked_messages_timeout_ms >= MIN_ACK_TIMEOUT_MS),
                 "unacked_messages_timeout_ms", f"None, 0 or an int >= {MIN_ACK_TIMEOUT_MS}", self.unacked_messages_timeout_ms,
             )
         _check(self.consumer_name is None or isinstance(self.consumer_name, str), "consumer_name", "a str or None", self.consumer_name)
         _check(self.properties is None or isinstance(self.properties, dict), "properties", "a dict or None", self.properties)
-        for name in ("is_read_compacted", "auto_ack_oldest_chunked_message_on_queue_full", "start_message_id_inclusive", "batch_index_ack_enabled", "ack_receipt_enabled"):
+        for name in (
+            "is_read_compacted",
+            "auto_ack_oldest_chunked_message_on_queue_full",
+            "start_message_id_inclusive",
+            "batch_index_ack_enabled",
+            "ack_receipt_enabled",
+        ):
             _check(isinstance(getattr(self, name), bool), name, "a bool", getattr(self, name))
-        _check(self.batch_receive_policy is None or isinstance(self.batch_receive_policy, ConsumerBatchReceivePolicy), "batch_receive_policy", "a ConsumerBatchReceivePolicy or None", self.batch_receive_policy)
-        _check(self.key_shared_policy is None or isinstance(self.key_shared_policy, ConsumerKeySharedPolicy), "key_shared_policy", "a ConsumerKeySharedPolicy or None", self.key_shared_policy)
+        _check(
+            self.batch_receive_policy is None or isinstance(self.batch_receive_policy, ConsumerBatchReceivePolicy),
+            "batch_receive_policy", "a ConsumerBatchReceivePolicy or None", self.batch_receive_policy,
+        )
+        _check(
+            self.key_shared_policy is None or isinstance(self.key_shared_policy, ConsumerKeySharedPolicy),
+            "key_shared_policy", "a ConsumerKeySharedPolicy or None", self.key_shared_policy,
+        )
         if self.dead_letter_policy is not None:
             from .dead_letter import ConsumerDeadLetterPolicy
 
-            _check(isinstance(self.dead_letter_policy, ConsumerDeadLetterPolicy), "dead_letter_policy", "a ConsumerDeadLetterPolicy or None", self.dead_letter_policy)
+            _check(
+                isinstance(self.dead_letter_policy, ConsumerDeadLetterPolicy),
+                "dead_letter_policy", "a ConsumerDeadLetterPolicy or None", self.dead_letter_policy,
+            )
 
     @property
     def shared(self) -> bool:

@@ -38,11 +38,10 @@ def run_dag(dag_id: str, *, logical_date: datetime | None = None, **conf: Any) -
     With ``logical_date`` (also the run's ``run_after``) the run id is fixed, so a second call runs
     the same task instances again, replacing the first run.
     """
-    from sqlalchemy import select
-
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
+    from sqlalchemy import select
 
     dag = dag_bag().get_dag(dag_id)
     assert dag is not None, f"no DAG {dag_id} in {DAGS_FOLDER}"

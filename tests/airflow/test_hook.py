@@ -15,9 +15,9 @@ from urllib.parse import quote
 
 import jsonschema
 import pytest
+from airflow.sdk import Connection
 
 import airflow
-from airflow.sdk import Connection
 from airflow_pulsar.client import ConsumerType, InitialPosition, MessageId
 from airflow_pulsar.get_provider_info import get_provider_info
 from airflow_pulsar.hooks.pulsar import PulsarConnectionConfig, PulsarHook

@@ -72,7 +72,6 @@ def test_asset_watcher_schedules_the_dag_on_a_produced_message(broker, broker_ad
     from airflow.models.trigger import Trigger
     from airflow.sdk.module_loading import import_string
     from airflow.utils.session import create_session
-
     from sqlalchemy import delete
 
     _sync_dags_folder()

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from airflow.configuration import conf as airflow_conf
 
 from airflow_helpers import run_dag
@@ -93,7 +92,7 @@ def dedup_topic(broker_admin: PulsarAdmin, request: pytest.FixtureRequest) -> st
     for index in range(PARTITIONS):
         partition = f"{topic}-partition-{index}"
         wait_until(
-            lambda: broker_admin.topic_stats(partition).get("deduplicationStatus") == "Enabled",
+            lambda partition=partition: broker_admin.topic_stats(partition).get("deduplicationStatus") == "Enabled",
             f"deduplication on {partition}",
         )
     return topic

@@ -18,11 +18,11 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
+from airflow_deployment import AirflowDeployment
 from airflow_pulsar.client import Client, MessageId
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.examples.shop_events import ALERTS_TOPIC, LARGE_ORDER_EUR, TOPIC
 from polling import wait_until
-from airflow_deployment import AirflowDeployment
 
 pytestmark = pytest.mark.timeout(900)
 

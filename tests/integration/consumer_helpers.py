@@ -1,43 +1,19 @@
-"""Fixtures and helpers of the consumer integration tests: our client, and the official producer.
+"""Helpers of the consumer integration tests (their clients are fixtures of conftest.py).
 
 The official ``pulsar-client`` producer creates the data, so these tests depend on our consumer
-only. Every client has short timeouts so a bug fails a test in seconds instead of hanging it.
+only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pulsar
-import pytest
 
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.client import Client
-from polling import wait_until  # noqa: F401 - the tests import it from here
 
 TIMEOUT_MS = 5000
-
-
-@pytest.fixture
-def our_client(broker: Any) -> Iterator[Client]:
-    """Our client on the module's broker."""
-    client = Client(broker.service_url, operation_timeout_seconds=10, connection_timeout_ms=3000)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def official(broker: Any) -> Iterator[pulsar.Client]:
-    """The official client on the module's broker (its producer makes the test data)."""
-    client = pulsar.Client(
-        broker.service_url,
-        operation_timeout_seconds=10,
-        connection_timeout_ms=3000,
-        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
-    )
-    yield client
-    client.close()
 
 
 def produce(

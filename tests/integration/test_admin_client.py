@@ -136,7 +136,8 @@ def test_partitioned_stats_sum_and_split_by_partition(admin: PulsarAdmin, client
     assert sum(p["msgInCounter"] for p in stats["partitions"].values()) == 8
     assert admin.partitioned_stats(topic_name, per_partition=False)["partitions"] == {}
     # A single partition is a topic of its own for /stats.
-    assert admin.topic_stats(f"{topic_name}-partition-0")["msgInCounter"] == stats["partitions"][f"{full(topic_name)}-partition-0"]["msgInCounter"]
+    partition_0 = stats["partitions"][f"{full(topic_name)}-partition-0"]
+    assert admin.topic_stats(f"{topic_name}-partition-0")["msgInCounter"] == partition_0["msgInCounter"]
     with pytest.raises(AdminNotFoundError):
         admin.partitioned_stats(topic_name + "-nope")
 

@@ -10,7 +10,8 @@ import pytest
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import CumulativeAcknowledgementNotAllowedError
-from consumer_helpers import backlog, data, nothing_more, official, our_client, produce, receive_all, wait_until  # noqa: F401
+from consumer_helpers import backlog, data, nothing_more, produce, receive_all
+from polling import wait_until
 
 
 def test_acks_are_grouped_into_one_command(broker, official: pulsar.Client, our_client: Client, topic_name: str) -> None:
@@ -45,7 +46,9 @@ def test_cumulative_ack_survives_a_broker_restart(broker, official: pulsar.Clien
     assert nothing_more(consumer.receive)
 
 
-def test_cumulative_ack_inside_a_batch_without_batch_index_acks(broker, official: pulsar.Client, our_client: Client, topic_name: str) -> None:
+def test_cumulative_ack_inside_a_batch_without_batch_index_acks(
+    broker, official: pulsar.Client, our_client: Client, topic_name: str
+) -> None:
     produce(official, topic_name, 10, batch=5)
     consumer = our_client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest)
     messages = receive_all(consumer, 10)
@@ -65,9 +68,15 @@ def test_cumulative_ack_is_refused_on_shared_subscriptions(official: pulsar.Clie
 
 
 @pytest.mark.parametrize("batch_index_ack", [True, False], ids=["batch-index-acks", "whole-batches"])
-def test_partly_acknowledged_batches(broker, official: pulsar.Client, our_client: Client, topic_name: str, batch_index_ack: bool) -> None:
+def test_partly_acknowledged_batches(
+    broker, official: pulsar.Client, our_client: Client, topic_name: str, batch_index_ack: bool
+) -> None:
     produce(official, topic_name, 10, batch=10)
-    settings = {"initial_position": InitialPosition.Earliest, "consumer_type": ConsumerType.Shared, "batch_index_ack_enabled": batch_index_ack}
+    settings = {
+        "initial_position": InitialPosition.Earliest,
+        "consumer_type": ConsumerType.Shared,
+        "batch_index_ack_enabled": batch_index_ack,
+    }
     consumer = our_client.subscribe(topic_name, "sub", **settings)
     messages = receive_all(consumer, 10)
     for message in messages[::2]:
@@ -101,7 +110,11 @@ def test_ack_receipt_returns_after_the_broker_confirmed(broker, official: pulsar
 def test_negative_ack_redelivers_after_the_delay(official: pulsar.Client, our_client: Client, topic_name: str) -> None:
     produce(official, topic_name, 3)
     consumer = our_client.subscribe(
-        topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared, negative_ack_redelivery_delay_ms=400
+        topic_name,
+        "sub",
+        initial_position=InitialPosition.Earliest,
+        consumer_type=ConsumerType.Shared,
+        negative_ack_redelivery_delay_ms=400,
     )
     messages = receive_all(consumer, 3)
     consumer.acknowledge(messages[0])

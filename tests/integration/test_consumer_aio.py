@@ -10,7 +10,8 @@ import pytest
 from airflow_pulsar.client import aio
 from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, InitialPosition, MessageId
 from airflow_pulsar.client.exceptions import Timeout
-from consumer_helpers import backlog, official, produce, wait_until  # noqa: F401
+from consumer_helpers import backlog, produce
+from polling import wait_until
 
 
 def test_async_consumer_and_reader(broker, official: pulsar.Client, topic_name: str) -> None:

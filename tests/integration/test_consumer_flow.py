@@ -7,7 +7,8 @@ import pytest
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
-from consumer_helpers import broker_consumer, data, nothing_more, official, our_client, produce, receive_all, wait_until  # noqa: F401
+from consumer_helpers import broker_consumer, data, nothing_more, produce, receive_all
+from polling import wait_until
 
 
 def test_flow_goes_out_at_half_the_queue(broker, official: pulsar.Client, our_client: Client, topic_name: str) -> None:

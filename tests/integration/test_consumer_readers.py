@@ -7,7 +7,7 @@ import pytest
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import MessageId
-from consumer_helpers import data, key_of, nothing_more, official, our_client, produce, receive_all  # noqa: F401
+from consumer_helpers import data, key_of, nothing_more, produce
 
 
 def _ours(official_id: pulsar.MessageId) -> MessageId:
@@ -16,7 +16,9 @@ def _ours(official_id: pulsar.MessageId) -> MessageId:
 
 @pytest.mark.parametrize("batch", [0, 4], ids=["single", "batched"])
 @pytest.mark.parametrize("inclusive", [False, True], ids=["exclusive", "inclusive"])
-def test_reader_reads_the_range_after_its_start(official: pulsar.Client, our_client: Client, topic_name: str, batch: int, inclusive: bool) -> None:
+def test_reader_reads_the_range_after_its_start(
+    official: pulsar.Client, our_client: Client, topic_name: str, batch: int, inclusive: bool
+) -> None:
     ids = produce(official, topic_name, 12, batch=batch)
     start = 5  # inside the second batch when batched
     reader = our_client.create_reader(topic_name, _ours(ids[start]), start_message_id_inclusive=inclusive)

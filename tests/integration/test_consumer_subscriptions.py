@@ -12,7 +12,8 @@ import pulsar
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, ConsumerType, InitialPosition
 from broker_rules import failover_active
-from consumer_helpers import data, nothing_more, official, our_client, produce, receive_all, wait_until  # noqa: F401
+from consumer_helpers import data, nothing_more, produce, receive_all
+from polling import wait_until
 
 EARLIEST = {"initial_position": InitialPosition.Earliest}
 
@@ -67,7 +68,8 @@ def test_partitioned_topic_merges_its_partitions(broker, official: pulsar.Client
     last = consumer.get_last_message_ids()
     assert len(last) == 3 and all(position[0].entry_id() >= 0 for position in last.values())
     consumer.close()
-    wait_until(lambda: broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/partitioned-stats").json()["subscriptions"]["sub"]["msgBacklog"] == 0)
+    stats_path = f"/admin/v2/persistent/public/default/{topic_name}/partitioned-stats"
+    wait_until(lambda: broker.admin("GET", stats_path).json()["subscriptions"]["sub"]["msgBacklog"] == 0)
 
 
 def test_list_and_pattern_subscriptions(official: pulsar.Client, our_client: Client, topic_name: str) -> None:

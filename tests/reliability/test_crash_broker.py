@@ -7,6 +7,8 @@ import threading
 import time
 from typing import Any
 
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.client.client import Client
 from reliability_checks import (
     SendLog,
     check_exactly_once_in_order,
@@ -15,9 +17,6 @@ from reliability_checks import (
     read_all_ours,
     stamp,
 )
-
-from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.client import Client
 
 PARTITIONS = 4
 PRODUCERS = 3

@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
-from reliability_checks import stamp
-
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import Timeout
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
+from reliability_checks import stamp
 
 PARTITIONS = 2
 COUNT = 5000

@@ -139,7 +139,12 @@ CONNECTED = encode_command(commands.make(T.CONNECTED, server_version="hostile", 
     ("answer", "error", "match"),
     [
         pytest.param(_send(b"\x00\x00\x00\x0c\x00\x00\x00\x08" + b"\xff" * 8), ConnectError, "malformed BaseCommand", id="garbage"),
-        pytest.param(_send(CONNECTED[: len(CONNECTED) // 2], close=True), ConnectError, "closed the connection during the handshake", id="truncated"),
+        pytest.param(
+            _send(CONNECTED[: len(CONNECTED) // 2], close=True),
+            ConnectError,
+            "closed the connection during the handshake",
+            id="truncated",
+        ),
         pytest.param(_send(struct.pack(">I", 0xFFFFFFF0) + b"\x00" * 8), ConnectError, "exceeds the limit", id="huge-size"),
         pytest.param(_send(struct.pack(">II", 4, 9)), ConnectError, "command size 9 exceeds", id="wrong-size"),
         pytest.param(_send(encode_command(commands.make(T.PONG))), ConnectError, "sent PONG before CONNECTED", id="out-of-order"),

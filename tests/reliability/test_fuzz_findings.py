@@ -13,16 +13,22 @@ from typing import Any
 
 import pytest
 
-from raw_connection import RawConnection
-
-pytestmark = pytest.mark.embedded_only
-
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.frames import encode_command, encode_entry, encode_payload_command
-from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandAck, CommandSubscribe, MessageIdData, MessageMetadata, ServerError
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
+    BaseCommand,
+    CommandAck,
+    CommandSubscribe,
+    MessageIdData,
+    MessageMetadata,
+    ServerError,
+)
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from raw_connection import RawConnection
+
+pytestmark = pytest.mark.embedded_only
 
 T = BaseCommand.Type
 U64_MAX = (1 << 64) - 1
@@ -114,7 +120,8 @@ def test_send_claiming_no_messages_is_refused(raw: Callable[..., RawConnection],
     connection = raw()
     connection.request(T.PRODUCER, T.PRODUCER_SUCCESS, topic=_name(topic_name), producer_id=1, request_id=1)
     metadata = MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1)
-    connection.send(encode_payload_command(commands.make(T.SEND, producer_id=1, sequence_id=0, num_messages=0), encode_entry(metadata, b"x")))
+    send = commands.make(T.SEND, producer_id=1, sequence_id=0, num_messages=0)
+    connection.send(encode_payload_command(send, encode_entry(metadata, b"x")))
     error = connection.reply(T.SEND_ERROR).send_error
     assert "at least one message" in error.message
     _still_serves(connection)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from airflow_pulsar.client.standalone.process import BrokerProcess
+
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
 from airflow_test_env import AIRFLOW_HOME
-
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from spark_helpers import Catalog
 
 VENV_BIN = str(Path(sys.executable).parent)

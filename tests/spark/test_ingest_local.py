@@ -77,7 +77,7 @@ def test_ingests_100k_json_messages_then_appends_only_new_ones(
         assert span["through"] == stats["lastConfirmedEntry"]
         cuts = span["spark_ranges"]
         assert cuts[0][0] == span["after"] and cuts[-1][1] == span["through"]
-        assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+        assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:], strict=False))
     assert sum(len(span["spark_ranges"]) for span in first["ranges"]) >= 6
     assert admin.backlog(topic_name, "to-table").msg_backlog == 0
 
@@ -95,7 +95,7 @@ def test_ingests_100k_json_messages_then_appends_only_new_ones(
     second = ingest(catalog, topic_name, "events")
 
     assert second["total_rows"] == 1_000 and second["batch_id"] != first["batch_id"]
-    for before, after in zip(first["ranges"], second["ranges"]):
+    for before, after in zip(first["ranges"], second["ranges"], strict=True):
         assert after["after"] == before["through"]
     rows = catalog.rows("events")
     assert_exactly_once(rows, range(101_000))

@@ -29,7 +29,9 @@ BYTES_ROWS = StructType(
         StructField("partition", IntegerType()),
         StructField(
             "message_id",
-            StructType([StructField("ledger_id", LongType()), StructField("entry_id", LongType()), StructField("batch_index", IntegerType())]),
+            StructType(
+                [StructField("ledger_id", LongType()), StructField("entry_id", LongType()), StructField("batch_index", IntegerType())]
+            ),
         ),
         StructField("publish_time", TimestampType()),
         StructField("event_time", TimestampType()),

@@ -118,7 +118,7 @@ def test_encode_decode_property(messages):
     )
     decoded = list(iter_batch(data, len(messages)))
     assert len(decoded) == len(messages)
-    for (index, meta, payload), (i, (p, props, key, seq)) in zip(decoded, enumerate(messages)):
+    for (index, meta, payload), (i, (p, props, key, seq)) in zip(decoded, enumerate(messages), strict=True):
         assert index == i
         assert payload == p
         assert {kv.key: kv.value for kv in meta.properties} == props

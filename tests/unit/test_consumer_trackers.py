@@ -6,7 +6,13 @@ import time
 
 import pytest
 
-from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, KeySharedMode, subscribe
+from airflow_pulsar.client.consumer import (
+    ConsumerBatchReceivePolicy,
+    ConsumerDeadLetterPolicy,
+    ConsumerKeySharedPolicy,
+    KeySharedMode,
+    subscribe,
+)
 from airflow_pulsar.client.consumer.ack_grouping import AckGroupingTracker, PendingAcks
 from airflow_pulsar.client.consumer.chunks import ChunkedMessageCollector
 from airflow_pulsar.client.consumer.negative_acks import NegativeAcksTracker

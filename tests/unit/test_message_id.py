@@ -61,7 +61,7 @@ def test_positional_construction_matches_official_client(fields):
 
 @pytest.mark.parametrize("fields", SAMPLE_IDS, ids=str)
 def test_keyword_construction_matches_official_client(fields):
-    names = dict(zip(("partition", "ledger_id", "entry_id", "batch_index"), fields))
+    names = dict(zip(("partition", "ledger_id", "entry_id", "batch_index"), fields, strict=True))
     assert MessageId(**names).serialize() == pulsar.MessageId(**names).serialize()
     assert str(MessageId(**names)) == str(pulsar.MessageId(**names))
 

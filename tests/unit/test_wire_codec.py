@@ -9,7 +9,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from airflow_pulsar.client.protocol import commands
-from airflow_pulsar.client.protocol.frames import encode_plain_metadata
 from airflow_pulsar.client.protocol.batch import (
     BatchFormatError,
     parse_single,
@@ -17,6 +16,7 @@ from airflow_pulsar.client.protocol.batch import (
     single_header,
     single_header_with,
 )
+from airflow_pulsar.client.protocol.frames import encode_plain_metadata
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
     BrokerEntryMetadata,
@@ -108,7 +108,11 @@ def test_read_batch_matches_protobuf(messages, data):
     )
     unacked = data.draw(st.one_of(st.none(), st.integers(min_value=0, max_value=2 ** len(messages) - 1)))
     expected = [
-        (index, m["payload"], SingleMessageMetadata.FromString(_reference(len(m["payload"]), **{k: v for k, v in m.items() if k != "payload"})))
+        (
+            index,
+            m["payload"],
+            SingleMessageMetadata.FromString(_reference(len(m["payload"]), **{k: v for k, v in m.items() if k != "payload"})),
+        )
         for index, m in enumerate(messages)
         if not m.get("compacted_out") and (unacked is None or unacked >> index & 1)
     ]

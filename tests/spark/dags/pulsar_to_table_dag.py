@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pendulum
-
 from airflow.sdk import DAG, task
+
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 
 with DAG("pulsar_to_table", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), catchup=False) as dag:
