@@ -114,7 +114,9 @@ def message_backlog(
     figure says which (``exact``). A batch acknowledged in part counts whole. Partitions with a
     backlog cost one internal-stats call and a few header-only lookups each; more than
     ``max_range_lookups`` individually acknowledged ranges on a partition make its count an
-    estimate. A missing subscription raises AdminNotFoundError.
+    estimate. A missing subscription raises AdminNotFoundError. The entries come from the stats
+    read before the count, so an entry written between the two reads is in ``messages`` but not
+    yet in ``entries``.
     """
     name = topic_name(topic)
     max_range_lookups = non_negative_int(max_range_lookups, "max_range_lookups")

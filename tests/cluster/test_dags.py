@@ -85,9 +85,12 @@ def test_backlog_sensor_counts_messages_on_partitions_of_both_brokers(
     assert result.state == "success", result.states
     figures = result.xcoms["wait"]
     assert (figures["messages"], figures["exact"]) == (THRESHOLD, True)
-    # Pulsar counts entries, and both brokers agree on them.
+    # Pulsar counts entries, and both brokers agree on them. The reading took its entries from the
+    # stats read just before its message count, so the last entry (sent while the sensor polls)
+    # may be in the count and not yet in those entries: at most one behind, never ahead.
     entries = _partitioned_entries(cluster, topic)
-    assert set(entries.values()) == {figures["entries"]} and figures["entries"] < THRESHOLD
+    (final,) = set(entries.values())
+    assert final - 1 <= figures["entries"] <= final < THRESHOLD
     parts = figures["partitions"]
     assert sum(part["messages"] for part in parts.values()) == THRESHOLD
     # Broker 0 answered for broker 1's partitions too: they hold part of the count.
