@@ -56,7 +56,7 @@ def message_keys(rows: pa.Table) -> list[tuple[Any, ...]]:
     ids = rows.column("message_id").to_pylist()
     return [
         (t, p, i["ledger_id"], i["entry_id"], i["batch_index"])
-        for t, p, i in zip(rows.column("topic").to_pylist(), rows.column("partition").to_pylist(), ids, strict=True)
+        for t, p, i in zip(rows.column("topic").to_pylist(), rows.column("partition").to_pylist(), ids)
     ]
 
 
