@@ -35,12 +35,12 @@ from pyspark.sql.types import StructType
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from airflow_pulsar.spark.columns import row_ddl
-from airflow_pulsar.spark.hold import SubscriptionHold
-from airflow_pulsar.spark.job import ensure_table, storable
-from airflow_pulsar.spark.planner import plan_batch
-from airflow_pulsar.spark.source import PulsarRangesDataSource
-from airflow_pulsar.spark.spec import IngestJobSpec
+from airflow_pulsar.spark.job.columns import row_ddl
+from airflow_pulsar.spark.job.source import PulsarRangesDataSource
+from airflow_pulsar.spark.job.spec import IngestJobSpec
+from airflow_pulsar.spark.job.write import ensure_table, storable
+from airflow_pulsar.spark.planning.hold import SubscriptionHold
+from airflow_pulsar.spark.planning.planner import plan_batch
 
 RESULTS = Path(__file__).parent / "results" / "spark_ingest.json"
 TOPIC = "bench-ingest"

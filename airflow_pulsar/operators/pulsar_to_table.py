@@ -3,14 +3,14 @@ table holds, exactly once across crashes.
 
 A run:
 
-1. holds the subscription exclusively (see :class:`~airflow_pulsar.spark.hold.SubscriptionHold`);
+1. holds the subscription exclusively (see :class:`~airflow_pulsar.spark.planning.hold.SubscriptionHold`);
 2. settles what the plan log says the previous run left unfinished: a batch that was planned
    but never committed is written again under the same batch id (the write replaces the
    batch's table partition), a committed one that was not acknowledged is acknowledged;
 3. plans the next batch from each partition's mark-delete position and newest entry, and
    records the plan in the plan log;
-4. submits the Spark job through the Spark provider's ``SparkSubmitHook``; the job writes the
-   batch and reports rows and ends per partition to the plan log;
+4. submits the Spark job through a ``SparkSubmitHook`` of its own, one per submit; the job writes
+   the batch and reports rows and ends per partition to the plan log;
 5. acknowledges each partition cumulatively through the batch's end, and records that.
 
 A crash between any two steps leaves the plan log saying which of steps 4 and 5 to repeat.
@@ -18,53 +18,58 @@ A crash between any two steps leaves the plan log saying which of steps 4 and 5 
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import shutil
-import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import inspect
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.common.compat.openlineage.utils.spark import (
+    inject_parent_job_information_into_spark_properties,
+    inject_transport_information_into_spark_properties,
+)
+from airflow.sdk import BaseOperator, conf
 
 from airflow_pulsar.client import InitialPosition
 from airflow_pulsar.client.admin import AdminError
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from airflow_pulsar.spark.archive import build_job_archive
-from airflow_pulsar.spark.faults import inject
-from airflow_pulsar.spark.hold import SubscriptionHold
-from airflow_pulsar.spark.plan import BatchOutcome, IngestPlan
-from airflow_pulsar.spark.plan_log import ACKED, COMMITTED, PLANNED, PlanLog, PlanRecord, default_plan_topic
-from airflow_pulsar.spark.planner import plan_batch
-from airflow_pulsar.spark.spec import (
+from airflow_pulsar.spark.job.faults import inject
+from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan
+from airflow_pulsar.spark.job.records import ACKED, COMMITTED, PLANNED, PlanRecord
+from airflow_pulsar.spark.job.spec import (
     CLIENT_SETTINGS,
     JAR_FORMATS,
-    TOKEN_ENV,
     IngestJobSpec,
     check_formats,
     check_table_name,
 )
-
-try:
-    from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
-except ImportError:  # pragma: no cover - Airflow 2.x layout
-    from airflow.exceptions import AirflowNotFoundException  # type: ignore[no-redef]
-    from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
+from airflow_pulsar.spark.planning.hold import SubscriptionHold
+from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
+from airflow_pulsar.spark.planning.planner import plan_batch
+from airflow_pulsar.spark.submit import JobSubmit
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-LOCAL_MASTER = "local[*]"
 _POSITIONS = {"earliest": InitialPosition.Earliest, "latest": InitialPosition.Latest}
 
+# Every argument SparkSubmitHook takes passes through, but what to run, which the operator sets.
+_SET_PER_SUBMIT = ("application_args", "java_class")
+_HOOK_ARGUMENTS = tuple(name for name in inspect.signature(SparkSubmitHook.__init__).parameters if name not in ("self", *_SET_PER_SUBMIT))
+# The Spark arguments rendered as templates (those SparkSubmitOperator renders).
+_SPARK_TEMPLATED = tuple(
+    name
+    for name in (
+        "conf", "files", "py_files", "jars", "driver_class_path", "packages", "exclude_packages", "keytab",
+        "principal", "proxy_user", "name", "env_vars", "post_submit_commands", "properties_file",
+    )
+    if name in _HOOK_ARGUMENTS
+)  # fmt: skip
+# Ways of following a driver after spark-submit has returned; this operator waits for spark-submit.
+_DETACHED_TRACKING = ("track_driver_via_k8s_api", "yarn_track_via_rm_api")
 
-class PulsarToTableOperator(SparkSubmitOperator):
+
+class PulsarToTableOperator(BaseOperator):
     """
     Write the backlog of a Pulsar subscription to a table with a Spark job, then acknowledge it.
 
@@ -75,10 +80,15 @@ class PulsarToTableOperator(SparkSubmitOperator):
     ``batch_id``. The return value (XCom) gives the batch id, rows per topic partition and the
     acknowledged ranges.
 
-    Spark settings (``conn_id``, ``conf``, ``executor_memory``, ``num_executors``, ...) are
-    those of ``SparkSubmitOperator``. Without a Spark connection named ``conn_id`` the job runs
-    on ``local[*]`` with this worker's Python; a connection to a ``spark://``, YARN or Kubernetes
-    master runs it there unchanged (the job's code is shipped with ``--py-files``).
+    Spark settings are the arguments of the Spark provider's ``SparkSubmitHook`` (``conn_id``,
+    ``conf``, ``executor_memory``, ``num_executors``, ``deploy_mode``, ...; templated as in
+    ``SparkSubmitOperator``), plus its operator's OpenLineage switches. Every submit (settling an
+    unfinished batch, then writing the new one) builds a hook of its own and waits for
+    spark-submit, so ``track_driver_via_k8s_api`` and ``yarn_track_via_rm_api`` are refused.
+    Without a Spark connection named ``conn_id`` the job runs on ``local[*]`` with this worker's
+    Python; a connection to a ``spark://``, YARN or Kubernetes master runs it there unchanged (the
+    job's code is shipped with ``--py-files``, or, in cluster mode on a standalone master, as the
+    application jar that the worker fetches).
 
     :param topics: A topic or a list of topics, partitioned or not. (templated)
     :param subscription: The subscription to consume; created at ``initial_position`` if new. (templated)
@@ -101,10 +111,16 @@ class PulsarToTableOperator(SparkSubmitOperator):
         leaves the cluster's metastore settings (e.g. a metastore service).
     :param read_timeout_seconds: How long an executor waits for the next message of its range.
     :param report_timeout_seconds: How long to wait for the job's report after it succeeded.
+    :param conn_id: The Spark connection.
+    :param name: The Spark application's name; default ``pulsar-ingest-<subscription>``. (templated)
+    :param openlineage_inject_parent_job_info: Add OpenLineage's parent job information to the
+        Spark properties (default: the ``[openlineage] spark_inject_parent_job_info`` setting).
+    :param openlineage_inject_transport_info: Add OpenLineage's transport information to the
+        Spark properties (default: the ``[openlineage] spark_inject_transport_info`` setting).
     """
 
     template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields,
+        *_SPARK_TEMPLATED,
         "topics",
         "subscription",
         "table",
@@ -133,6 +149,8 @@ class PulsarToTableOperator(SparkSubmitOperator):
         report_timeout_seconds: float = 60,
         conn_id: str = "spark_default",
         name: str | None = None,
+        openlineage_inject_parent_job_info: bool | None = None,
+        openlineage_inject_transport_info: bool | None = None,
         **kwargs: Any,
     ) -> None:
         check_formats(format, value_format, value_schema)
@@ -145,9 +163,16 @@ class PulsarToTableOperator(SparkSubmitOperator):
         for label, value in (("read_timeout_seconds", read_timeout_seconds), ("report_timeout_seconds", report_timeout_seconds)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{label} must be a positive number, got {value!r}")
-        job = importlib.util.find_spec("airflow_pulsar.spark.job")
-        assert job is not None and job.origin is not None
-        super().__init__(application=job.origin, conn_id=conn_id, name=name or f"pulsar-ingest-{subscription}", **kwargs)
+        detached = [flag for flag in _DETACHED_TRACKING if kwargs.get(flag)]
+        if detached:
+            raise ValueError(f"{', '.join(detached)} cannot be used: the operator waits for spark-submit, once per submit of a run")
+        spark = {key: kwargs.pop(key) for key in list(kwargs) if key in _HOOK_ARGUMENTS}
+        super().__init__(**kwargs)
+        for key in _SPARK_TEMPLATED:
+            setattr(self, key, spark.pop(key, None))
+        self.name = name or f"pulsar-ingest-{subscription}"
+        self.conn_id = conn_id
+        self.spark_options = spark
         self.topics = topics
         self.subscription = subscription
         self.table = table
@@ -163,7 +188,9 @@ class PulsarToTableOperator(SparkSubmitOperator):
         self.metastore_dir = metastore_dir
         self.read_timeout_seconds = float(read_timeout_seconds)
         self.report_timeout_seconds = float(report_timeout_seconds)
-        self._spark_conn_id = conn_id
+        self.openlineage_inject_parent_job_info = _setting(openlineage_inject_parent_job_info, "spark_inject_parent_job_info")
+        self.openlineage_inject_transport_info = _setting(openlineage_inject_transport_info, "spark_inject_transport_info")
+        self._running: JobSubmit | None = None
 
     # ---- the run ----
 
@@ -191,6 +218,12 @@ class PulsarToTableOperator(SparkSubmitOperator):
                 hold.close()
         finally:
             hook.close()
+
+    def on_kill(self) -> None:
+        """Stop the Spark job being submitted, if any (how depends on the master and deploy mode)."""
+        running = self._running
+        if running is not None:
+            running.kill()
 
     def _run(self, context: Context, hook: PulsarHook, hold: SubscriptionHold, plan_log: PlanLog) -> dict[str, Any]:
         settled = self._settle(context, hook, hold, plan_log, plan_log.latest())
@@ -260,22 +293,16 @@ class PulsarToTableOperator(SparkSubmitOperator):
             read_timeout_seconds=self.read_timeout_seconds,
             client_settings={k: v for k, v in config.client_kwargs().items() if k in CLIENT_SETTINGS},
         )
-        local = self._spark_master_is_local()
-        with tempfile.TemporaryDirectory(prefix="pulsar-ingest-") as workdir:
-            archive = str(build_job_archive(Path(workdir)))
-            submitted = (self.py_files, self.conf, self.env_vars)
-            self.py_files = ",".join(filter(None, [archive, self.py_files]))
-            self.conf = self._job_conf()
-            self.env_vars = self._job_env(config.token, local)
-            self.application_args = ["--spec", spec.to_json()]
-            self._hook = None  # one hook per submit: it keeps the command it was built with
-            self.log.info("Submitting the Spark job for batch %s (%d ranges) to write %s.", plan.batch_id, len(plan.ranges), plan.table)
-            try:
-                super().execute(context)
-            finally:
-                self.py_files, self.conf, self.env_vars = submitted
-                self._hook = None
-        record = plan_log.wait_for(plan.batch_id, COMMITTED, self.report_timeout_seconds)
+        self.log.info("Submitting the Spark job for batch %s (%d ranges) to write %s.", plan.batch_id, len(plan.ranges), plan.table)
+        self._submit(context, spec.to_json(), config.token)
+        try:
+            record = plan_log.wait_for(plan.batch_id, COMMITTED, self.report_timeout_seconds)
+        except TimeoutError as exc:
+            # A standalone cluster's spark-submit exits with 0 whatever became of the driver.
+            raise RuntimeError(
+                f"the Spark job of batch {plan.batch_id} ended without reporting it ({exc}): it failed or could not reach "
+                "the broker; see the driver's log (in cluster deploy mode, on its Spark worker)"
+            ) from exc
         assert record.outcome is not None
         outcome = record.outcome
         for topic, rows in outcome.rows.items():
@@ -295,10 +322,22 @@ class PulsarToTableOperator(SparkSubmitOperator):
         plan_log.append(PlanRecord(ACKED, plan, outcome))
         self.log.info("Batch %s: %d rows in %s, acknowledged.", plan.batch_id, outcome.total_rows, plan.table)
 
-    def _get_hook(self) -> SparkSubmitHook:
-        _spark_submit_on_path()
-        with _local_master_if_undefined(self._spark_conn_id):
-            return super()._get_hook()
+    # ---- one submit ----
+
+    def _submit(self, context: Context, spec_json: str, token: str | None) -> None:
+        """Run spark-submit for one batch with a hook of its own; returns once the job succeeded."""
+        arguments = {
+            **self.spark_options,
+            **{key: getattr(self, key) for key in _SPARK_TEMPLATED},
+            "conn_id": self.conn_id,
+            "conf": self._job_conf(context),
+        }
+        submit = JobSubmit(arguments, spec_json, token)
+        self._running = submit
+        try:
+            submit.run()
+        finally:
+            self._running = None
 
     # ---- helpers ----
 
@@ -333,15 +372,12 @@ class PulsarToTableOperator(SparkSubmitOperator):
                 "spark.jars.packages / spark.sql.extensions naming them"
             )
 
-    def _spark_master_is_local(self) -> bool:
-        try:
-            connection = BaseHook.get_connection(self._spark_conn_id)
-        except AirflowNotFoundException:
-            return True
-        return (connection.host or "").startswith("local")
-
-    def _job_conf(self) -> dict[str, Any]:
+    def _job_conf(self, context: Context) -> dict[str, Any]:
         conf = dict(self.conf or {})
+        if self.openlineage_inject_parent_job_info:
+            conf = inject_parent_job_information_into_spark_properties(conf, context)
+        if self.openlineage_inject_transport_info:
+            conf = inject_transport_information_into_spark_properties(conf, context)
         if self.warehouse_dir:
             conf.setdefault("spark.sql.warehouse.dir", self.warehouse_dir)
         if self.metastore_dir:
@@ -353,14 +389,10 @@ class PulsarToTableOperator(SparkSubmitOperator):
             conf["spark.driver.extraJavaOptions"] = f"{options} -Dderby.system.home={metastore}".strip()
         return conf
 
-    def _job_env(self, token: str | None, local: bool) -> dict[str, Any] | None:
-        env = dict(self.env_vars or {})
-        if token:
-            env[TOKEN_ENV] = token
-        if local:
-            # Driver and executors run here: with this interpreter, which has the job's imports.
-            env.setdefault("PYSPARK_PYTHON", sys.executable)
-        return env or None
+
+def _setting(value: bool | None, key: str) -> bool:
+    """An OpenLineage switch: as given, or else Airflow's ``[openlineage]`` setting."""
+    return conf.getboolean("openlineage", key, fallback=False) if value is None else value
 
 
 def _summary(plan: IngestPlan, outcome: BatchOutcome) -> dict[str, Any]:
@@ -381,30 +413,3 @@ def _summary(plan: IngestPlan, outcome: BatchOutcome) -> dict[str, Any]:
             for part in plan.partitions
         ],
     }
-
-
-def _spark_submit_on_path() -> None:
-    """The Spark provider runs ``spark-submit`` from the PATH; a virtualenv that was not activated
-    has pyspark's one next to its ``python`` only, so put that directory on this task's PATH."""
-    beside_python = Path(sys.executable).with_name("spark-submit")
-    if shutil.which("spark-submit") is None and beside_python.exists():
-        os.environ["PATH"] = os.pathsep.join((str(beside_python.parent), os.environ.get("PATH", "")))
-
-
-@contextmanager
-def _local_master_if_undefined(conn_id: str) -> Iterator[None]:
-    """Without a connection ``conn_id``, SparkSubmitHook would pick YARN: offer it local[*] instead,
-    as a connection in the environment (Airflow's own lookup), for the time the hook is built."""
-    try:
-        BaseHook.get_connection(conn_id)
-    except AirflowNotFoundException:
-        pass
-    else:
-        yield
-        return
-    variable = f"AIRFLOW_CONN_{conn_id.upper()}"
-    os.environ[variable] = json.dumps({"conn_type": "spark", "host": LOCAL_MASTER})
-    try:
-        yield
-    finally:
-        os.environ.pop(variable, None)

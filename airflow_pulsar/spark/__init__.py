@@ -1,1 +1,2 @@
-"""The PySpark ingestion job and its Python data source; imports ``airflow_pulsar.client``, never ``airflow``."""
+"""Spark ingestion: :mod:`.planning` runs in the Airflow worker, :mod:`.job` ships to Spark in the
+job archive (:mod:`.archive`)."""

@@ -29,7 +29,7 @@ import pytest
 
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from airflow_pulsar.spark.hold import SubscriptionHold
+from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from interop_helpers import assert_nothing_more, full_name, read_n, receive_n, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))

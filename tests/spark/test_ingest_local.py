@@ -1,7 +1,7 @@
 """PulsarToTableOperator on local Spark against the broker process: a 100 000-message ingest, the
 next run appending only new messages, an empty backlog, and a crash at each crash point.
 
-Crashes are injected with AIRFLOW_PULSAR_INGEST_FAULT (airflow_pulsar.spark.faults): the job and
+Crashes are injected with AIRFLOW_PULSAR_INGEST_FAULT (airflow_pulsar.spark.job.faults): the job and
 the operator raise at the named point, as a process dying there would stop them. What a crash
 leaves behind is then exactly what the next run finds: a plan record in the plan topic, perhaps
 a written table partition, perhaps some acknowledged partitions.
@@ -19,8 +19,8 @@ from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from airflow_pulsar.spark.faults import FAULT_ENV, InjectedFault
-from airflow_pulsar.spark.hold import SubscriptionBusy, SubscriptionHold
+from airflow_pulsar.spark.job.faults import FAULT_ENV, InjectedFault
+from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
 from spark_helpers import VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
 
 PARTITIONS = 4

@@ -1,26 +1,32 @@
 """Planning an ingest batch without a broker: the averaging allocation, cuts across ledgers,
-budgets, batch ids and the plan's JSON form; the operator's checks of its arguments."""
+budgets, batch ids and the plan's JSON form; the operator's checks of its arguments; the
+spark-submit command of each deploy mode."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 
-from airflow_pulsar.spark.allocation import (
+from airflow_pulsar.spark.archive import build_job_archive
+from airflow_pulsar.spark.job.columns import row_ddl
+from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan, Position, batch_id_for
+from airflow_pulsar.spark.job.records import PLANNED, PlanRecord
+from airflow_pulsar.spark.job.spec import IngestJobSpec, top_level_names
+from airflow_pulsar.spark.planning.allocation import (
     Segment,
     average_shares,
     backlog_segments,
     pieces_per_partition,
     split_segments,
 )
-from airflow_pulsar.spark.columns import row_ddl
-from airflow_pulsar.spark.hold import PartitionState
-from airflow_pulsar.spark.plan import BatchOutcome, IngestPlan, Position, batch_id_for
-from airflow_pulsar.spark.plan_log import PLANNED, PlanRecord, default_plan_topic
-from airflow_pulsar.spark.planner import plan_batch
-from airflow_pulsar.spark.spec import IngestJobSpec, top_level_names
+from airflow_pulsar.spark.planning.hold import PartitionState
+from airflow_pulsar.spark.planning.plan_log import default_plan_topic
+from airflow_pulsar.spark.planning.planner import plan_batch
 
 P = Position
 
@@ -127,6 +133,7 @@ def test_plan_topic_and_row_schema() -> None:
         ({"min_partitions": 0}, "min_partitions must be a positive int"),
         ({"initial_position": "first"}, "initial_position must be"),
         ({"value_format": "json", "value_schema": "id INT, Key STRING"}, r"\['key'\] clash"),
+        ({"track_driver_via_k8s_api": True}, "the operator waits for spark-submit"),
     ],
 )
 def test_the_operator_rejects_bad_arguments(arguments: dict, message: str) -> None:
@@ -170,11 +177,68 @@ def test_the_spark_job_modules_never_import_airflow() -> None:
     # A fresh interpreter, as on an executor: the job and its data source need only the client.
     code = (
         "import importlib, pkgutil, sys\n"
-        "import airflow_pulsar.spark as package\n"
+        "import airflow_pulsar.spark.job as package\n"
         "for module in pkgutil.iter_modules(package.__path__):\n"
-        "    importlib.import_module('airflow_pulsar.spark.' + module.name)\n"
+        "    importlib.import_module('airflow_pulsar.spark.job.' + module.name)\n"
         "leaked = sorted(m for m in sys.modules if m == 'airflow' or m.startswith('airflow.'))\n"
-        "assert 'airflow_pulsar.spark.job' in sys.modules and not leaked, leaked\n"
+        "assert 'airflow_pulsar.spark.job.write' in sys.modules and not leaked, leaked\n"
+        "assert not [m for m in sys.modules if m.startswith('airflow_pulsar.spark.planning')]\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_job_archive_holds_the_job_and_the_client_but_not_the_planning(tmp_path: Path) -> None:
+    names = zipfile.ZipFile(build_job_archive(tmp_path)).namelist()
+    assert "__main__.py" in names and "airflow_pulsar/spark/job/write.py" in names
+    assert "airflow_pulsar/client/__init__.py" in names and "airflow_pulsar/spark/__init__.py" in names
+    spark = [name for name in names if name.startswith("airflow_pulsar/spark/")]
+    assert all(name.startswith("airflow_pulsar/spark/job/") for name in spark if name != "airflow_pulsar/spark/__init__.py")
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """What JobSubmit hands spark-submit, captured instead of running it."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    seen: dict = {}
+
+    def submit(hook: SparkSubmitHook, application: str, **popen: object) -> None:
+        archive = zipfile.ZipFile(application).namelist() if application.endswith(".jar") else None
+        seen.update(command=hook._build_spark_submit_command(application), popen=popen, archive=archive)
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "spark://master", "port": 7077}))
+    return seen
+
+
+def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitted: dict) -> None:
+    from airflow_pulsar.spark.submit import JobSubmit
+
+    arguments = {"conn_id": "spark_test", "deploy_mode": "cluster", "env_vars": {"A": "1"}, "py_files": "/shared/extra.zip"}
+    JobSubmit(arguments, '{"x":1}', "t0ken").run()
+
+    command = submitted["command"]
+    application = next(index for index, part in enumerate(command) if part.endswith("/airflow_pulsar_job.jar"))
+    options = command[:application]
+    assert options[options.index("--master") + 1] == "spark://master:7077"
+    assert options[options.index("--deploy-mode") + 1] == "cluster"
+    assert options[options.index("--class") + 1] == "org.apache.spark.deploy.PythonRunner"
+    assert "--py-files" not in options and "spark.standalone.submit.waitAppCompletion=true" in options
+    # After the application jar: PythonRunner's file and Python path, then the job's arguments.
+    shipped = "airflow_pulsar_job.jar,/shared/extra.zip"
+    assert command[application + 1 :] == ["airflow_pulsar_job.jar", shipped, "--spec", '{"x":1}', "--py-files", shipped]
+    assert "__main__.py" in submitted["archive"]
+    # The standalone client hands the driver spark-submit's environment.
+    assert submitted["popen"]["env"]["A"] == "1" and submitted["popen"]["env"]["AIRFLOW_PULSAR_TOKEN"] == "t0ken"
+
+
+def test_a_client_mode_submit_ships_the_archive_with_py_files(submitted: dict) -> None:
+    from airflow_pulsar.spark.submit import JobSubmit
+
+    JobSubmit({"conn_id": "spark_test", "env_vars": {"A": "1"}}, '{"x":1}', None).run()
+
+    command = submitted["command"]
+    assert "--class" not in command and "--deploy-mode" not in command and not submitted["popen"]
+    assert command[-3].endswith("airflow_pulsar/spark/job/__main__.py") and command[-2:] == ["--spec", '{"x":1}']
+    assert command[command.index("--py-files") + 1].endswith("/airflow_pulsar_job.zip")

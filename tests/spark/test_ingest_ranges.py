@@ -13,12 +13,13 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, String
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from airflow_pulsar.spark.columns import RowBatchBuilder, decode_json, json_parse_schema
-from airflow_pulsar.spark.hold import SubscriptionBusy, SubscriptionHold
-from airflow_pulsar.spark.plan import IngestPlan, Position
-from airflow_pulsar.spark.plan_log import ACKED, COMMITTED, PLANNED, PlanLog, PlanRecord, publish_record
-from airflow_pulsar.spark.planner import plan_batch
-from airflow_pulsar.spark.source import RangeReadError, arrow_schema, read_range_batches
+from airflow_pulsar.spark.job.columns import RowBatchBuilder, decode_json, json_parse_schema
+from airflow_pulsar.spark.job.plan import IngestPlan, Position
+from airflow_pulsar.spark.job.records import ACKED, COMMITTED, PLANNED, PlanRecord, publish_record
+from airflow_pulsar.spark.job.source import RangeReadError, arrow_schema, read_range_batches
+from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
+from airflow_pulsar.spark.planning.plan_log import PlanLog
+from airflow_pulsar.spark.planning.planner import plan_batch
 
 # The row schema of value_format "bytes", as the data source declares it (built without a JVM).
 BYTES_ROWS = StructType(

@@ -1,4 +1,4 @@
-"""The Spark job that writes one ingest batch to a table: ``spark-submit job.py --spec JSON``.
+"""The Spark job that writes one ingest batch to a table (run by :mod:`airflow_pulsar.spark.job.__main__`).
 
 The driver reads the batch's ranges through the ``pulsar_ranges`` data source, writes the rows to
 the table (created if missing, partitioned by ``batch_id``) with dynamic partition overwrite, so
@@ -20,13 +20,12 @@ import sys
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-# Absolute imports: spark-submit runs this file as a script.
-from airflow_pulsar.spark.columns import BATCH_ID
-from airflow_pulsar.spark.faults import inject
-from airflow_pulsar.spark.plan import BatchOutcome, Position
-from airflow_pulsar.spark.plan_log import COMMITTED, PlanRecord, publish_record
-from airflow_pulsar.spark.source import PulsarRangesDataSource
-from airflow_pulsar.spark.spec import TOKEN_ENV, IngestJobSpec
+from .columns import BATCH_ID
+from .faults import inject
+from .plan import BatchOutcome, Position
+from .records import COMMITTED, PlanRecord, publish_record
+from .source import PulsarRangesDataSource
+from .spec import TOKEN_ENV, IngestJobSpec
 
 log = logging.getLogger("airflow_pulsar.spark.job")
 
@@ -35,11 +34,18 @@ def main(argv: list[str] | None = None) -> int:
     """Run the job described by ``--spec``; the exit status is 0 once the batch is committed."""
     parser = argparse.ArgumentParser(prog="airflow-pulsar-ingest", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", required=True, help="the IngestJobSpec, as JSON")
+    parser.add_argument(
+        "--py-files",
+        default="",
+        help="comma-separated files the driver adds to the executors' Python path, where spark-submit did not ship them",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
     spec = IngestJobSpec.from_json(args.spec)
     inject("before-write")
     spark = session(spec)
+    for path in filter(None, args.py_files.split(",")):
+        spark.sparkContext.addPyFile(os.path.abspath(path))
     try:
         outcome = write_batch(spark, spec)
         inject("after-write")
@@ -133,7 +139,3 @@ def stored_outcome(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
             ends[part.topic] = part.mark_delete
         log.info("partition %s: %d rows, through %s", part.topic, rows[part.topic], ends[part.topic])
     return BatchOutcome(rows, ends)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,6 @@
-"""The plan log: a topic on the broker that records each batch's plan and progress.
-
-Every record is one JSON message: a batch's plan with its state, ``planned`` (written by the
-operator before the Spark job is submitted), ``committed`` (written by the job once the table
-holds the batch, with rows and ends per partition) or ``acked`` (written by the operator after
-acknowledging). The newest record says what the next run must settle.
+"""The plan log: a topic on the broker that records each batch's plan and progress (the records
+are described in :mod:`airflow_pulsar.spark.job.records`). The newest record says what the next
+run must settle.
 
 The log lives in Pulsar so that it is as durable as the messages it describes and is reachable
 from any Airflow worker and from the Spark driver, wherever they run. It is read through a
@@ -14,52 +11,17 @@ without a retention policy and older ones can be trimmed.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from airflow_pulsar.client import ConsumerType, InitialPosition, Timeout
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
-from .plan import BatchOutcome, IngestPlan, Position
+from ..job.plan import Position
+from ..job.records import PlanRecord
 
 log = logging.getLogger(__name__)
-
-PLANNED = "planned"
-COMMITTED = "committed"
-ACKED = "acked"
-_STATES = (PLANNED, COMMITTED, ACKED)
-
-
-@dataclass(frozen=True)
-class PlanRecord:
-    """One entry of the plan log."""
-
-    state: str
-    plan: IngestPlan
-    outcome: BatchOutcome | None = None
-
-    def __post_init__(self) -> None:
-        if self.state not in _STATES:
-            raise ValueError(f"plan record state must be one of {_STATES}, got {self.state!r}")
-
-    @property
-    def batch_id(self) -> str:
-        return self.plan.batch_id
-
-    def to_json(self) -> bytes:
-        body: dict[str, Any] = {"state": self.state, "plan": self.plan.to_dict()}
-        if self.outcome is not None:
-            body["outcome"] = self.outcome.to_dict()
-        return json.dumps(body, separators=(",", ":")).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> PlanRecord:
-        body = json.loads(data)
-        outcome = body.get("outcome")
-        return cls(body["state"], IngestPlan.from_dict(body["plan"]), BatchOutcome.from_dict(outcome) if outcome else None)
 
 
 def default_plan_topic(topic: str, subscription: str) -> str:
@@ -71,15 +33,6 @@ def default_plan_topic(topic: str, subscription: str) -> str:
     except InvalidTopicNameError as exc:
         raise ValueError(f"subscription {subscription!r} does not make a valid plan topic name; pass plan_topic: {exc}") from None
     return plan_topic
-
-
-def publish_record(client: Any, plan_topic: str, record: PlanRecord) -> None:
-    """Append a record (the Spark job's side: it only writes); returns once the broker stored it."""
-    producer = client.create_producer(plan_topic, batching_enabled=False)
-    try:
-        producer.send(record.to_json(), partition_key=record.batch_id)
-    finally:
-        producer.close()
 
 
 class PlanLog:

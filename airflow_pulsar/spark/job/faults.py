@@ -1,8 +1,9 @@
 """Failure injection at the ingest's crash points, to test that a crash never loses or doubles rows.
 
 Set :data:`FAULT_ENV` to one of :data:`POINTS` in the environment of the operator and of the
-Spark job (spark-submit passes its environment to a local driver and its executors), and the
-run raises :class:`InjectedFault` at that point:
+Spark job (spark-submit passes its environment to a local driver and its executors, and to the
+driver a standalone master runs in cluster deploy mode), and the run raises
+:class:`InjectedFault` at that point:
 
 - ``before-write``: in the driver, before the Spark session starts;
 - ``mid-read``: in the executor reading the first range, after its first record batch;

@@ -14,7 +14,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .plan import Position
+from ..job.plan import Position
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 from airflow_pulsar.client import ConsumerType, InitialPosition, PulsarException, Result
 from airflow_pulsar.client.topic_name import TopicName
 
-from .plan import Position
+from ..job.plan import Position
 
 log = logging.getLogger(__name__)
 

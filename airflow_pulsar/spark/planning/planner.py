@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
+from ..job.plan import IngestPlan, PartitionPlan, ReadRange, batch_id_for
 from .allocation import average_shares, backlog_segments, pieces_per_partition, split_segments
 from .hold import PartitionState
-from .plan import IngestPlan, PartitionPlan, ReadRange, batch_id_for
 
 # (ledger id, entries) of a partition topic's ledgers, in log order (from Pulsar's internal stats).
 LedgerLayout = Callable[[str], Sequence[tuple[int, int]]]

@@ -1,0 +1,62 @@
+"""The records of the plan log, and how the Spark job appends its report to it.
+
+Every record is one JSON message: a batch's plan with its state, ``planned`` (written by the
+operator before the Spark job is submitted), ``committed`` (written by the job once the table
+holds the batch, with rows and ends per partition) or ``acked`` (written by the operator after
+acknowledging). The operator's side of the log is
+:class:`~airflow_pulsar.spark.planning.plan_log.PlanLog`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .plan import BatchOutcome, IngestPlan
+
+PLANNED = "planned"
+COMMITTED = "committed"
+ACKED = "acked"
+_STATES = (PLANNED, COMMITTED, ACKED)
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One entry of the plan log."""
+
+    state: str
+    plan: IngestPlan
+    outcome: BatchOutcome | None = None
+
+    def __post_init__(self) -> None:
+        if self.state not in _STATES:
+            raise ValueError(f"plan record state must be one of {_STATES}, got {self.state!r}")
+
+    @property
+    def batch_id(self) -> str:
+        """The id of the batch the record is about."""
+        return self.plan.batch_id
+
+    def to_json(self) -> bytes:
+        """The record as the message body."""
+        body: dict[str, Any] = {"state": self.state, "plan": self.plan.to_dict()}
+        if self.outcome is not None:
+            body["outcome"] = self.outcome.to_dict()
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> PlanRecord:
+        """Read a record from a message body."""
+        body = json.loads(data)
+        outcome = body.get("outcome")
+        return cls(body["state"], IngestPlan.from_dict(body["plan"]), BatchOutcome.from_dict(outcome) if outcome else None)
+
+
+def publish_record(client: Any, plan_topic: str, record: PlanRecord) -> None:
+    """Append a record (the Spark job's side: it only writes); returns once the broker stored it."""
+    producer = client.create_producer(plan_topic, batching_enabled=False)
+    try:
+        producer.send(record.to_json(), partition_key=record.batch_id)
+    finally:
+        producer.close()
