@@ -14,7 +14,7 @@ import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from airflow_pulsar.client.consumer.settings import ConsumerType, InitialPosition
 from airflow_pulsar.client.producer.config import ProducerConfig
@@ -89,6 +89,10 @@ def non_empty_str(value: Any, name: str) -> str:
     return value
 
 
+@overload
+def positive_int(value: Any, name: str, *, optional: Literal[False] = False, minimum: int = 1) -> int: ...
+@overload
+def positive_int(value: Any, name: str, *, optional: bool, minimum: int = 1) -> int | None: ...
 def positive_int(value: Any, name: str, *, optional: bool = False, minimum: int = 1) -> int | None:
     """An int >= ``minimum`` (None allowed when ``optional``)."""
     if value is None and optional:
@@ -98,6 +102,10 @@ def positive_int(value: Any, name: str, *, optional: bool = False, minimum: int 
     return value
 
 
+@overload
+def seconds(value: Any, name: str, *, optional: Literal[False] = False, allow_zero: bool = False) -> float: ...
+@overload
+def seconds(value: Any, name: str, *, optional: bool, allow_zero: bool = False) -> float | None: ...
 def seconds(value: Any, name: str, *, optional: bool = False, allow_zero: bool = False) -> float | None:
     """A duration in seconds from a number or a ``timedelta``; positive (or zero when allowed)."""
     if value is None and optional:
@@ -183,33 +191,6 @@ def flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be a bool, got {value!r}")
     return value
-
-
-def message_source(
-    *,
-    topics: Any,
-    subscription: Any,
-    apply_function: Any,
-    apply_function_args: Any,
-    apply_function_kwargs: Any,
-    subscription_type: Any,
-    position: Any,
-    pulsar_conn_id: Any,
-) -> dict[str, Any]:
-    """The validated settings of a subscription read for a user function (the await-message sensor
-    and trigger, the message event trigger), as attribute name -> value. Enums are kept by name and
-    the function by dotted path, so the values stay plain JSON for the triggerer."""
-    function_args, function_kwargs = function_arguments(apply_function_args, apply_function_kwargs, "apply_function")
-    return {
-        "topics": topic_list(topics),
-        "subscription": non_empty_str(subscription, "subscription"),
-        "apply_function": function_reference(apply_function, "apply_function", optional=True, allow_callable=False),
-        "apply_function_args": function_args,
-        "apply_function_kwargs": function_kwargs,
-        "subscription_type": consumer_type(subscription_type).name,
-        "initial_position": initial_position(position).name,
-        "pulsar_conn_id": non_empty_str(pulsar_conn_id, "pulsar_conn_id"),
-    }
 
 
 def resolve_function(value: Any, name: str) -> Callable[..., Any]:

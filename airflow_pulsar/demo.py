@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import airflow_pulsar.client as pulsar
 from airflow_pulsar.client.admin import PulsarAdmin
@@ -37,6 +37,21 @@ DAG_ID = "pulsar_shop_events_ingest"
 TOPIC = "persistent://public/default/shop-events"
 SUBSCRIPTION = "lakehouse"
 EVENTS = 20_000
+
+
+class DemoBroker(Protocol):
+    """What the demo uses of a running broker: the embedded one or Apache Pulsar standalone."""
+
+    @property
+    def service_url(self) -> str: ...
+
+    @property
+    def web_url(self) -> str: ...
+
+    @property
+    def log_path(self) -> Path: ...
+
+    def stop(self) -> int: ...
 
 
 def _produce(service_url: str, count: int) -> int:
@@ -60,7 +75,7 @@ def _produce(service_url: str, count: int) -> int:
     return len(acknowledged)
 
 
-def _airflow_env(broker: Any, home: Path) -> dict[str, str]:
+def _airflow_env(broker: DemoBroker, home: Path) -> dict[str, str]:
     """An Airflow installation under ``home`` whose DAGs folder is dags/ and whose
     ``pulsar_default`` connection is the demo broker; no Spark connection, so Spark runs local[*]."""
     return {
@@ -104,7 +119,7 @@ def _backlog(admin: PulsarAdmin) -> tuple[int, str]:
     return backlog.messages, f"{'exact' if backlog.exact else 'estimated'}, {backlog.entries} entries"
 
 
-def _start_broker(kind: str) -> Any:
+def _start_broker(kind: str) -> DemoBroker:
     """The embedded broker, or Apache Pulsar standalone (``jvm/apache_pulsar.py`` of the checkout)."""
     if kind == "embedded":
         return BrokerProcess(DEMO_DIR / "broker").start()

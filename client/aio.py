@@ -12,13 +12,14 @@ The async producer belongs next to these classes (``Client.create_producer`` ret
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .client import Client as SyncClient
 from .consumer import Consumer, Message, MessageId, Reader
-from .consumer.receiver_queue import ReceiverQueue
+from .consumer.reader import mark_read
 from .exceptions import Timeout
 
 R = TypeVar("R")
@@ -28,14 +29,16 @@ async def _blocking(function: Callable[..., R], *args: Any, **kwargs: Any) -> R:
     return await asyncio.get_running_loop().run_in_executor(None, lambda: function(*args, **kwargs))
 
 
-async def _take(queue: ReceiverQueue, sync_receive: Callable[[int | None], Message], timeout_millis: int | None) -> Message:
+async def _receive(consumer: Consumer, timeout_millis: int | None) -> Message:
+    consumer.check_open()
+    queue = consumer.receiver_queue
     loop = asyncio.get_running_loop()
     deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000
     while True:
         got_lock, message = queue.try_take_nowait()
         if not got_lock:
             # A thread is blocked in receive() on the same consumer; wait behind it off the loop.
-            return await _blocking(sync_receive, None if deadline is None else max(int((deadline - time.monotonic()) * 1000), 0))
+            return await _blocking(consumer.receive, None if deadline is None else max(int((deadline - time.monotonic()) * 1000), 0))
         if message is not None:
             return message
         waiter = queue.wait_async(loop)
@@ -57,13 +60,12 @@ class AsyncConsumer:
 
     async def receive(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises Timeout after ``timeout_millis``."""
-        self.consumer._check_open()
-        return await _take(self.consumer._queue, self.consumer.receive, timeout_millis)
+        return await _receive(self.consumer, timeout_millis)
 
     async def batch_receive(self) -> list[Message]:
         """The messages that arrive within the batch receive policy: until its message or byte
         limit is reached or its timeout runs out (possibly none), as the blocking call does."""
-        max_messages, max_bytes, timeout = self.consumer._settings.batch_receive_limits()
+        max_messages, max_bytes, timeout = self.consumer.settings.batch_receive_limits()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         batch: list[Message] = []
@@ -82,14 +84,14 @@ class AsyncConsumer:
 
     async def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge (grouped; with ack receipts enabled this waits for the broker off the loop)."""
-        if self.consumer._settings.ack_receipt_enabled:
+        if self.consumer.settings.ack_receipt_enabled:
             await _blocking(self.consumer.acknowledge, message)
         else:
             self.consumer.acknowledge(message)
 
     async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge everything up to this message."""
-        if self.consumer._settings.ack_receipt_enabled:
+        if self.consumer.settings.ack_receipt_enabled:
             await _blocking(self.consumer.acknowledge_cumulative, message)
         else:
             self.consumer.acknowledge_cumulative(message)
@@ -123,11 +125,8 @@ class AsyncReader:
 
     async def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises Timeout after ``timeout_millis``."""
-        consumer = self.reader._consumer
-        consumer._check_open()
-        message = await _take(consumer._queue, consumer.receive, timeout_millis)
-        delivery = message._delivery
-        delivery.owner.acks.add_cumulative(delivery.ledger_id, delivery.entry_id)  # type: ignore[union-attr]
+        message = await _receive(self.reader.consumer, timeout_millis)
+        mark_read(message)
         return message
 
     async def has_message_available(self) -> bool:
@@ -149,7 +148,7 @@ class Client:
     def __init__(self, service_url: str, **settings: Any):
         self.sync = SyncClient(service_url, **settings)
 
-    async def subscribe(self, topic: Any, subscription_name: str, **settings: Any) -> AsyncConsumer:
+    async def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **settings: Any) -> AsyncConsumer:
         """As ``pulsar.Client.subscribe``."""
         return AsyncConsumer(await _blocking(self.sync.subscribe, topic, subscription_name, **settings))
 

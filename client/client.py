@@ -1,11 +1,13 @@
 """The client: service URL, lookups, partition metadata, the connection pool, and factories.
 
-One connection per broker is shared by every producer and consumer the client places there.
+One connection per broker is shared by every producer and consumer the client places there. The
+producers, consumers and readers it creates see it only as :class:`~.services.ClientServices`.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import ssl
 import threading
 import time
@@ -16,8 +18,13 @@ from urllib.parse import urlsplit
 from .auth import Authentication
 from .backoff import Backoff
 from .connection import Connection
+from .consumer import Consumer, Reader, create_reader, subscribe
 from .exceptions import RETRYABLE, AlreadyClosed, InvalidConfiguration, PulsarException, Result, exception_for
+from .producer import Producer, create_producer
+from .producer.limits import MemoryLimit
+from .protocol.message_id import MessageId
 from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
+from .services import Closeable
 from .timer import Timer
 from .topic_name import TopicName
 
@@ -75,6 +82,8 @@ class Client:
         self.operation_timeout = float(operation_timeout_seconds)
         self.connection_timeout = connection_timeout_ms / 1000
         self.memory_limit_bytes = memory_limit_bytes
+        # Shared by every producer of this client; 0 (or None) means unbounded.
+        self.memory_limit = MemoryLimit(int(memory_limit_bytes or 0))
         self.keepalive_seconds = keep_alive_interval_seconds
         self.use_tls = use_tls or self.service_url.tls
         self._tls_context = (
@@ -91,7 +100,7 @@ class Client:
         self.timer = Timer()
         self._pool: dict[tuple[str, int], Connection] = {}
         self._pool_lock = threading.Lock()
-        self._handlers: list[Any] = []
+        self._handlers: list[Closeable] = []
         self._closed = False
 
     # ---- connections ----
@@ -179,31 +188,25 @@ class Client:
 
     # ---- factories ----
 
-    def create_producer(self, topic: str, **settings: Any) -> Any:
+    def create_producer(self, topic: str, **settings: Any) -> Producer:
         """A producer on ``topic`` (partitioned or not); settings as ``pulsar.Client.create_producer``."""
-        from .producer import create_producer
-
         return create_producer(self, topic, **settings)
 
-    def subscribe(self, topic: str | list[str] | Any, subscription_name: str, **settings: Any) -> Any:
+    def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **settings: Any) -> Consumer:
         """A consumer on a topic, a list of topics or a regex pattern; settings as ``pulsar.Client.subscribe``."""
-        from .consumer import subscribe
-
         return subscribe(self, topic, subscription_name, **settings)
 
-    def create_reader(self, topic: str, start_message_id: Any, **settings: Any) -> Any:
+    def create_reader(self, topic: str, start_message_id: MessageId, **settings: Any) -> Reader:
         """A reader from ``start_message_id``; settings as ``pulsar.Client.create_reader``."""
-        from .consumer import create_reader
-
         return create_reader(self, topic, start_message_id, **settings)
 
     # ---- lifecycle ----
 
-    def register(self, handler: Any) -> None:
+    def register(self, handler: Closeable) -> None:
         """Track a producer, consumer or reader so ``close()`` closes it."""
         self._handlers.append(handler)
 
-    def unregister(self, handler: Any) -> None:
+    def unregister(self, handler: Closeable) -> None:
         """Forget a closed producer, consumer or reader."""
         if handler in self._handlers:
             self._handlers.remove(handler)

@@ -18,6 +18,8 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
+from google.protobuf.message import Message
+
 from .auth import Authentication
 from .exceptions import ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
 from .protocol import commands
@@ -26,8 +28,12 @@ from .protocol.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_OVERHEAD, Frame, Fr
 from .protocol.PulsarApi_pb2 import (
     AuthData,
     BaseCommand,
+    CommandConnected,
     CommandLookupTopicResponse,
+    CommandMessage,
     CommandPartitionedTopicMetadataResponse,
+    CommandSendError,
+    CommandSendReceipt,
     FeatureFlags,
 )
 from .timer import Timer, TimerHandle
@@ -44,9 +50,9 @@ _RECV_SIZE = 256 * 1024
 class ProducerHandler(Protocol):
     """What a connection calls on a producer registered with it."""
 
-    def handle_receipt(self, body: Any) -> None: ...
+    def handle_receipt(self, body: CommandSendReceipt) -> None: ...
 
-    def handle_send_error(self, body: Any) -> None: ...
+    def handle_send_error(self, body: CommandSendError) -> None: ...
 
     def handle_broker_close(self) -> None: ...
 
@@ -56,7 +62,7 @@ class ProducerHandler(Protocol):
 class ConsumerHandler(Protocol):
     """What a connection calls on a consumer registered with it."""
 
-    def handle_message(self, body: Any, frame: Frame) -> None: ...
+    def handle_message(self, body: CommandMessage, frame: Frame) -> None: ...
 
     def handle_active_change(self, is_active: bool) -> None: ...
 
@@ -149,7 +155,7 @@ class Connection:
             feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
         )
 
-    def _await_connected(self, sock: socket.socket | TlsStream, deadline: float) -> Any:
+    def _await_connected(self, sock: socket.socket | TlsStream, deadline: float) -> CommandConnected:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -255,7 +261,7 @@ class Connection:
         if future is not None and not future.done():
             future.set_exception(error)
 
-    def _resolve(self, request_id: int, body: Any = None, error: BaseException | None = None) -> None:
+    def _resolve(self, request_id: int, body: Message | None = None, error: BaseException | None = None) -> None:
         with self._lock:
             future = self._requests.pop(request_id, None)
         if future is None or future.done():
@@ -302,7 +308,8 @@ class Connection:
         for future in requests.values():
             if not future.done():
                 future.set_exception(error)
-        for handler in (*producers, *consumers):
+        handlers: list[ProducerHandler | ConsumerHandler] = [*producers, *consumers]
+        for handler in handlers:
             try:
                 handler.connection_lost(self)
             except Exception:  # one handler's failure must not keep the others from reconnecting
@@ -316,10 +323,10 @@ class Connection:
             if bad_text is not None:
                 raise FrameError(f"{commands.type_name(kind)} field {bad_text} is not UTF-8 text")
         if kind == T.MESSAGE:
-            body = command.message
-            consumer = self.consumers.get(body.consumer_id)
+            message = command.message
+            consumer = self.consumers.get(message.consumer_id)
             if consumer is not None:
-                consumer.handle_message(body, frame)
+                consumer.handle_message(message, frame)
         elif kind == T.SEND_RECEIPT:
             producer = self.producers.get(command.send_receipt.producer_id)
             if producer is not None:
@@ -333,25 +340,25 @@ class Connection:
         elif kind == T.PONG:
             pass
         elif kind == T.ERROR:
-            body = command.error
+            failure = command.error
             self._resolve(
-                body.request_id, error=exception_for(result_for_server_error(body.error), body.message or "")
+                failure.request_id, error=exception_for(result_for_server_error(failure.error), failure.message or "")
             )
         elif kind == T.PRODUCER_SUCCESS:
             if command.producer_success.producer_ready:
                 self._resolve(command.producer_success.request_id, command.producer_success)
         elif kind == T.LOOKUP_RESPONSE:
-            body = command.lookupTopicResponse
-            if body.response == CommandLookupTopicResponse.Failed:
-                self._resolve(body.request_id, error=_response_error(body.error, body.message, Result.LookupError))
+            lookup = command.lookupTopicResponse
+            if lookup.response == CommandLookupTopicResponse.Failed:
+                self._resolve(lookup.request_id, error=_response_error(lookup.error, lookup.message, Result.LookupError))
             else:
-                self._resolve(body.request_id, body)
+                self._resolve(lookup.request_id, lookup)
         elif kind == T.PARTITIONED_METADATA_RESPONSE:
-            body = command.partitionMetadataResponse
-            if body.response == CommandPartitionedTopicMetadataResponse.Failed:
-                self._resolve(body.request_id, error=_response_error(body.error, body.message, Result.LookupError))
+            metadata = command.partitionMetadataResponse
+            if metadata.response == CommandPartitionedTopicMetadataResponse.Failed:
+                self._resolve(metadata.request_id, error=_response_error(metadata.error, metadata.message, Result.LookupError))
             else:
-                self._resolve(body.request_id, body)
+                self._resolve(metadata.request_id, metadata)
         elif kind in (T.CONSUMER_STATS_RESPONSE, T.GET_SCHEMA_RESPONSE):
             body = commands.body(command)
             if body.HasField("error_code"):
@@ -359,11 +366,11 @@ class Connection:
             else:
                 self._resolve(body.request_id, body)
         elif kind == T.ACK_RESPONSE:
-            body = command.ackResponse
-            if body.HasField("error"):
-                self._resolve(body.request_id, error=_response_error(body.error, body.message))
+            ack = command.ackResponse
+            if ack.HasField("error"):
+                self._resolve(ack.request_id, error=_response_error(ack.error, ack.message))
             else:
-                self._resolve(body.request_id, body)
+                self._resolve(ack.request_id, ack)
         elif kind in (T.SUCCESS, T.GET_LAST_MESSAGE_ID_RESPONSE, T.GET_TOPICS_OF_NAMESPACE_RESPONSE):
             body = commands.body(command)
             self._resolve(body.request_id, body)

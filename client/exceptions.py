@@ -406,7 +406,7 @@ def exception_for(result: Result, message: str = "") -> PulsarException:
     return _BY_RESULT.get(result, UnknownError)(message)
 
 
-_SERVER_ERRORS = {
+_SERVER_ERRORS: dict[int, Result] = {
     ServerError.MetadataError: Result.BrokerMetadataError,
     ServerError.PersistenceError: Result.BrokerPersistenceError,
     ServerError.AuthenticationError: Result.AuthenticationError,

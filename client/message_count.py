@@ -51,8 +51,8 @@ class Position:
     entry_id: int
 
     @classmethod
-    def parse(cls, text: str) -> Position:
-        """Read Pulsar's ``"ledger:entry"`` text."""
+    def parse(cls, text: object) -> Position:
+        """Read Pulsar's ``"ledger:entry"`` text; any other JSON value is a CountError."""
         match = _POSITION.match(text) if isinstance(text, str) else None
         if match is None:
             raise CountError(f"expected a position 'ledger:entry', got {text!r}")

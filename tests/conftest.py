@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jvm"))
 from apache_pulsar import PulsarStandalone  # noqa: E402
@@ -151,7 +152,51 @@ def broker_factory() -> Iterator:
         tmp.cleanup()
 
 
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Airflow's metadata database (SQLite in AIRFLOW_HOME), created once per test process, for dag.test().
+
+    For the tiers that run Airflow in this process (tests/airflow, tests/spark, tests/cluster): each
+    sets the Airflow environment in its conftest.py (``airflow_test_env``) before airflow is imported,
+    so each xdist worker has a home of its own.
+    """
+    from airflow.utils.db import initdb
+
+    initdb()
+
+
 @pytest.fixture
 def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name unique to the test (and to the broker it runs against)."""
     return re.sub(r"[^\w-]", "-", request.node.name)[:80] + f"-{time.monotonic_ns() % 1_000_000_000}"
+
+
+# ---- secured brokers: token authentication and TLS (tests/integration, tests/interop, tests/airflow) ----
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A test CA and the server certificates it signed (see ``security_helpers.make_pki``), fresh per module."""
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def token_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
+    """An embedded broker for the module that requires a token signed with its secret key; plain transport."""
+    with secured_broker(tmp_path_factory.mktemp("token-broker"), tokens=True) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def tls_token_broker(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecuredBroker]:
+    """An embedded broker for the module with TLS (``pki``'s server certificate) and tokens together,
+    as a production broker would run."""
+    with secured_broker(tmp_path_factory.mktemp("tls-token-broker"), tokens=True, pki=pki) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def wrong_host_broker(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecuredBroker]:
+    """An embedded TLS broker whose certificate, signed by ``pki``'s CA, names another host."""
+    with secured_broker(tmp_path_factory.mktemp("wrong-host-broker"), pki=pki, wrong_host=True) as broker:
+        yield broker

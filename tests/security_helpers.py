@@ -1,4 +1,7 @@
-"""Certificates and secret keys for the authentication and TLS tests, made fresh per test session.
+"""Certificates, secret keys and secured brokers for the authentication and TLS tests.
+
+The fixtures built on them (``pki``, ``token_broker``, ``tls_token_broker``, ``wrong_host_broker``)
+are in tests/conftest.py, fresh for each module that uses them.
 
 A test CA signs a server certificate for 127.0.0.1 and localhost, and another one for a host the
 tests never connect to (so hostname verification has something to refuse).

@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     properties = _properties(args.property)
     payloads, total = _payloads(args)
     failures: list[Exception] = []
-    last: list[MessageId] = []
+    last: list[MessageId | None] = []
     lock = threading.Lock()
     client = open_client(args)
     try:

@@ -7,34 +7,34 @@ appears in a repr, a log line or a ``test_connection`` message.
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from airflow_pulsar.client import AuthenticationToken, Client
-from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
+from airflow.sdk import BaseHook
 
-try:
-    from airflow.sdk import BaseHook
-except ImportError:  # pragma: no cover - Airflow 2.x layout
-    from airflow.hooks.base import BaseHook  # type: ignore[no-redef]
+from airflow_pulsar.client import AuthenticationToken, Client, Consumer, MessageId, Producer, Reader
+from airflow_pulsar.client.aio import Client as AsyncClient
+from airflow_pulsar.client.services import Closeable
+from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
 
 DEFAULT_PORT = 6650
 DEFAULT_TLS_PORT = 6651
 DEFAULT_ADMIN_PORT = 8080
 DEFAULT_ADMIN_TLS_PORT = 8443
 _PULSAR_SCHEMES = ("pulsar", "pulsar+ssl")
+# A producer, consumer or reader the hook closes on close().
+H = TypeVar("H", bound=Closeable)
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off", ""}
 
 
 def _mask_secret(secret: str) -> None:
     """Register ``secret`` with Airflow's secrets masker (task process and, in a task, its supervisor)."""
-    try:
-        from airflow.sdk.log import mask_secret
-    except ImportError:  # pragma: no cover - older Airflow
-        from airflow.utils.log.secrets_masker import mask_secret  # type: ignore[no-redef]
+    from airflow.sdk.log import mask_secret
+
     mask_secret(secret)
 
 
@@ -174,7 +174,7 @@ class PulsarHook(BaseHook):
         self._config: PulsarConnectionConfig | None = None
         self._client: Client | None = None
         self._admin: Any = None
-        self._handlers: list[Any] = []
+        self._handlers: list[Closeable] = []
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -234,28 +234,26 @@ class PulsarHook(BaseHook):
         """Same as ``get_client()`` (Airflow's generic hook entry point)."""
         return self.get_client()
 
-    def get_async_client(self) -> Any:
+    def get_async_client(self) -> AsyncClient:
         """A new asyncio ``Client`` (``airflow_pulsar.client.aio``) on the connection; not cached, since
         it belongs to the caller's event loop: close it with ``await client.close()``. In a trigger,
         ``await aget_config()`` first so the connection is read without blocking the loop."""
-        from airflow_pulsar.client.aio import Client as AsyncClient
-
         return AsyncClient(self.service_url, **self._client_kwargs())
 
-    def _track(self, handler: Any) -> Any:
+    def _track(self, handler: H) -> H:
         with self._lock:
             self._handlers.append(handler)
         return handler
 
-    def create_producer(self, topic: str, **settings: Any) -> Any:
+    def create_producer(self, topic: str, **settings: Any) -> Producer:
         """A producer on ``topic``; settings as ``pulsar.Client.create_producer``."""
         return self._track(self.get_client().create_producer(topic, **settings))
 
-    def subscribe(self, topics: str | list[str] | Any, subscription: str, **settings: Any) -> Any:
+    def subscribe(self, topics: str | list[str] | re.Pattern[str], subscription: str, **settings: Any) -> Consumer:
         """A consumer on a topic, list of topics or pattern; settings as ``pulsar.Client.subscribe``."""
         return self._track(self.get_client().subscribe(topics, subscription, **settings))
 
-    def create_reader(self, topic: str, start_message_id: Any, **settings: Any) -> Any:
+    def create_reader(self, topic: str, start_message_id: MessageId, **settings: Any) -> Reader:
         """A reader from ``start_message_id``; settings as ``pulsar.Client.create_reader``."""
         return self._track(self.get_client().create_reader(topic, start_message_id, **settings))
 

@@ -10,7 +10,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client import ConsumerType, Message, exceptions
+from airflow_pulsar.client import Consumer, ConsumerType, Message, exceptions
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.hooks.pulsar import PulsarHook
 
@@ -150,14 +150,7 @@ class PulsarConsumeOperator(BaseOperator):
         else:
             function = arguments.resolve_function(self.apply_function_batch, "apply_function_batch")
         apply = partial(function, *self.apply_function_args, **self.apply_function_kwargs)
-        summary = {
-            "topics": list(self.topics),
-            "subscription": self.subscription,
-            "ack": self.ack,
-            "messages": 0,
-            "batches": 0,
-            "acknowledged": 0,
-        }
+        messages = batches = acknowledged = 0
         with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
             consumer = hook.subscribe(
                 self.topics[0] if len(self.topics) == 1 else list(self.topics),
@@ -166,24 +159,31 @@ class PulsarConsumeOperator(BaseOperator):
                 initial_position=self.initial_position,
                 **self.consumer_settings,
             )
-            while self.max_messages is None or summary["messages"] < self.max_messages:
+            while self.max_messages is None or messages < self.max_messages:
                 limit = self.max_batch_size
                 if self.max_messages is not None:
-                    limit = min(limit, self.max_messages - summary["messages"])
+                    limit = min(limit, self.max_messages - messages)
                 batch = self._receive_batch(consumer, limit)
                 if not batch:
                     self.log.info("No message within %s s; stopping", self.poll_timeout)
                     break
-                summary["acknowledged"] += self._process(consumer, batch, apply)
-                summary["messages"] += len(batch)
-                summary["batches"] += 1
+                acknowledged += self._process(consumer, batch, apply)
+                messages += len(batch)
+                batches += 1
         self.log.info(
             "Consumed %d messages in %d batches from %s; acknowledged %d (%s)",
-            summary["messages"], summary["batches"], ", ".join(self.topics), summary["acknowledged"], self.ack,
+            messages, batches, ", ".join(self.topics), acknowledged, self.ack,
         )
-        return summary
+        return {
+            "topics": list(self.topics),
+            "subscription": self.subscription,
+            "ack": self.ack,
+            "messages": messages,
+            "batches": batches,
+            "acknowledged": acknowledged,
+        }
 
-    def _receive_batch(self, consumer: Any, limit: int) -> list[Message]:
+    def _receive_batch(self, consumer: Consumer, limit: int) -> list[Message]:
         try:
             batch = [consumer.receive(timeout_millis=int(self.poll_timeout * 1000))]
         except exceptions.Timeout:
@@ -195,7 +195,7 @@ class PulsarConsumeOperator(BaseOperator):
                 break
         return batch
 
-    def _process(self, consumer: Any, batch: list[Message], apply: Callable[..., Any]) -> int:
+    def _process(self, consumer: Consumer, batch: list[Message], apply: Callable[..., Any]) -> int:
         """Apply the function to one batch and acknowledge as ``ack`` says; returns how many were acked."""
         acked = 0
         if self.apply_function is not None:
@@ -225,7 +225,7 @@ class PulsarConsumeOperator(BaseOperator):
             acked = len(batch)
         return acked
 
-    def _reject(self, consumer: Any, messages: list[Message]) -> None:
+    def _reject(self, consumer: Consumer, messages: list[Message]) -> None:
         """Negatively acknowledge ``messages`` and give the negative acks time to reach the broker."""
         self.log.error("The function failed; negatively acknowledging %d message(s)", len(messages))
         for message in messages:

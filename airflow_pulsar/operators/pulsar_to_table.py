@@ -128,6 +128,10 @@ class PulsarToTableOperator(BaseOperator):
         "warehouse_dir",
         "metastore_dir",
     )
+    # Spark arguments read by name; __init__ sets every one of _SPARK_TEMPLATED.
+    conf: dict[str, Any] | None
+    packages: str | None
+    jars: str | None
 
     def __init__(
         self,
@@ -326,7 +330,7 @@ class PulsarToTableOperator(BaseOperator):
 
     def _submit(self, context: Context, spec_json: str, token: str | None) -> None:
         """Run spark-submit for one batch with a hook of its own; returns once the job succeeded."""
-        arguments = {
+        arguments: dict[str, Any] = {
             **self.spark_options,
             **{key: getattr(self, key) for key in _SPARK_TEMPLATED},
             "conn_id": self.conn_id,

@@ -13,6 +13,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
 from airflow_pulsar import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.message_source import MessageSourceSettings
 from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
 
 # How long execute() reads the messages already there before it defers.
@@ -27,7 +28,7 @@ async def _first_event(trigger: PulsarAwaitMessageTrigger) -> dict[str, Any]:
         await events.aclose()
 
 
-class PulsarAwaitMessageSensor(BaseSensorOperator):
+class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
     """
     Wait, deferred, for the first message on a subscription that a user function accepts.
 
@@ -82,18 +83,16 @@ class PulsarAwaitMessageSensor(BaseSensorOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        source = arguments.message_source(
+        self._set_message_source(
             topics=topics,
             subscription=subscription,
             apply_function=apply_function,
             apply_function_args=apply_function_args,
             apply_function_kwargs=apply_function_kwargs,
             subscription_type=subscription_type,
-            position=initial_position,
+            initial_position=initial_position,
             pulsar_conn_id=pulsar_conn_id,
         )
-        for name, value in source.items():
-            setattr(self, name, value)
         self.acknowledge = arguments.flag(acknowledge, "acknowledge")
         arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=True)
 

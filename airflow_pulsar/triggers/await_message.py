@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
@@ -12,11 +12,12 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from airflow_pulsar import arguments
 from airflow_pulsar.client import exceptions
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.message_source import MessageSourceSettings
 from airflow_pulsar.triggers.message_matching import MessageMatcher
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
 
 
-class PulsarAwaitMessageTrigger(ClosesOnCleanup, BaseTrigger):
+class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrigger):
     """
     Subscribe and fire on the first message for which ``apply_function`` returns a truthy value.
 
@@ -54,18 +55,16 @@ class PulsarAwaitMessageTrigger(ClosesOnCleanup, BaseTrigger):
         deadline: float | None = None,
     ) -> None:
         super().__init__()
-        source = arguments.message_source(
+        self._set_message_source(
             topics=topics,
             subscription=subscription,
             apply_function=apply_function,
             apply_function_args=apply_function_args,
             apply_function_kwargs=apply_function_kwargs,
             subscription_type=subscription_type,
-            position=initial_position,
+            initial_position=initial_position,
             pulsar_conn_id=pulsar_conn_id,
         )
-        for name, value in source.items():
-            setattr(self, name, value)
         self.acknowledge = arguments.flag(acknowledge, "acknowledge")
         self.deadline = deadline
 
@@ -87,7 +86,7 @@ class PulsarAwaitMessageTrigger(ClosesOnCleanup, BaseTrigger):
             },
         )
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
+    async def run(self) -> AsyncGenerator[TriggerEvent, None]:
         """Receive until a message matches (or the deadline passes, or the function fails)."""
         matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
         try:

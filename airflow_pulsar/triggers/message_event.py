@@ -12,6 +12,7 @@ from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, reject_s
 from airflow_pulsar import arguments
 from airflow_pulsar.client import Message
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.message_source import MessageSourceSettings
 from airflow_pulsar.triggers.message_matching import MessageMatcher
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
 from airflow_pulsar.triggers.shared_stream import PulsarSharedStreamProducer
@@ -27,7 +28,7 @@ _STREAM_ARGUMENTS = (
 )
 
 
-class PulsarMessageEventTrigger(ClosesOnCleanup, BaseEventTrigger):
+class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEventTrigger):
     """
     Fire an event for every message on a subscription that ``apply_function`` accepts.
 
@@ -84,18 +85,16 @@ class PulsarMessageEventTrigger(ClosesOnCleanup, BaseEventTrigger):
         pulsar_conn_id: str = PulsarHook.default_conn_name,
     ) -> None:
         super().__init__()
-        source = arguments.message_source(
+        self._set_message_source(
             topics=topics,
             subscription=subscription,
             apply_function=apply_function,
             apply_function_args=apply_function_args,
             apply_function_kwargs=apply_function_kwargs,
             subscription_type=subscription_type,
-            position=initial_position,
+            initial_position=initial_position,
             pulsar_conn_id=pulsar_conn_id,
         )
-        for name, value in source.items():
-            setattr(self, name, value)
         self.redelivery_delay = arguments.seconds(redelivery_delay, "redelivery_delay", allow_zero=True)
         arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=False)
         self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)

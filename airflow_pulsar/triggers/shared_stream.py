@@ -10,12 +10,13 @@ crash before that leaves it unacknowledged and Pulsar delivers it again.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Hashable, Sequence
-from typing import Any
 
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
 from airflow_pulsar import arguments
 from airflow_pulsar.client import Message
+from airflow_pulsar.client.aio import AsyncConsumer
+from airflow_pulsar.client.aio import Client as AsyncClient
 from airflow_pulsar.hooks.pulsar import PulsarHook
 
 
@@ -55,8 +56,8 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         self.initial_position = arguments.initial_position(initial_position)
         self.redelivery_delay = redelivery_delay
         self.pulsar_conn_id = pulsar_conn_id
-        self._client: Any = None
-        self._consumer: Any = None
+        self._client: AsyncClient | None = None
+        self._consumer: AsyncConsumer | None = None
 
     async def open_stream(self) -> AsyncIterator[tuple[Message, Message]]:
         """Subscribe (here, not before: the group owns the connection) and yield each message twice:

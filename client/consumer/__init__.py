@@ -7,18 +7,17 @@ arguments, with the same names and defaults.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.message_id import MessageId
 from ..topic_name import TopicName
 from .consumer import Consumer
 from .dead_letter import ConsumerDeadLetterPolicy
-from .message import Message
+from .message import Message, MessageFields
 from .multi_topics import MultiTopicsConsumer, partitions_of
-from .partition_consumer import PartitionConsumer
 from .reader import Reader, check_start, reader_settings
-from .receiver_queue import ReceiverQueue
 from .settings import (
     ConsumerBatchReceivePolicy,
     ConsumerKeySharedPolicy,
@@ -28,6 +27,9 @@ from .settings import (
     KeySharedMode,
 )
 from .stats import ConsumerStats
+
+if TYPE_CHECKING:
+    from ..services import ClientServices
 
 __all__ = [
     "Consumer",
@@ -39,6 +41,7 @@ __all__ = [
     "InitialPosition",
     "KeySharedMode",
     "Message",
+    "MessageFields",
     "MessageId",
     "Reader",
     "create_reader",
@@ -46,13 +49,17 @@ __all__ = [
 ]
 
 
-def subscribe(client: Any, topic: str | list[str] | re.Pattern[str], subscription_name: str, **settings: Any) -> Consumer:
+def subscribe(
+    client: ClientServices, topic: str | list[str] | re.Pattern[str], subscription_name: str, **settings: Any
+) -> Consumer:
     """Subscribe to a topic, a list of topics or a compiled regex pattern (``pulsar.Client.subscribe``)."""
     config = ConsumerSettings(subscription_name, **settings)
     return _open(client, topic, config)
 
 
-def _open(client: Any, topic: Any, config: ConsumerSettings, start: MessageId | None = None) -> Consumer:
+def _open(
+    client: ClientServices, topic: str | list[str] | re.Pattern[str], config: ConsumerSettings, start: MessageId | None = None
+) -> Consumer:
     if isinstance(topic, re.Pattern) or (isinstance(topic, list) and topic):
         if isinstance(topic, list) and not all(isinstance(t, str) for t in topic):
             raise InvalidConfiguration(f"topic list must hold str names, got {topic!r}")
@@ -63,17 +70,14 @@ def _open(client: Any, topic: Any, config: ConsumerSettings, start: MessageId | 
     if len(partitions) > 1 or partitions[0][1] >= 0 and TopicName.parse(topic).partition < 0:
         return MultiTopicsConsumer(client, [topic], config, start)
     name, partition = partitions[0]
-    consumer = Consumer(client, name, config, ReceiverQueue())
-    consumer._add_child(PartitionConsumer(client, name, partition, config, consumer._queue, config.receiver_queue_size, start))
-    consumer._start()
-    return consumer
+    return Consumer.of_partition(client, name, partition, config, start)
 
 
 def create_reader(
-    client: Any,
+    client: ClientServices,
     topic: str,
     start_message_id: MessageId,
-    reader_listener: Any = None,
+    reader_listener: Callable[[Reader, Message], None] | None = None,
     receiver_queue_size: int = 1000,
     reader_name: str | None = None,
     subscription_role_prefix: str | None = None,
@@ -85,12 +89,14 @@ def create_reader(
     if not isinstance(topic, str) or not topic:
         raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
     config = reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive)
-    reader = Reader(None, start)
-    if reader_listener is not None:
-        if not callable(reader_listener):
-            raise InvalidConfiguration(f"reader_listener must be callable, got {reader_listener!r}")
-        config.message_listener = lambda _consumer, message: reader_listener(reader, message)
+    if reader_listener is not None and not callable(reader_listener):
+        raise InvalidConfiguration(f"reader_listener must be callable, got {reader_listener!r}")
     if len(partitions_of(client, topic)) > 1 and start not in (MessageId.earliest, MessageId.latest):
         raise InvalidConfiguration("a reader of a partitioned topic starts at MessageId.earliest or MessageId.latest")
-    reader._consumer = _open(client, topic, config, start)
-    return reader
+
+    def open_consumer(reader: Reader) -> Consumer:
+        if reader_listener is not None:
+            config.message_listener = lambda _consumer, message: reader_listener(reader, message)
+        return _open(client, topic, config, start)
+
+    return Reader(open_consumer, start)

@@ -1,4 +1,4 @@
-"""The acknowledgement grouping tracker: one partition consumer's acks and batch-index state (seed 002).
+"""The acknowledgement grouping tracker: one partition consumer's acks and batch-index state.
 
 Acknowledgements are collected and sent as one ACK command carrying many message ids, every
 ``group_time`` seconds or as soon as ``max_size`` are pending. Individual acks of whole entries
@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from ..protocol.batch import ack_set_words
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import CommandAck, MessageIdData
+from ..protocol.wire import U64_MASK
 from ..timer import Timer, TimerHandle
-
-_U64 = (1 << 64) - 1
 
 Position = tuple[int, int]  # (ledger id, entry id)
 # A cumulative ack: ledger, entry, the indexes left unacknowledged in it (None: the whole entry), batch size.
@@ -45,7 +44,7 @@ class UnackedIndexes:
 
 def id_data(ledger: int, entry: int, unacked: int | None = None, batch_size: int = 0) -> MessageIdData:
     """A MessageIdData for an ACK: ledger and entry, plus the ack_set of a partly acked batch."""
-    data = MessageIdData(ledgerId=ledger & _U64, entryId=entry & _U64)
+    data = MessageIdData(ledgerId=ledger & U64_MASK, entryId=entry & U64_MASK)
     if unacked is not None:
         data.ack_set.extend(ack_set_words(unacked, batch_size))
         data.batch_size = batch_size

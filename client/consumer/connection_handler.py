@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from ..backoff import Backoff
+from ..connection import Connection
 from ..exceptions import AlreadyClosed, ConnectError, PulsarException, Result, Timeout
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class ConnectionHandler:
         self.topic = topic
         self._subscribe = subscribe
         self._fail = fail
-        self.connection: Any = None  # None while not subscribed
+        self.connection: Connection | None = None  # None while not subscribed
         self.closing = False  # set once the consumer closes: a loss from then on is not resubscribed
         self.reconnects = 0
         self._ready = threading.Event()
@@ -65,7 +65,7 @@ class ConnectionHandler:
         """Whether the consumer is subscribed right now."""
         return self.connection is not None and not self.closing
 
-    def connect(self, with_retries: Callable[[str, Callable[[], None]], Any]) -> None:
+    def connect(self, with_retries: Callable[[str, Callable[[], None]], None]) -> None:
         """The first subscribe: retried by ``with_retries`` while its errors are retryable."""
         self._reconnecting = True  # a loss meanwhile is retried here, not by a second subscriber
         try:
@@ -76,7 +76,7 @@ class ConnectionHandler:
         if not self._settled():
             self._start_reconnect()
 
-    def attach(self, connection: Any, reconnect: bool) -> None:
+    def attach(self, connection: Connection, reconnect: bool) -> None:
         """The broker accepted the subscribe on ``connection``: the consumer is ready on it."""
         with self._lock:
             if connection.closed:  # closed before it could tell us: subscribe again elsewhere
@@ -96,7 +96,7 @@ class ConnectionHandler:
             self._reconnecting = True
         self._start_reconnect()
 
-    def wait(self, timeout: float) -> Any:
+    def wait(self, timeout: float) -> Connection:
         """The connection, once subscribed; AlreadyClosed, or Timeout after ``timeout`` seconds."""
         if self.closing:
             raise AlreadyClosed(f"consumer on {self.topic} is closed")

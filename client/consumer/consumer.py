@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from ..exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, InvalidConfiguration, Timeout
 from ..protocol.message_id import MessageId
@@ -21,17 +21,23 @@ from .receiver_queue import ReceiverQueue
 from .settings import ConsumerSettings
 from .stats import ConsumerStats
 
+if TYPE_CHECKING:
+    from ..services import ClientServices
+
 log = logging.getLogger(__name__)
 
 
 class Consumer:
-    """What ``subscribe`` returns: mirrors ``pulsar.Consumer`` over one or more partition consumers."""
+    """What ``subscribe`` returns: mirrors ``pulsar.Consumer`` over one or more partition consumers.
 
-    def __init__(self, client: Any, topic_label: str, settings: ConsumerSettings, queue: ReceiverQueue):
+    Subclasses subscribe their partition consumers with ``_add_child`` and then call ``_start``.
+    """
+
+    def __init__(self, client: ClientServices, topic_label: str, settings: ConsumerSettings):
         self._client = client
         self._topic_label = topic_label
         self._settings = settings
-        self._queue = queue
+        self._queue = ReceiverQueue()
         self._children: dict[str, PartitionConsumer] = {}
         self._closed = False
         self._listener_thread: threading.Thread | None = None
@@ -39,6 +45,18 @@ class Consumer:
         self._wait_hook: Callable[[], None] | None = None
         self._listener = settings.message_listener
         self._max_messages, self._max_bytes, self._batch_timeout = settings.batch_receive_limits()
+
+    @classmethod
+    def of_partition(
+        cls, client: ClientServices, topic: str, partition: int, settings: ConsumerSettings, start_message_id: MessageId | None = None
+    ) -> Consumer:
+        """A subscribed consumer of one partition (``partition`` -1: a non-partitioned topic)."""
+        consumer = cls(client, topic, settings)
+        consumer._add_child(
+            PartitionConsumer(client, topic, partition, settings, consumer._queue, settings.receiver_queue_size, start_message_id)
+        )
+        consumer._start()
+        return consumer
 
     # ---- children ----
 
@@ -59,7 +77,7 @@ class Consumer:
 
     def _child_for(self, target: Message | MessageId) -> PartitionConsumer:
         if isinstance(target, Message):
-            owner = target._delivery.owner
+            owner = target.delivery.owner
             if owner is None or owner.topic not in self._children:
                 raise InvalidConfiguration("the message was not received by this consumer")
             return cast(PartitionConsumer, owner)  # whoever delivers a message is a partition consumer
@@ -82,21 +100,22 @@ class Consumer:
         if self._listener is not None:
             raise InvalidConfiguration("receive() cannot be used with a message_listener")
         if self._closed:
-            self._check_open()
+            self.check_open()
         if timeout_millis is not None and (not isinstance(timeout_millis, int) or timeout_millis < 0):
             raise InvalidConfiguration(f"timeout_millis must be None or an int >= 0, got {timeout_millis!r}")
         message = self._queue.take(None if timeout_millis is None else timeout_millis / 1000, self._wait_hook)
         if message is None:
-            self._check_open()
+            self.check_open()
             raise Timeout(f"no message within {timeout_millis} ms")
         return message
 
     def batch_receive(self) -> list[Message]:
         """Pull mode: the messages available within the batch receive policy (possibly none)."""
-        self._check_open()
+        self.check_open()
         return self._queue.take_many(self._max_messages, self._max_bytes, self._batch_timeout)
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raise AlreadyClosed once closed, or the error that ended a partition's subscription for good."""
         if self._closed:
             raise AlreadyClosed(f"consumer on {self._topic_label} is closed")
         for child in self._children.values():
@@ -132,9 +151,9 @@ class Consumer:
     def acknowledge(self, message: Message | MessageId) -> None:
         """Acknowledge one message (grouped; with ack receipts, returns once the broker confirmed)."""
         if self._closed:
-            self._check_open()
+            self.check_open()
         if type(message) is Message:  # the hot path: the message knows its partition consumer
-            owner = message._delivery.owner
+            owner = message.delivery.owner
             if owner is not None and owner.topic in self._children:
                 owner.acknowledge(message)
                 return
@@ -142,7 +161,7 @@ class Consumer:
 
     def acknowledge_cumulative(self, message: Message | MessageId) -> None:
         """Acknowledge every message up to this one in its partition; refused on Shared and Key_Shared."""
-        self._check_open()
+        self.check_open()
         if self._settings.shared:
             raise CumulativeAcknowledgementNotAllowedError(
                 f"acknowledge_cumulative is not allowed on a {self._settings.consumer_type.name} subscription"
@@ -151,12 +170,12 @@ class Consumer:
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Have the message redelivered after ``negative_ack_redelivery_delay_ms``."""
-        self._check_open()
+        self.check_open()
         self._child_for(message).negative_acknowledge(message)
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Have every unacknowledged message delivered again."""
-        self._check_open()
+        self.check_open()
         for child in self._children.values():
             child.redeliver_all()
 
@@ -164,7 +183,7 @@ class Consumer:
 
     def seek(self, messageid: MessageId | int) -> None:
         """Reset the subscription to a message id or a publish timestamp (ms since the epoch)."""
-        self._check_open()
+        self.check_open()
         if not isinstance(messageid, (MessageId, int)) or isinstance(messageid, bool):
             raise InvalidConfiguration(f"messageid must be a MessageId or an int timestamp, got {messageid!r}")
         if isinstance(messageid, MessageId) and len(self._children) > 1:
@@ -176,15 +195,32 @@ class Consumer:
 
     def get_last_message_id(self) -> MessageId:
         """The id of the last message in the topic (one partition only; see get_last_message_ids)."""
-        self._check_open()
+        self.check_open()
         if len(self._children) != 1:
             raise InvalidConfiguration("get_last_message_id needs a single partition; use get_last_message_ids()")
         return next(iter(self._children.values())).get_last_message_id()[0]
 
     def get_last_message_ids(self) -> dict[str, tuple[MessageId, MessageId | None]]:
         """Per partition: (last message id, the subscription's mark-delete position)."""
-        self._check_open()
+        self.check_open()
         return {topic: child.get_last_message_id() for topic, child in self._children.items()}
+
+    # ---- what the reader and the asyncio facade build on ----
+
+    @property
+    def receiver_queue(self) -> ReceiverQueue:
+        """The queue every partition consumer feeds and ``receive`` takes from."""
+        return self._queue
+
+    @property
+    def settings(self) -> ConsumerSettings:
+        """The settings the consumer was subscribed with."""
+        return self._settings
+
+    @property
+    def partition_consumers(self) -> list[PartitionConsumer]:
+        """One per subscribed partition."""
+        return list(self._children.values())
 
     # ---- identity ----
 
@@ -212,7 +248,7 @@ class Consumer:
 
     def unsubscribe(self) -> None:
         """Delete the subscription on the broker and close this consumer."""
-        self._check_open()
+        self.check_open()
         for child in list(self._children.values()):
             child.unsubscribe()
         self._finish_close()

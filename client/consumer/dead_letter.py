@@ -11,10 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import InvalidConfiguration, PulsarException
 from .message import Message
+
+if TYPE_CHECKING:
+    from ..services import DeadLetterSender
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,7 @@ class DeadLetterProcessor:
         policy: ConsumerDeadLetterPolicy,
         topic: str,
         subscription: str,
-        open_producer: Callable[[str], Any],
+        open_producer: Callable[[str], DeadLetterSender],
         subscribe_initial: Callable[[str, str], None],
         ack: Callable[[Message], None],
     ):
@@ -64,7 +67,7 @@ class DeadLetterProcessor:
         self._ack = ack
         self._lock = threading.Lock()
         self._last_chance: dict[tuple[int, int], list[Message]] = {}
-        self._producer: Any = None
+        self._producer: DeadLetterSender | None = None
         self.diverted = 0
 
     def remember(self, ledger: int, entry: int, messages: list[Message], redelivery_count: int) -> None:
@@ -111,7 +114,7 @@ class DeadLetterProcessor:
             # Not acknowledged, so the broker redelivers it after a reconnect; try again then.
             log.error("could not move %d message(s) to %s: %s", len(messages), self.topic, exc)
 
-    def _producer_for_topic(self) -> Any:
+    def _producer_for_topic(self) -> DeadLetterSender:
         if self._producer is None:
             if self.policy.initial_subscription_name:
                 self._subscribe_initial(self.topic, self.policy.initial_subscription_name)

@@ -9,7 +9,7 @@ bytes until a key, property or timestamp is asked for. The MessageId is built on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, final
 
 from ..protocol.message_id import MessageId, _with_topic
 from ..protocol.PulsarApi_pb2 import MessageMetadata, SingleMessageMetadata
@@ -74,15 +74,41 @@ class Delivery:
         self.unacked: UnackedIndexes | None = None
 
 
-class Message:
-    """A received message: payload, keys, properties, timestamps and its id."""
+class MessageFields(NamedTuple):
+    """Everything a table row of one message holds, read in one call (see ``Message.fields``)."""
 
-    __slots__ = ("_data", "_delivery", "_index", "_single", "_id")
+    partition_key: str
+    #: The payload, None for a null value (a tombstone).
+    value: bytes | None
+    ledger_id: int
+    entry_id: int
+    #: Index in the batch, -1 for a message that is a whole entry.
+    batch_index: int
+    publish_time: int
+    #: The application's event time in ms, 0 if none was set.
+    event_time: int
+    properties: Sequence[tuple[str, str]]
+    redelivery_count: int
+
+
+# Builds a MessageFields from a plain tuple without NamedTuple's generated ``__new__`` (a Python
+# call per message, on the ingestion hot path).
+_new_fields = tuple.__new__
+
+
+@final  # consumers tell a Message from a MessageId by ``type(x) is Message``, the cheapest test
+class Message:
+    """A received message: payload, keys, properties, timestamps and its id.
+
+    ``delivery`` (the entry it came in) and ``batch_index`` (-1 for a message that is a whole
+    entry) are for the consumer that received it: acks read them directly, on the hot path.
+    """
+
+    __slots__ = ("_data", "delivery", "batch_index", "_single", "_id")
 
     def __init__(self, delivery: Delivery, index: int, data: bytes, single: bytes | SingleMessageMetadata | None):
-        self._delivery = delivery
-        # Index in the batch, -1 for a message that is a whole entry.
-        self._index = index
+        self.delivery = delivery
+        self.batch_index = index
         self._data = data
         # Raw or parsed SingleMessageMetadata inside a batch, None otherwise.
         self._single = single
@@ -92,7 +118,7 @@ class Message:
         """Where the per-message fields live: the single-message metadata, or the entry's."""
         single = self._single
         if single is None:
-            return self._delivery.metadata
+            return self.delivery.metadata
         if type(single) is bytes:
             single = self._single = SingleMessageMetadata.FromString(single)
         return single
@@ -119,7 +145,7 @@ class Message:
 
     def publish_timestamp(self) -> int:
         """When the producer published it, in milliseconds since the epoch."""
-        return self._delivery.metadata.publish_time
+        return self.delivery.metadata.publish_time
 
     def event_timestamp(self) -> int:
         """The application's event time in milliseconds, or 0 if none was set."""
@@ -129,8 +155,8 @@ class Message:
         """Its position: ledger, entry, partition, and index inside a batch."""
         message_id = self._id
         if message_id is None:
-            delivery = self._delivery
-            message_id = MessageId(delivery.partition, delivery.ledger_id, delivery.entry_id, self._index, delivery.batch_size)
+            delivery = self.delivery
+            message_id = MessageId(delivery.partition, delivery.ledger_id, delivery.entry_id, self.batch_index, delivery.batch_size)
             if delivery.id_topic is not None:
                 _with_topic(message_id, delivery.id_topic)
             self._id = message_id
@@ -138,43 +164,41 @@ class Message:
 
     def topic_name(self) -> str:
         """The topic (partition) it was received from."""
-        return self._delivery.topic
+        return self.delivery.topic
 
     def redelivery_count(self) -> int:
         """How often the broker delivered it before (Shared and Key_Shared count; others say 0)."""
-        return self._delivery.redelivery_count
+        return self.delivery.redelivery_count
 
     def producer_name(self) -> str:
         """The name of the producer that sent it."""
-        return self._delivery.metadata.producer_name
+        return self.delivery.metadata.producer_name
 
     def schema_version(self) -> bytes:
         """The schema version the producer set, or empty bytes."""
-        return self._delivery.metadata.schema_version
+        return self.delivery.metadata.schema_version
 
     def has_null_value(self) -> bool:
         """Whether the producer sent a null value (a tombstone)."""
         return self._source().null_value
 
-    def fields(self) -> tuple[str, bytes | None, int, int, int, int, int, Sequence[tuple[str, str]], int]:
+    def fields(self) -> MessageFields:
         """Everything a table row of this message holds, in one call, for readers that turn many
-        messages into columns: (partition key, payload or None for a null value, ledger id, entry
-        id, batch index, publish time ms, event time ms or 0, properties as (key, value) pairs,
-        redelivery count)."""
+        messages into columns."""
         source = self._source()
-        delivery = self._delivery
+        delivery = self.delivery
         properties = source.properties
-        return (
+        return _new_fields(MessageFields, (
             source.partition_key,
             None if source.null_value else self._data,
             delivery.ledger_id,
             delivery.entry_id,
-            self._index,
+            self.batch_index,
             delivery.metadata.publish_time,
             source.event_time,
             [(kv.key, kv.value) for kv in properties] if properties else (),
             delivery.redelivery_count,
-        )
+        ))
 
     def __repr__(self) -> str:
-        return f"Message(topic={self._delivery.topic!r}, id={self.message_id()}, {len(self._data)} bytes)"
+        return f"Message(topic={self.delivery.topic!r}, id={self.message_id()}, {len(self._data)} bytes)"

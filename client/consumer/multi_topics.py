@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..exceptions import InvalidConfiguration, PulsarException
 from ..protocol.message_id import MessageId
@@ -19,15 +19,17 @@ from ..protocol.PulsarApi_pb2 import BaseCommand, CommandGetTopicsOfNamespace
 from ..topic_name import TopicName
 from .consumer import Consumer
 from .partition_consumer import PartitionConsumer
-from .receiver_queue import ReceiverQueue
 from .settings import ConsumerSettings
+
+if TYPE_CHECKING:
+    from ..services import ClientServices
 
 log = logging.getLogger(__name__)
 
 T = BaseCommand.Type
 
 
-def partitions_of(client: Any, topic: str) -> list[tuple[str, int]]:
+def partitions_of(client: ClientServices, topic: str) -> list[tuple[str, int]]:
     """(topic name, partition index) of each partition, or [(topic, -1)] when not partitioned."""
     name = TopicName.parse(topic)
     count = client.partition_count(str(name))
@@ -41,17 +43,17 @@ class MultiTopicsConsumer(Consumer):
 
     def __init__(
         self,
-        client: Any,
+        client: ClientServices,
         topics: list[str] | re.Pattern[str],
         settings: ConsumerSettings,
         start_message_id: MessageId | None = None,
     ):
         label = topics.pattern if isinstance(topics, re.Pattern) else ",".join(topics)
-        super().__init__(client, label, settings, ReceiverQueue())
+        super().__init__(client, label, settings)
         self._pattern = topics if isinstance(topics, re.Pattern) else None
         self._start_message_id = start_message_id
         self._stop = threading.Event()
-        names = self._matching_topics() if self._pattern is not None else list(topics)
+        names = self._matching_topics() if isinstance(topics, re.Pattern) else list(topics)
         self._topics = set(names)
         try:
             self._subscribe_partitions([p for topic in names for p in partitions_of(client, topic)])

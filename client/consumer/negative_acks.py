@@ -1,4 +1,4 @@
-"""The negative-acknowledgement tracker (seed 002).
+"""The negative-acknowledgement tracker: redelivery of nacked messages after a delay.
 
 A nacked message is remembered with the time it becomes due (now + the redelivery delay). One
 timer, ticking at a third of the delay while anything is pending, collects the due entries and

@@ -15,8 +15,9 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..connection import Connection
 from ..exceptions import PulsarException, Timeout
 from ..protocol import commands
 from ..protocol.frames import encode_command
@@ -30,10 +31,13 @@ from .message import Delivery, Message
 from .negative_acks import NegativeAcksTracker
 from .permits import Permits
 from .receiver_queue import QueuedEntry, ReceiverQueue
-from .settings import ConsumerSettings, ConsumerType
+from .settings import ConsumerSettings, ConsumerType, InitialPosition
 from .stats import ConsumerStats
 from .unacked_tracker import UnackedMessageTracker
 from .unpacker import EntryUnpacker, StartFilter, entry_permits
+
+if TYPE_CHECKING:
+    from ..services import ClientServices
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +55,7 @@ class PartitionConsumer:
 
     def __init__(
         self,
-        client: Any,
+        client: ClientServices,
         topic: str,
         partition: int,
         settings: ConsumerSettings,
@@ -86,7 +90,7 @@ class PartitionConsumer:
                 topic,
                 settings.subscription_name,
                 lambda dlq: client.create_producer(dlq, batching_enabled=False),
-                lambda dlq, name: client.subscribe(dlq, name, initial_position=1).close(),
+                lambda dlq, name: client.subscribe(dlq, name, initial_position=InitialPosition.Earliest).close(),
                 self.acknowledge,
             )
             if settings.dead_letter_policy is not None
@@ -102,7 +106,6 @@ class PartitionConsumer:
         # Set when a resubscribe was refused for good; receive() then raises it.
         self.failure: PulsarException | None = None
         self.is_active: bool | None = None
-        self.reached_end_of_topic = False
         self.redeliveries = 0
         self.received = 0
 
@@ -162,14 +165,15 @@ class PartitionConsumer:
         log.info("consumer %s on %s is now %s", self.consumer_name, self.topic, "active" if is_active else "inactive")
 
     def handle_end_of_topic(self) -> None:
-        """The topic was terminated and everything was delivered."""
-        self.reached_end_of_topic = True
+        """The topic was terminated and everything was delivered; the official Python API exposes
+        no such state, so it is only logged."""
+        log.info("consumer %s on %s reached the end of the terminated topic", self.consumer_name, self.topic)
 
     def handle_broker_close(self) -> None:
         """The broker closed this consumer (seek, unload): subscribe again."""
         self.connection_handler.lost()
 
-    def connection_lost(self, connection: Any) -> None:
+    def connection_lost(self, connection: Connection) -> None:
         """The connection dropped: subscribe again once a broker answers."""
         self.connection_handler.lost()
 
@@ -235,10 +239,11 @@ class PartitionConsumer:
         """Individual ack; a batch entry is acked once all its messages are (or per index if enabled)."""
         # The hot path: fields are read directly, a method call per field costs too much.
         if type(target) is Message:
-            delivery = target._delivery
-            ledger, entry, index, size, state = delivery.ledger_id, delivery.entry_id, target._index, delivery.batch_size, delivery.unacked
+            delivery = target.delivery
+            ledger, entry, size, state = delivery.ledger_id, delivery.entry_id, delivery.batch_size, delivery.unacked
+            index = target.batch_index
         else:
-            ledger, entry, index, size = target._ledger_id, target._entry_id, target._batch_index, target._batch_size
+            ledger, entry, index, size = target.ledger_id(), target.entry_id(), target.batch_index(), target.batch_size()
             state = None
         if self.unacked is not None:
             self.unacked.remove(target.message_id() if type(target) is Message else target)
@@ -362,7 +367,7 @@ class PartitionConsumer:
             mark_delete = MessageId(self.partition, position.ledger_id(), position.entry_id())
         return (last if self._id_topic is None else _with_topic(last, self._id_topic)), mark_delete
 
-    def _connection_or_wait(self) -> Any:
+    def _connection_or_wait(self) -> Connection:
         return self.connection_handler.wait(self.client.operation_timeout)
 
     # ---- closing ----

@@ -8,6 +8,7 @@ reader of a partitioned topic reads every partition, from earliest or latest.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import InvalidConfiguration
@@ -19,11 +20,20 @@ from .settings import ConsumerSettings, ConsumerType
 
 
 class Reader:
-    """Mirrors ``pulsar.Reader``: read_next, has_message_available, seek, close."""
+    """Mirrors ``pulsar.Reader``: read_next, has_message_available, seek, close.
 
-    def __init__(self, consumer: Consumer | None, start_message_id: MessageId):
-        self._consumer: Consumer = consumer  # type: ignore[assignment]  # set by create_reader
+    ``open_consumer(reader)`` subscribes the consumer behind it; it gets the reader first, so a
+    reader listener can be handed the reader.
+    """
+
+    def __init__(self, open_consumer: Callable[[Reader], Consumer], start_message_id: MessageId):
         self._start = start_message_id
+        self._consumer = open_consumer(self)
+
+    @property
+    def consumer(self) -> Consumer:
+        """The non-durable consumer the reader reads through."""
+        return self._consumer
 
     def topic(self) -> str:
         """The topic read."""
@@ -32,16 +42,14 @@ class Reader:
     def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message; raises Timeout after ``timeout_millis`` (None: wait forever)."""
         message = self._consumer.receive(timeout_millis)
-        # Acked cumulatively, so the broker forgets what it has delivered (the cursor is not stored).
-        delivery = message._delivery
-        delivery.owner.acks.add_cumulative(delivery.ledger_id, delivery.entry_id)  # type: ignore[union-attr]
+        mark_read(message)
         return message
 
     def has_message_available(self) -> bool:
         """Whether a read_next would find a message now (asks the broker for the last message id)."""
-        if self._consumer._queue.has_messages():
+        if self._consumer.receiver_queue.has_messages():
             return True
-        return any(_child_has_more(child, self._start) for child in self._consumer._children.values())
+        return any(_child_has_more(child, self._start) for child in self._consumer.partition_consumers)
 
     def seek(self, messageid: MessageId | int) -> None:
         """Read from a message id or a publish timestamp (ms) next."""
@@ -64,6 +72,20 @@ class Reader:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def mark_read(message: Message) -> None:
+    """Acknowledge cumulatively up to a message a reader returned, so the broker forgets what it
+    has delivered (the reader's cursor is not stored).
+
+    Inside a batch that still has unread messages the ack stops before the entry, as a consumer's
+    cumulative ack does: acking the entry would let the broker skip the unread rest when it
+    redelivers from the start id after a reconnect.
+    """
+    delivery = message.delivery
+    owner = delivery.owner
+    if owner is not None:
+        owner.acks.add_cumulative_message(delivery.ledger_id, delivery.entry_id, message.batch_index, delivery.batch_size)
 
 
 def _child_has_more(child: PartitionConsumer, start: MessageId) -> bool:

@@ -1,4 +1,4 @@
-"""The receiver queue between the connections' reader threads and the application (seed 000).
+"""The receiver queue between the connections' reader threads and the application.
 
 The connection's reader thread appends whole entries, still packed, to the queue; the thread that
 calls ``receive`` unpacks them (a batch into its messages) and takes messages off the front. The
@@ -117,9 +117,9 @@ class ReceiverQueue:
                     return message
             deadline = None if timeout is None else time.monotonic() + timeout
             while True:
-                message = self._next_ready()
-                if message is not None:
-                    return message
+                found = self._next_ready()
+                if found is not None:
+                    return found
                 if not self._unpack_next(deadline, before_wait):
                     return None
         finally:
@@ -140,7 +140,7 @@ class ReceiverQueue:
                     if max_bytes > 0:
                         end, stop = stop, pos
                         while stop < end and size < max_bytes:
-                            size += len(ready[stop]._data)
+                            size += len(ready[stop].data())
                             stop += 1
                     part = ready[pos:stop]
                     self._ready_pos = stop
@@ -233,7 +233,7 @@ class ReceiverQueue:
         messages = item.owner.unpack(item)
         if messages:
             self._ready, self._ready_pos = messages, 0
-            self._ready_delivery, self._ready_owner = messages[0]._delivery, item.owner
+            self._ready_delivery, self._ready_owner = messages[0].delivery, item.owner
         return True
 
 

@@ -1,4 +1,4 @@
-"""Consumer statistics: what a "consumer looks stuck" investigation needs, in one log line (seed 000).
+"""Consumer statistics: what a "consumer looks stuck" investigation needs, in one log line.
 
 If ``available_permits`` sits below half the queue while ``queued_messages`` stays high, the
 application is not taking messages, so no FLOW goes out and the broker sends nothing more; if the

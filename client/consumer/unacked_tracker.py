@@ -1,4 +1,4 @@
-"""The unacknowledged-message tracker: a time wheel that redelivers after the ack timeout (seed 002).
+"""The unacknowledged-message tracker: a time wheel that redelivers after the ack timeout.
 
 The wheel has ``ack_timeout / tick`` buckets. A message the application receives goes into the
 newest bucket; an ack takes it out. Every tick the oldest bucket falls off the wheel and whatever

@@ -16,18 +16,15 @@ import logging
 from typing import Any
 
 from ..protocol.batch import BatchFormatError, read_batch, unacked_mask
-from ..protocol.compression import CompressionError, decompress
+from ..protocol.compression import Buffer, CompressionError, decompress
 from ..protocol.frames import FrameError, split_entry
 from ..protocol.message_id import MessageId
+from ..protocol.wire import signed64
 from .ack_grouping import AckGroupingTracker
 from .chunks import ChunkedMessageCollector
 from .message import Delivery, DeliveryOwner, Message
 
 log = logging.getLogger(__name__)
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def entry_permits(entry: bytes) -> int:
@@ -102,8 +99,9 @@ class EntryUnpacker:
         ``command`` is the CommandMessage the entry came with (its message id, ack_set and
         redelivery count); ``owner`` and ``epoch`` are recorded on the messages' Delivery.
         """
-        ledger = _signed(command.message_id.ledgerId)
-        entry_id = _signed(command.message_id.entryId)
+        ledger = signed64(command.message_id.ledgerId)
+        entry_id = signed64(command.message_id.entryId)
+        payload: Buffer  # a view of the entry, reassembled chunks, or what decompression made
         try:
             metadata, payload = split_entry(entry)
         except FrameError as exc:

@@ -19,6 +19,7 @@ from ..protocol.batch import set_message_fields
 from ..protocol.checksum import crc32c
 from ..protocol.compression import CompressionType, compress
 from ..protocol.frames import encode_entry, encode_plain_metadata
+from ..protocol.PulsarApi_pb2 import CompressionType as WireCompression
 from ..protocol.PulsarApi_pb2 import MessageMetadata
 from .batch_container import Batch
 from .chunking import chunk_size_for, split_into_chunks
@@ -106,7 +107,7 @@ class EntryBuilder:
             producer_name=self.producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
         )
         if compression != CompressionType.NONE:
-            full.compression = int(compression)
+            full.compression = WireCompression.ValueType(compression)
             full.uncompressed_size = size
         set_message_fields(full, properties, partition_key, ordering_key, event_timestamp)
         if len(payload) <= limit:

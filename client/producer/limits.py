@@ -1,22 +1,19 @@
 """Flow control: the client-wide memory limit and the per-partition pending-messages limit.
 
-Both follow seed 003's ``canEnqueueRequest``: a message takes a pending slot, then reserves its
-uncompressed payload bytes; with ``block_if_queue_full`` it waits (up to a deadline) for both,
-without it a full limit fails at once. Everything taken is given back when the message's receipt,
-failure or timeout completes it.
+Both are taken before a message is queued, as the Java client's ``canEnqueueRequest`` does: a
+message takes a pending slot, then reserves its uncompressed payload bytes; with
+``block_if_queue_full`` it waits (up to a deadline) for both, without it a full limit fails at
+once. Everything taken is given back when the message's receipt, failure or timeout completes it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 from ..exceptions import PulsarException, Result, Timeout, exception_for
 
-__all__ = ["MemoryLimit", "PendingLimit", "SendQuota", "memory_limit_of"]
-
-_ATTACH_LOCK = threading.Lock()
+__all__ = ["MemoryLimit", "PendingLimit", "SendQuota"]
 
 
 class _Budget:
@@ -78,7 +75,7 @@ class _Budget:
 
 
 class MemoryLimit(_Budget):
-    """Uncompressed payload bytes held by all producers of one client (``memory_limit_bytes``)."""
+    """Uncompressed payload bytes held by all producers of one client (``memory_limit_bytes``); the client owns it."""
 
 
 class PendingLimit(_Budget):
@@ -138,15 +135,3 @@ class SendQuota:
     def is_full(self) -> bool:
         """Whether the next message would wait for (or fail on) a pending slot."""
         return self.pending.is_full()
-
-
-def memory_limit_of(client: Any) -> MemoryLimit:
-    """The client's shared MemoryLimit, attached to it on first use."""
-    limit = getattr(client, "memory_limit", None)
-    if limit is None:
-        with _ATTACH_LOCK:
-            limit = getattr(client, "memory_limit", None)
-            if limit is None:
-                limit = MemoryLimit(int(getattr(client, "memory_limit_bytes", 0) or 0))
-                client.memory_limit = limit
-    return limit

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backoff import Backoff
 from ..connection import Connection
@@ -35,11 +35,15 @@ from ..exceptions import (
 )
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue
+from ..protocol.wire import signed64
 from .accumulator import MessageAccumulator
 from .config import ProducerConfig
-from .limits import MemoryLimit, PendingLimit, SendQuota
+from .limits import PendingLimit, SendQuota
 from .pending import OpSend, PendingQueue, fail_callback
 from .stats import ProducerStats
+
+if TYPE_CHECKING:
+    from ..services import ClientServices
 
 __all__ = ["PartitionProducer", "SendCallback"]
 
@@ -48,7 +52,6 @@ log = logging.getLogger(__name__)
 # Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
 T = BaseCommand
 SendCallback = Callable[[Result, "MessageId | None"], None]
-_U64 = 1 << 64
 # Producer ids only need to be unique per connection; one process-wide counter makes them so.
 _PRODUCER_IDS = itertools.count(1)
 # Reconnect attempts stop on these: retrying cannot help.
@@ -56,23 +59,23 @@ _RECONNECT_RETRYABLE = RETRYABLE | {Result.LookupError, Result.ProducerBusy}
 
 
 class PartitionProducer:
-    """Sends to one topic partition; used through :class:`~.producer.Producer`."""
+    """Sends to one topic partition, within ``pending_limit`` and the client's memory limit; used through
+    :class:`~.producer.Producer`."""
 
     def __init__(
         self,
-        client: Any,
+        client: ClientServices,
         topic: str,
         partition: int,
         config: ProducerConfig,
         pending_limit: PendingLimit,
-        memory: MemoryLimit,
         stats: ProducerStats,
     ):
         self.topic = topic
         self.partition = partition
         self._client = client
         self._config = config
-        self._quota = SendQuota(topic, pending_limit, memory, config.block_if_queue_full, config.send_timeout)
+        self._quota = SendQuota(topic, pending_limit, client.memory_limit, config.block_if_queue_full, config.send_timeout)
         self._stats = stats
         self._timer = client.timer
         self._lock = threading.Lock()
@@ -344,7 +347,7 @@ class PartitionProducer:
             stale_connection.close()
             return
         message_id = body.message_id
-        self._succeed(op, _signed(message_id.ledgerId), _signed(message_id.entryId))
+        self._succeed(op, signed64(message_id.ledgerId), signed64(message_id.entryId))
 
     def handle_send_error(self, body: Any) -> None:
         """A SEND_ERROR: a bad message fails its op; anything else is retried on a new connection."""
@@ -454,7 +457,3 @@ class PartitionProducer:
     def is_full(self) -> bool:
         """Whether the next message would wait for (or fail on) a pending slot."""
         return self._quota.is_full()
-
-
-def _signed(value: int) -> int:
-    return value - _U64 if value >= 1 << 63 else value

@@ -1,6 +1,6 @@
 """Send operations and the ordered queue of those awaiting the broker's receipt.
 
-The pending queue is a callback queue, not a send queue (seed 003): an op is written as soon as it
+The pending queue is a callback queue, not a send queue: an op is written as soon as it
 is appended, and stays until its receipt, failure or timeout. Receipts come back in order, so
 matching is against the head only; after a reconnect the whole queue is written again in order.
 """

@@ -11,17 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import InvalidConfiguration, PulsarException, Result, exception_for
 from ..protocol.message_id import MessageId
 from ..topic_name import InvalidTopicNameError, TopicName
 from .config import ProducerConfig
-from .limits import PendingLimit, memory_limit_of
+from .limits import PendingLimit
 from .message import OutgoingMessage
 from .partition_producer import PartitionProducer, SendCallback
 from .routers import (
     CustomRouter,
+    KeyHashRouter,
     MessageRouter,
     PartitionsRoutingMode,
     RoundRobinRouter,
@@ -29,12 +30,15 @@ from .routers import (
 )
 from .stats import ProducerStats
 
+if TYPE_CHECKING:
+    from ..services import ClientServices
+
 __all__ = ["Producer", "create_producer"]
 
 log = logging.getLogger(__name__)
 
 
-def create_producer(client: Any, topic: str, **settings: Any) -> Producer:
+def create_producer(client: ClientServices, topic: str, **settings: Any) -> Producer:
     """A connected producer on ``topic``; settings as ``pulsar.Client.create_producer``."""
     if not isinstance(topic, str):
         raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
@@ -44,7 +48,7 @@ def create_producer(client: Any, topic: str, **settings: Any) -> Producer:
 class Producer:
     """Publishes to a topic, partitioned or not."""
 
-    def __init__(self, client: Any, topic: str, config: ProducerConfig):
+    def __init__(self, client: ClientServices, topic: str, config: ProducerConfig):
         try:
             name = TopicName.parse(topic)
         except InvalidTopicNameError as exc:
@@ -54,7 +58,6 @@ class Producer:
         self._client = client
         self._stats = ProducerStats()
         count = client.partition_count(self._topic)
-        memory = memory_limit_of(client)
         if count:
             per_partition = max(1, min(config.max_pending_messages, config.max_pending_messages_across_partitions // count))
             targets = [(str(name.partition_name(i)), i) for i in range(count)]
@@ -62,13 +65,13 @@ class Producer:
             per_partition = config.max_pending_messages
             targets = [(self._topic, -1)]
         self._partitions = [
-            PartitionProducer(client, target, index, config, PendingLimit(per_partition), memory, self._stats)
+            PartitionProducer(client, target, index, config, PendingLimit(per_partition), self._stats)
             for target, index in targets
         ]
         self._num_partitions = count
-        self._router = self._make_router() if count else None
+        router = self._router = self._make_router() if count else None
         # Unkeyed messages skip building a message object for the router, unless it is the user's.
-        self._route_unkeyed = None if self._router is None or isinstance(self._router, CustomRouter) else self._router.choose_unkeyed
+        self._route_unkeyed = router.choose_unkeyed if isinstance(router, KeyHashRouter) else None
         self._interceptors = config.interceptors
         self._closed = False
         started: list[PartitionProducer] = []

@@ -10,7 +10,7 @@ in the Java and C++ clients). Unkeyed messages follow the routing mode:
 * CustomPartition: the user's ``message_router(message, num_partitions)``.
 
 Optionally (``skip_full_partitions``) an unkeyed message skips partitions whose pending queue is
-full, seed 003's fix for one slow partition holding up a whole topic.
+full, so one slow partition does not hold up the whole topic.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .message import OutgoingMessage
 __all__ = [
     "CustomRouter",
     "HashingScheme",
+    "KeyHashRouter",
     "MessageRouter",
     "PartitionsRoutingMode",
     "RoundRobinRouter",
@@ -66,8 +67,8 @@ class MessageRouter(Protocol):
 IsFull = Callable[[int], bool]
 
 
-class _KeyHashRouter:
-    """Common part: keyed messages by hash, optional skipping of full partitions."""
+class KeyHashRouter:
+    """Common part of the built-in modes: keyed messages by hash, optional skipping of full partitions."""
 
     def __init__(self, scheme: HashingScheme, is_full: IsFull | None = None):
         self._hash = hash_function(scheme)
@@ -94,7 +95,7 @@ class _KeyHashRouter:
         raise NotImplementedError
 
 
-class RoundRobinRouter(_KeyHashRouter):
+class RoundRobinRouter(KeyHashRouter):
     """Round robin: per time slice when batching, per message otherwise."""
 
     def __init__(
@@ -119,7 +120,7 @@ class RoundRobinRouter(_KeyHashRouter):
         return next(self._counter) % num_partitions
 
 
-class SinglePartitionRouter(_KeyHashRouter):
+class SinglePartitionRouter(KeyHashRouter):
     """All unkeyed messages on one partition chosen at random."""
 
     def __init__(self, scheme: HashingScheme, num_partitions: int, is_full: IsFull | None = None):

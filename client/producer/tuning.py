@@ -1,14 +1,14 @@
-"""Producer settings from message size, partition count and latency budget (seed 003's template).
+"""Producer settings from message size, partition count and latency budget.
 
-The reasoning, step by step, as the seed derives it from how a message travels:
+The reasoning, step by step, from how a message travels:
 
 1. ``max_pending_messages`` is each partition's pending queue. 1000-2000 suits most producers;
-   the seed raises it with the send rate. The topic-wide cap is set to ``max_pending_messages *
+   raise it with the send rate. The topic-wide cap is set to ``max_pending_messages *
    partitions`` so that the per-partition limit is the one that applies
    (``min(max_pending, across / partitions)`` otherwise shrinks as partitions are added).
 2. ``memory_limit_bytes`` (a client setting) is what all pending messages may hold:
    ``max_pending * partitions * message_size``, so the memory limit and the pending limit bind
-   at about the same point. The seed runs 64-256 MiB in production; we clamp to that range.
+   at about the same point. Production producers commonly run 64-256 MiB; we clamp to that range.
    One producer per client, since the limit is shared by every producer of the client.
 3. ``batching_max_messages = max_pending / 2``: a batch never needs more than half the pending
    queue, so while one batch awaits its receipt the other half can fill the next one. A batch
@@ -16,8 +16,8 @@ The reasoning, step by step, as the seed derives it from how a message travels:
 4. ``batching_max_allowed_size_in_bytes = min(max_pending * message_size / 2, 1 MiB)``, by the
    same argument in bytes, capped at 1 MiB.
 5. ``batching_max_publish_delay_ms`` comes from the latency budget: a message may wait this long
-   for its batch; half the budget is left for the round trip and the broker's write. The seed
-   uses 1-100 ms; longer delays make bigger batches and better compression.
+   for its batch; half the budget is left for the round trip and the broker's write. Typical
+   delays are 1-100 ms; longer delays make bigger batches and better compression.
 6. ``batching_partition_switch_frequency_by_publish_delay = 1``: round robin moves to the next
    partition after each batch, so no partition's pending queue runs dry waiting for the switch.
 7. Batching and LZ4 compression on (the broker is IO-bound; whole batches compress well), and
@@ -58,7 +58,7 @@ def recommend_settings(
     max_pending_messages: int = 1000,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
 ) -> ProducerTuning:
-    """Apply seed 003's template (see the module docstring for the why of each line).
+    """Settings for one producer (see the module docstring for the why of each line).
 
     ``partitions`` is 1 for a non-partitioned topic; ``max_message_size`` the broker's limit.
     """

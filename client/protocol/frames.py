@@ -5,6 +5,8 @@ adds, after the command, an optional ``[0x0e02][u32 size][BrokerEntryMetadata]``
 ``[0x0e01][u32 crc32c][u32 metadata size][MessageMetadata][payload]``, where the checksum covers
 everything from the metadata size to the end of the frame. We call that covered part the *entry
 region*: the broker stores it verbatim and forwards it with the same checksum.
+
+The metadata of an unkeyed entry is coded by hand in :mod:`.wire`; its encoder is re-exported here.
 """
 
 from __future__ import annotations
@@ -13,8 +15,27 @@ import struct
 from dataclasses import dataclass
 
 from .checksum import crc32c
+from .compression import Buffer
 from .PulsarApi_pb2 import BaseCommand, MessageMetadata
-from .wire import varint
+from .wire import encode_plain_metadata
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "FRAME_OVERHEAD",
+    "MAGIC_BROKER_ENTRY_METADATA",
+    "MAGIC_CRC32C",
+    "ChecksumError",
+    "Frame",
+    "FrameDecoder",
+    "FrameError",
+    "FrameTooLargeError",
+    "decode_frame",
+    "encode_command",
+    "encode_entry",
+    "encode_payload_command",
+    "encode_plain_metadata",
+    "split_entry",
+]
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -61,35 +82,10 @@ def encode_command(command: BaseCommand | bytes) -> bytes:
     return _HEADER.pack(len(body) + 4, len(body)) + body
 
 
-def encode_entry(metadata: MessageMetadata | bytes, payload: bytes) -> bytes:
+def encode_entry(metadata: MessageMetadata | bytes, payload: Buffer) -> bytes:
     """Build the checksum-covered entry region from metadata and (already compressed) payload."""
     meta = metadata if isinstance(metadata, (bytes, bytearray)) else metadata.SerializeToString()
     return _U32.pack(len(meta)) + meta + payload
-
-
-def encode_plain_metadata(
-    producer_name: str,
-    sequence_id: int,
-    publish_time: int,
-    compression: int = 0,
-    uncompressed_size: int = 0,
-    num_messages_in_batch: int | None = None,
-    highest_sequence_id: int | None = None,
-) -> bytes:
-    """A serialized MessageMetadata without keys, properties or event time, written by hand.
-
-    The bytes equal the generated class's: compression and uncompressed size are written only
-    for a codec other than NONE, as the producer sets them.
-    """
-    name = producer_name.encode("utf-8")
-    parts = [b"\x0a", varint(len(name)), name, b"\x10", varint(sequence_id), b"\x18", varint(publish_time)]
-    if compression:
-        parts += (b"\x40", varint(compression), b"\x48", varint(uncompressed_size))
-    if num_messages_in_batch is not None:
-        parts += (b"\x58", varint(num_messages_in_batch))
-    if highest_sequence_id is not None:
-        parts += (b"\xc0\x01", varint(highest_sequence_id))  # field 24: a two-byte tag
-    return b"".join(parts)
 
 
 def encode_payload_command(
@@ -126,7 +122,7 @@ def split_entry(entry: bytes | memoryview) -> tuple[MessageMetadata, memoryview]
         raise FrameError(f"metadata size {meta_size} runs past the end of a {len(view)}-byte entry")
     metadata = MessageMetadata()
     try:
-        metadata.ParseFromString(view[4 : 4 + meta_size])
+        metadata.ParseFromString(view[4 : 4 + meta_size])  # type: ignore[arg-type]  # any buffer parses; a copy would cost
     except Exception as exc:  # protobuf raises DecodeError, a plain Exception subclass
         raise FrameError(f"malformed MessageMetadata: {exc}") from exc
     return metadata, view[4 + meta_size :]
@@ -197,7 +193,7 @@ def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
     if not command.HasField("type"):
         raise FrameError("BaseCommand without a known type")
     if not command.IsInitialized():
-        missing = ", ".join(command.FindInitializationErrors())
+        missing = ", ".join(command.FindInitializationErrors())  # type: ignore[attr-defined]  # in protobuf, not in its stubs
         raise FrameError(f"{BaseCommand.Type.Name(command.type)} is missing required fields: {missing}")
     pos = 4 + cmd_size
     if pos == size:

@@ -7,18 +7,12 @@ from typing import Any, ClassVar
 from google.protobuf.message import DecodeError
 
 from .PulsarApi_pb2 import MessageIdData
+from .wire import U64_MASK, signed64
 
 __all__ = ["MessageId"]
 
-_U64 = 1 << 64
 _I64_MAX = (1 << 63) - 1
 _set = object.__setattr__
-
-
-def _signed64(value: int) -> int:
-    # Ledger and entry ids are signed in the clients but uint64 on the wire:
-    # "earliest" (-1) travels as 2**64 - 1.
-    return value - _U64 if value > _I64_MAX else value
 
 
 class MessageId:
@@ -38,6 +32,13 @@ class MessageId:
     """
 
     __slots__ = ("_ledger_id", "_entry_id", "_partition", "_batch_index", "_batch_size", "_topic")
+    # Set once, through object.__setattr__, since the class refuses assignment.
+    _ledger_id: int
+    _entry_id: int
+    _partition: int
+    _batch_index: int
+    _batch_size: int
+    _topic: str | None
 
     earliest: ClassVar[MessageId]
     latest: ClassVar[MessageId]
@@ -148,8 +149,9 @@ class MessageId:
         as the official client does, so serialized bytes match.
         """
         data = MessageIdData() if target is None else target
-        data.ledgerId = self._ledger_id % _U64
-        data.entryId = self._entry_id % _U64
+        # Ids are signed here but uint64 on the wire: "earliest" (-1) travels as 2**64 - 1.
+        data.ledgerId = self._ledger_id & U64_MASK
+        data.entryId = self._entry_id & U64_MASK
         if self._partition != -1:
             data.partition = self._partition
         if self._batch_index != -1:
@@ -163,8 +165,8 @@ class MessageId:
         """Build a MessageId from a MessageIdData (chunk and ack_set fields are ignored)."""
         return cls(
             data.partition,
-            _signed64(data.ledgerId),
-            _signed64(data.entryId),
+            signed64(data.ledgerId),
+            signed64(data.entryId),
             data.batch_index,
             data.batch_size,
         )
@@ -185,7 +187,7 @@ class MessageId:
         """
         message = MessageIdData()
         try:
-            message.ParseFromString(data)
+            message.ParseFromString(data)  # type: ignore[arg-type]  # protobuf parses any bytes-like object
         except DecodeError as exc:
             raise ValueError(f"not a serialized MessageId: {exc}") from exc
         if not message.IsInitialized():

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from ..topic_name import InvalidTopicNameError
 from .admin_namespaces import Namespaces, Tenants
@@ -69,7 +70,7 @@ class AdminApi:
 
     def __init__(self, service: BrokerService, authenticator: TokenAuthenticator | None = None):
         self.service = service
-        guards = [authenticator.http_middleware()] if authenticator is not None else []
+        guards: list[Middleware] = [authenticator.http_middleware()] if authenticator is not None else []
         self.app = web.Application(middlewares=[*guards, _json_only, _errors])
         resources = (TopicLookup, Tenants, Namespaces, PersistentTopics, Subscriptions)
         self.app.add_routes([route for resource in resources for route in resource(service).routes()])

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from .tokens import TokenClaims, TokenError, read_secret_key, verify_token
 
@@ -70,7 +71,7 @@ class TokenAuthenticator:
         except TokenError as exc:
             raise AuthenticationFailed(f"invalid token: {exc}") from None
 
-    def http_middleware(self) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+    def http_middleware(self) -> Middleware:
         """An aiohttp middleware answering 401 with Pulsar's ``{"reason": ...}`` to unauthenticated requests."""
 
         @web.middleware

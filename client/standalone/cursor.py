@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.wire import U64_MASK, signed64
+
 NO_ENTRY = -1
 
 
@@ -16,17 +18,13 @@ def words_to_bits(words: list[int]) -> int:
     """Turn ack_set int64 words (LSB first) into one Python int bitset."""
     bits = 0
     for i, word in enumerate(words):
-        bits |= (word & 0xFFFFFFFFFFFFFFFF) << (64 * i)
+        bits |= (word & U64_MASK) << (64 * i)
     return bits
 
 
 def bits_to_words(bits: int, size: int) -> list[int]:
     """Turn a bitset of ``size`` indexes into signed int64 words for the wire."""
-    words = []
-    for i in range((size + 63) // 64):
-        word = (bits >> (64 * i)) & 0xFFFFFFFFFFFFFFFF
-        words.append(word - (1 << 64) if word >= 1 << 63 else word)
-    return words
+    return [signed64(bits >> (64 * i) & U64_MASK) for i in range((size + 63) // 64)]
 
 
 class Cursor:

@@ -81,11 +81,6 @@ class Ledger:
         return len(self._cum_messages) - 2
 
     @property
-    def total_messages(self) -> int:
-        """Messages in every committed entry."""
-        return self._cum_messages[-1]
-
-    @property
     def total_bytes(self) -> int:
         """Bytes in every committed entry."""
         return self._cum_bytes[-1]

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..protocol.wire import signed64
+
 log = logging.getLogger(__name__)
 
 _SCHEMA = """
@@ -76,10 +78,6 @@ _ROWS_PER_INSERT = 256
 _SAVE_CURSOR = "INSERT OR REPLACE INTO cursors (ledger_id, name, state) VALUES (?, ?, ?)"
 # SQLite integers are signed 64-bit, as Pulsar's Java longs; uint64 wire values above wrap as there.
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def _as_int64(value: int) -> int:
-    return value - (1 << 64) if value > _INT64_MAX else value
 
 
 @dataclass(slots=True)
@@ -162,7 +160,6 @@ class Storage:
         self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self.commits = 0
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -263,7 +260,7 @@ class Storage:
         params = (
             ledger_id,
             entry.entry_id,
-            _as_int64(entry.publish_time),
+            signed64(entry.publish_time),
             entry.num_messages,
             entry.checksum,
             producer_name,
@@ -374,7 +371,6 @@ class Storage:
                     group, self._queue = self._queue, []
                     self._cursor_writes.clear()
                 error = self._commit(conn, group)
-                self.commits += 1
                 assert self._loop is not None
                 try:
                     self._loop.call_soon_threadsafe(_resolve, group, error)

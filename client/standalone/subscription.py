@@ -30,7 +30,7 @@ from .rates import RateMeter
 from .selectors import KeySharedSelector, SingleActiveSelector, selector_for
 from .storage import Storage, StoredEntry
 
-SUB_TYPE_NAMES = {
+SUB_TYPE_NAMES: dict[int, str] = {
     CommandSubscribe.Exclusive: "Exclusive",
     CommandSubscribe.Shared: "Shared",
     CommandSubscribe.Failover: "Failover",
@@ -252,11 +252,10 @@ class Subscription:
                 self.replay.discard(entry_id)
 
     def _dispatch_new(self) -> None:
-        selector = self.selector
-        key_shared = isinstance(selector, KeySharedSelector)
+        key_shared = self.selector if isinstance(self.selector, KeySharedSelector) else None
         # Key_Shared keeps per-key order: a consumer with entries still waiting in the replay
         # set gets nothing newer until those went out.
-        waiting_owners = self._replay_owners() if key_shared else set()
+        waiting_owners = self._replay_owners() if key_shared is not None else set()
         while self.read_position <= self.ledger.last_entry_id:
             permits = sum(c.permits for c in self.consumers if c.permits > 0)
             if not permits:
@@ -264,7 +263,7 @@ class Subscription:
             # Only what the permits can take (a batch costs a permit per message): a block read
             # from storage for every FLOW would otherwise be mostly thrown away. Key_Shared may
             # pass over entries whose key is busy, so it reads the whole block.
-            limit = _READ_BATCH if key_shared else self.ledger.entries_for(self.read_position, permits, _READ_BATCH)
+            limit = _READ_BATCH if key_shared is not None else self.ledger.entries_for(self.read_position, permits, _READ_BATCH)
             for entry in self.ledger.read(self.read_position, limit):
                 entry_id = entry.entry_id
                 if self.cursor.is_acked(entry_id) or entry_id in self.holder:
@@ -273,8 +272,8 @@ class Subscription:
                 if self.sub_type in _DELAYING and self._hold_back(entry):
                     self.read_position = entry_id + 1
                     continue
-                if key_shared:
-                    owner = selector.owner(entry.sticky_key)
+                if key_shared is not None:
+                    owner = key_shared.owner(entry.sticky_key)
                     if owner is None or id(owner) in waiting_owners or not self._send(entry):
                         if len(self.replay) >= _MAX_REPLAY:
                             return

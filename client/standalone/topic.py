@@ -17,7 +17,7 @@ from .rates import RateMeter
 from .storage import Commit, Storage, StoredEntry
 from .subscription import Subscription, SubscriptionError
 
-ACCESS_MODE_NAMES = {v: k for k, v in ProducerAccessMode.items()}
+ACCESS_MODE_NAMES: dict[int, str] = {v: k for k, v in ProducerAccessMode.items()}
 
 
 class ProducerSink(Protocol):
@@ -227,9 +227,8 @@ class Topic:
                 self._pushed_seq[name] = highest
         key = metadata.ordering_key if metadata.HasField("ordering_key") else None
         if key is None and metadata.HasField("partition_key"):
-            key = metadata.partition_key
-            if isinstance(key, str):  # bytes when not UTF-8: hashed as they came
-                key = key.encode()
+            partition_key: str | bytes = metadata.partition_key  # bytes when not UTF-8: hashed as they came
+            key = partition_key.encode() if isinstance(partition_key, str) else partition_key
         entry = StoredEntry(-1, metadata.publish_time, num_messages, checksum, key, data)
         future = self.ledger.append(entry, name, highest if records_sequence else None)
         if self.dedup and records_sequence:

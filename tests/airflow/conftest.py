@@ -1,7 +1,8 @@
 """Airflow test settings: a throwaway AIRFLOW_HOME, unit-test mode, no examples, the test DAGs folder.
 
 Set at import, before anything imports airflow (it reads its configuration once, on import).
-The metadata database (SQLite in AIRFLOW_HOME) is created on demand by the ``airflow_db`` fixture.
+The metadata database (SQLite in AIRFLOW_HOME) is created on demand by the ``airflow_db`` fixture
+(tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -35,14 +36,6 @@ def pulsar_conn(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]
         monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", value)
 
     yield define
-
-
-@pytest.fixture(scope="session")
-def airflow_db() -> None:
-    """Airflow's metadata database, created once per test process (each xdist worker has its own home)."""
-    from airflow.utils.db import initdb
-
-    initdb()
 
 
 @pytest.fixture

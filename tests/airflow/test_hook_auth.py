@@ -4,7 +4,6 @@ token, its extras carry the CA file; a refused token gives a clear error that ne
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -12,26 +11,19 @@ from airflow_pulsar.client import InitialPosition
 from airflow_pulsar.client.admin import AdminAuthenticationError
 from airflow_pulsar.client.exceptions import AuthenticationError
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from security_helpers import SecuredBroker, make_pki, secured_broker
+from security_helpers import SecuredBroker
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
-    pki = make_pki(tmp_path_factory.mktemp("pki"))
-    with secured_broker(tmp_path_factory.mktemp("hook-auth"), tokens=True, pki=pki) as broker:
-        yield broker
-
-
-def _define(pulsar_conn, secured: SecuredBroker, token: str) -> None:
+def _define(pulsar_conn, tls_token_broker: SecuredBroker, token: str) -> None:
     pulsar_conn(
-        host=secured.service_url,
+        host=tls_token_broker.service_url,
         password=token,
-        extra={"admin_url": secured.web_url, "tls_trust_certs_file_path": str(secured.pki.ca)},  # type: ignore
+        extra={"admin_url": tls_token_broker.web_url, "tls_trust_certs_file_path": str(tls_token_broker.pki.ca)},  # type: ignore
     )
 
 
-def test_token_and_tls_through_the_hook(secured: SecuredBroker, pulsar_conn, topic_name: str) -> None:
-    _define(pulsar_conn, secured, secured.token("airflow"))
+def test_token_and_tls_through_the_hook(tls_token_broker: SecuredBroker, pulsar_conn, topic_name: str) -> None:
+    _define(pulsar_conn, tls_token_broker, tls_token_broker.token("airflow"))
     with PulsarHook() as hook:
         assert hook.config.use_tls
         consumer = hook.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest)
@@ -48,9 +40,9 @@ def test_token_and_tls_through_the_hook(secured: SecuredBroker, pulsar_conn, top
         assert ok, message
 
 
-def test_a_refused_token_fails_clearly_and_stays_hidden(secured: SecuredBroker, pulsar_conn, topic_name: str) -> None:
-    token = secured.token("airflow", expires_in=-5)
-    _define(pulsar_conn, secured, token)
+def test_a_refused_token_fails_clearly_and_stays_hidden(tls_token_broker: SecuredBroker, pulsar_conn, topic_name: str) -> None:
+    token = tls_token_broker.token("airflow", expires_in=-5)
+    _define(pulsar_conn, tls_token_broker, token)
     with PulsarHook() as hook:
         ok, message = hook.test_connection()
         assert not ok and "AuthenticationError" in message and "token expired" in message

@@ -61,14 +61,6 @@ def cluster(pulsar_cluster: PulsarCluster) -> PulsarCluster:
     return pulsar_cluster
 
 
-@pytest.fixture(scope="session")
-def airflow_db() -> None:
-    """Airflow's metadata database (SQLite in the shared AIRFLOW_HOME), for dag.test()."""
-    from airflow.utils.db import initdb
-
-    initdb()
-
-
 @pytest.fixture
 def pulsar_default(cluster: PulsarCluster, monkeypatch: pytest.MonkeyPatch) -> PulsarCluster:
     """The default Airflow connection names both brokers; its admin URL is broker 0's."""

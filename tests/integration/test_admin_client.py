@@ -35,13 +35,6 @@ def admin(broker: Any) -> Iterator[PulsarAdmin]:
         yield client
 
 
-@pytest.fixture
-def client(broker: Any) -> Iterator[Client]:
-    pulsar_client = Client(broker.service_url, operation_timeout_seconds=10)
-    yield pulsar_client
-    pulsar_client.close()
-
-
 def produce(client: Client, topic: str, count: int, size: int = 10) -> list[Any]:
     producer = client.create_producer(topic, batching_enabled=False)
     try:
@@ -89,12 +82,12 @@ def test_non_partitioned_topic_lifecycle(admin: PulsarAdmin, topic_name: str) ->
     assert isinstance(missing.value, PulsarException)
 
 
-def test_partitioned_topic_lifecycle(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
+def test_partitioned_topic_lifecycle(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
     admin.create_partitioned_topic(full(topic_name), 3)
     assert admin.partition_count(topic_name) == 3
     assert admin.list_partitioned_topics() == admin.list_partitioned_topics("public/default")  # the default namespace
     assert full(topic_name) in admin.list_partitioned_topics("public/default")
-    produce(client, topic_name, 6)
+    produce(our_client, topic_name, 6)
     assert {f"{full(topic_name)}-partition-{i}" for i in range(3)} <= set(admin.list_topics())
 
     with pytest.raises(AdminConflictError) as conflict:
@@ -115,20 +108,20 @@ def test_partitioned_topic_lifecycle(admin: PulsarAdmin, client: Client, topic_n
 # ---- stats ----
 
 
-def test_topic_stats_count_what_was_produced(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
+def test_topic_stats_count_what_was_produced(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
     with pytest.raises(AdminNotFoundError) as missing:
         admin.topic_stats(topic_name)
     assert "not found" in missing.value.reason
-    produce(client, topic_name, 5, size=100)
+    produce(our_client, topic_name, 5, size=100)
     stats = admin.topic_stats(topic_name)
     assert stats["msgInCounter"] == 5
     assert stats["storageSize"] >= 500
     assert stats["subscriptions"] == {}
 
 
-def test_partitioned_stats_sum_and_split_by_partition(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
+def test_partitioned_stats_sum_and_split_by_partition(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
     admin.create_partitioned_topic(topic_name, 2)
-    produce(client, topic_name, 8)
+    produce(our_client, topic_name, 8)
     stats = admin.partitioned_stats(topic_name)
     assert stats["metadata"] == {"partitions": 2, "deleted": False}
     assert stats["msgInCounter"] == 8
@@ -145,8 +138,8 @@ def test_partitioned_stats_sum_and_split_by_partition(admin: PulsarAdmin, client
 # ---- subscriptions ----
 
 
-def test_create_subscription_at_earliest_latest_and_message_id(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    ids = produce(client, topic_name, 5)
+def test_create_subscription_at_earliest_latest_and_message_id(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    ids = produce(our_client, topic_name, 5)
     admin.create_subscription(topic_name, "from-earliest", InitialPosition.Earliest)
     admin.create_subscription(topic_name, "from-latest")  # the default, as in Pulsar
     admin.create_subscription(full(topic_name), "from-third", ids[2])
@@ -171,9 +164,9 @@ def test_create_subscription_at_earliest_latest_and_message_id(admin: PulsarAdmi
     assert "delete_subscription: DELETE" in str(missing.value)
 
 
-def test_delete_subscription_with_consumers_needs_force(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "busy")  # at Latest
-    produce(client, topic_name, 3)
+def test_delete_subscription_with_consumers_needs_force(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    consumer = our_client.subscribe(topic_name, "busy")  # at Latest
+    produce(our_client, topic_name, 3)
     assert admin.backlog(topic_name, "busy").msg_backlog == 3
     with pytest.raises(AdminPreconditionFailedError) as busy:
         admin.delete_subscription(topic_name, "busy")
@@ -192,8 +185,8 @@ def test_delete_subscription_with_consumers_needs_force(admin: PulsarAdmin, clie
     consumer.close()
 
 
-def test_subscription_names_are_escaped_in_paths(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    produce(client, topic_name, 2)
+def test_subscription_names_are_escaped_in_paths(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    produce(our_client, topic_name, 2)
     admin.create_subscription(topic_name, "a b?c#d", InitialPosition.Earliest)
     assert admin.list_subscriptions(topic_name) == ["a b?c#d"]
     assert admin.backlog(topic_name, "a b?c#d").msg_backlog == 2
@@ -204,10 +197,10 @@ def test_subscription_names_are_escaped_in_paths(admin: PulsarAdmin, client: Cli
 # ---- backlog ----
 
 
-def test_backlog_follows_produce_ack_and_clear(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest)
+def test_backlog_follows_produce_ack_and_clear(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    consumer = our_client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest)
     assert admin.backlog(topic_name, "sub") == SubscriptionBacklog(full(topic_name), "sub", 0, 0, ())
-    produce(client, topic_name, 10, size=50)
+    produce(our_client, topic_name, 10, size=50)
     after_produce = admin.backlog(topic_name, "sub")
     assert after_produce.msg_backlog == 10
     assert after_produce.backlog_size >= 500
@@ -225,17 +218,17 @@ def test_backlog_follows_produce_ack_and_clear(admin: PulsarAdmin, client: Clien
     consumer.close()
 
 
-def test_backlog_of_a_partitioned_topic_has_per_partition_figures(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
+def test_backlog_of_a_partitioned_topic_has_per_partition_figures(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
     admin.create_partitioned_topic(topic_name, 3)
     admin.create_subscription(topic_name, "sub", InitialPosition.Earliest)
-    produce(client, topic_name, 12)
+    produce(our_client, topic_name, 12)
     backlog = admin.backlog(topic_name, "sub")
     assert backlog.msg_backlog == 12
     assert [p.topic for p in backlog.partitions] == [f"{full(topic_name)}-partition-{i}" for i in range(3)]
     assert sum(p.msg_backlog for p in backlog.partitions) == 12
     assert sum(p.backlog_size for p in backlog.partitions) == backlog.backlog_size > 0
 
-    consumer = client.subscribe(topic_name, "sub")
+    consumer = our_client.subscribe(topic_name, "sub")
     for _ in range(5):
         consumer.acknowledge(consumer.receive(5000))
     assert wait_for(lambda: admin.backlog(topic_name, "sub").msg_backlog, 7) == 7
@@ -245,8 +238,8 @@ def test_backlog_of_a_partitioned_topic_has_per_partition_figures(admin: PulsarA
     assert all(p.msg_backlog == 0 for p in admin.backlog(topic_name, "sub").partitions)
 
 
-def test_backlog_of_a_missing_subscription_or_topic(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    produce(client, topic_name, 1)
+def test_backlog_of_a_missing_subscription_or_topic(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    produce(our_client, topic_name, 1)
     admin.create_subscription(topic_name, "present")
     with pytest.raises(AdminNotFoundError) as missing:
         admin.backlog(topic_name, "absent")
@@ -263,14 +256,14 @@ def test_backlog_of_a_missing_subscription_or_topic(admin: PulsarAdmin, client: 
 # ---- async ----
 
 
-def test_async_admin_stats_and_backlog(broker: Any, admin: PulsarAdmin, client: Client, topic_name: str) -> None:
+def test_async_admin_stats_and_backlog(broker: Any, admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
     plain, partitioned = topic_name + "-plain", topic_name + "-parts"
     admin.create_topic(plain)
     admin.create_partitioned_topic(partitioned, 2)
     for topic in (plain, partitioned):
         admin.create_subscription(topic, "sub", InitialPosition.Earliest)
-    produce(client, plain, 3)
-    produce(client, partitioned, 4)
+    produce(our_client, plain, 3)
+    produce(our_client, partitioned, 4)
 
     async def scenario() -> tuple[Any, ...]:
         async with AsyncPulsarAdmin(broker.web_url, timeout_seconds=5) as async_admin:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,32 +15,26 @@ from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
 from airflow_pulsar.client.admin import AdminAuthenticationError, PulsarAdmin
 from airflow_pulsar.client.exceptions import AuthenticationError
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from security_helpers import SecuredBroker, secured_broker
+from security_helpers import SecuredBroker
 
 OTHER_KEY = b"a key that is not the broker's!!"
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
-    with secured_broker(tmp_path_factory.mktemp("auth"), tokens=True) as broker:
-        yield broker
-
-
-def _refused_tokens(secured: SecuredBroker) -> dict[str, tuple[str | None, str]]:
+def _refused_tokens(token_broker: SecuredBroker) -> dict[str, tuple[str | None, str]]:
     """case -> (token or None for no authentication, the cause the refusal must name on either port)."""
     return {
         "missing": (None, "the client sent 'none'|no Authorization header"),
-        "wrong key": (secured.token(secret=OTHER_KEY), "signature does not match"),
-        "expired": (secured.token(expires_in=-5), "token expired at"),
+        "wrong key": (token_broker.token(secret=OTHER_KEY), "signature does not match"),
+        "expired": (token_broker.token(expires_in=-5), "token expired at"),
         "not a token": ("not-a-jwt", "not a signed JWT"),
     }
 
 
 @pytest.mark.parametrize("supplier", [False, True], ids=["token", "supplier"])
-def test_round_trip_with_a_valid_token(secured: SecuredBroker, topic_name: str, supplier: bool) -> None:
-    token = secured.token("app")
+def test_round_trip_with_a_valid_token(token_broker: SecuredBroker, topic_name: str, supplier: bool) -> None:
+    token = token_broker.token("app")
     authentication = AuthenticationToken((lambda: token) if supplier else token)
-    with Client(secured.service_url, authentication=authentication, operation_timeout_seconds=10) as client:
+    with Client(token_broker.service_url, authentication=authentication, operation_timeout_seconds=10) as client:
         consumer = client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest)
         client.create_producer(topic_name).send(b"authenticated")
         message = consumer.receive(5000)
@@ -50,33 +43,33 @@ def test_round_trip_with_a_valid_token(secured: SecuredBroker, topic_name: str, 
 
 
 @pytest.mark.parametrize("case", ["missing", "wrong key", "expired", "not a token"])
-def test_refused_tokens_fail_fast_naming_the_cause(secured: SecuredBroker, topic_name: str, case: str) -> None:
-    token, cause = _refused_tokens(secured)[case]
+def test_refused_tokens_fail_fast_naming_the_cause(token_broker: SecuredBroker, topic_name: str, case: str) -> None:
+    token, cause = _refused_tokens(token_broker)[case]
     authentication = AuthenticationToken(token) if token else None
     start = time.monotonic()
-    with Client(secured.service_url, authentication=authentication, operation_timeout_seconds=20) as client:
+    with Client(token_broker.service_url, authentication=authentication, operation_timeout_seconds=20) as client:
         with pytest.raises(AuthenticationError, match=cause):
             client.create_producer(topic_name)
     assert time.monotonic() - start < 3, "an authentication error must not be retried until the operation timeout"
 
 
-def test_a_connection_outliving_its_token_must_refresh_it(secured: SecuredBroker, topic_name: str) -> None:
+def test_a_connection_outliving_its_token_must_refresh_it(token_broker: SecuredBroker, topic_name: str) -> None:
     # The broker challenges when the token expires (tokens carry whole seconds: 1 to 2 s here).
     issued: list[str] = []
 
     def fresh_token() -> str:
-        issued.append(secured.token(expires_in=2))
+        issued.append(token_broker.token(expires_in=2))
         return issued[-1]
 
-    with Client(secured.service_url, authentication=AuthenticationToken(fresh_token)) as client:
+    with Client(token_broker.service_url, authentication=AuthenticationToken(fresh_token)) as client:
         producer = client.create_producer(f"{topic_name}-refreshed")
         connection = client.service_connection()
         time.sleep(2.5)
         producer.send(b"after a refresh")
         assert len(issued) >= 2 and not connection.closed
     # A fixed token cannot be refreshed: the connection is closed, and the producer fails clearly.
-    token = secured.token(expires_in=2)
-    with Client(secured.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=5) as client:
+    token = token_broker.token(expires_in=2)
+    with Client(token_broker.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=5) as client:
         producer = client.create_producer(f"{topic_name}-expiring")
         connection = client.service_connection()
         deadline = time.monotonic() + 5
@@ -87,9 +80,9 @@ def test_a_connection_outliving_its_token_must_refresh_it(secured: SecuredBroker
             producer.send(b"too late")
 
 
-def test_a_consumer_whose_token_expired_fails_instead_of_retrying(secured: SecuredBroker, topic_name: str) -> None:
-    token = secured.token(expires_in=2)
-    with Client(secured.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=5) as client:
+def test_a_consumer_whose_token_expired_fails_instead_of_retrying(token_broker: SecuredBroker, topic_name: str) -> None:
+    token = token_broker.token(expires_in=2)
+    with Client(token_broker.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=5) as client:
         consumer = client.subscribe(topic_name, "expiring")
         started = time.monotonic()
         # The broker closes the connection when the token expires; the resubscribe is refused for good.
@@ -100,27 +93,27 @@ def test_a_consumer_whose_token_expired_fails_instead_of_retrying(secured: Secur
             consumer.receive(100)
 
 
-def test_admin_api_requires_a_bearer_token(secured: SecuredBroker, topic_name: str) -> None:
-    with PulsarAdmin(secured.web_url, authentication=AuthenticationToken(secured.token())) as admin:
+def test_admin_api_requires_a_bearer_token(token_broker: SecuredBroker, topic_name: str) -> None:
+    with PulsarAdmin(token_broker.web_url, authentication=AuthenticationToken(token_broker.token())) as admin:
         admin.create_topic(topic_name)
         assert any(name.endswith("/" + topic_name) for name in admin.list_topics("public/default"))
-    for case, (token, cause) in _refused_tokens(secured).items():
+    for case, (token, cause) in _refused_tokens(token_broker).items():
         authentication = AuthenticationToken(token) if token else None
-        with PulsarAdmin(secured.web_url, authentication=authentication) as admin:
+        with PulsarAdmin(token_broker.web_url, authentication=authentication) as admin:
             with pytest.raises(AdminAuthenticationError, match=cause) as raised:
                 admin.list_topics("public/default")
         assert raised.value.status == 401, case
     # The raw answer: Pulsar's {"reason": ...} and a Bearer challenge.
-    response = httpx.get(secured.web_url + "/admin/v2/clusters")
+    response = httpx.get(token_broker.web_url + "/admin/v2/clusters")
     assert response.status_code == 401
     assert "no Authorization header" in response.json()["reason"]
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    response = httpx.get(secured.web_url + "/admin/v2/clusters", headers={"Authorization": "Basic dXNlcjpwdw=="})
+    response = httpx.get(token_broker.web_url + "/admin/v2/clusters", headers={"Authorization": "Basic dXNlcjpwdw=="})
     assert response.status_code == 401 and "must be 'Bearer <token>'" in response.json()["reason"]
 
 
-def test_tokens_cli_makes_tokens_the_broker_accepts(secured: SecuredBroker, tmp_path: Path, topic_name: str) -> None:
-    secret_file = secured.process.data_dir.parent / "secret.key"
+def test_tokens_cli_makes_tokens_the_broker_accepts(token_broker: SecuredBroker, tmp_path: Path, topic_name: str) -> None:
+    secret_file = token_broker.process.data_dir.parent / "secret.key"
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -130,7 +123,7 @@ def test_tokens_cli_makes_tokens_the_broker_accepts(secured: SecuredBroker, tmp_
     created = cli("create", "--secret-file", str(secret_file), "--subject", "cli-user", "--expiry", "1h")
     assert created.returncode == 0, created.stderr
     token = created.stdout.strip()
-    with Client(secured.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=10) as client:
+    with Client(token_broker.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=10) as client:
         client.create_producer(topic_name).send(b"x")
     validated = cli("validate", "--secret-file", str(secret_file), token)
     assert validated.returncode == 0 and "subject cli-user" in validated.stdout

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from security_helpers import Pki, SecuredBroker
 
 
 def run(broker: BrokerProcess, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -112,33 +113,27 @@ def test_tune_prints_the_template() -> None:
     assert bad.returncode != 0 and "message_size_bytes must be positive" in bad.stderr
 
 
-def test_commands_over_tls_with_a_token(tmp_path: Path) -> None:
-    from security_helpers import make_pki, secured_broker
+def test_commands_over_tls_with_a_token(tls_token_broker: SecuredBroker, pki: Pki, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(tls_token_broker.token("cli"))
+    env = {
+        **os.environ,
+        "PULSAR_SERVICE_URL": tls_token_broker.service_url,
+        "PULSAR_ADMIN_URL": tls_token_broker.web_url,
+        "PULSAR_TLS_TRUST_CERTS": str(pki.ca),
+    }
 
-    for folder in ("pki", "broker"):
-        (tmp_path / folder).mkdir()
-    pki = make_pki(tmp_path / "pki")
-    with secured_broker(tmp_path / "broker", tokens=True, pki=pki) as secured:
-        token_file = tmp_path / "token"
-        token_file.write_text(secured.token("cli"))
-        env = {
-            **os.environ,
-            "PULSAR_SERVICE_URL": secured.service_url,
-            "PULSAR_ADMIN_URL": secured.web_url,
-            "PULSAR_TLS_TRUST_CERTS": str(pki.ca),
-        }
+    def cli(*args: str, token: bool = True) -> subprocess.CompletedProcess[str]:
+        extra = ["--token-file", str(token_file)] if token else []
+        return subprocess.run(
+            [sys.executable, "-m", "airflow_pulsar.cli", *args, *extra], env=env, capture_output=True, text=True
+        )
 
-        def cli(*args: str, token: bool = True) -> subprocess.CompletedProcess[str]:
-            extra = ["--token-file", str(token_file)] if token else []
-            return subprocess.run(
-                [sys.executable, "-m", "airflow_pulsar.cli", *args, *extra], env=env, capture_output=True, text=True
-            )
-
-        assert cli("topics", "create", "secure").returncode == 0
-        assert "sent 2 messages" in cli("produce", "secure", "-m", "a", "-m", "b").stdout
-        assert cli("consume", "secure", "-s", "s", "--timeout", "5").stdout.splitlines()[-1].endswith(": b")
-        refused = cli("topics", "list", token=False)
-        assert refused.returncode == 1 and "401" in refused.stderr
+    assert cli("topics", "create", "secure").returncode == 0
+    assert "sent 2 messages" in cli("produce", "secure", "-m", "a", "-m", "b").stdout
+    assert cli("consume", "secure", "-s", "s", "--timeout", "5").stdout.splitlines()[-1].endswith(": b")
+    refused = cli("topics", "list", token=False)
+    assert refused.returncode == 1 and "401" in refused.stderr
 
 
 @pytest.mark.parametrize("option", ["--port", "--http-port"])

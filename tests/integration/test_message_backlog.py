@@ -44,7 +44,8 @@ def admin(broker: Any) -> Iterator[PulsarAdmin]:
 
 
 @pytest.fixture
-def client(broker: Any) -> Iterator[Client]:
+def our_client(broker: Any) -> Iterator[Client]:
+    """Our client on the module's broker, with the 30 s operation timeout of this module's admin client."""
     with Client(broker.service_url, operation_timeout_seconds=30) as pulsar_client:
         yield pulsar_client
 
@@ -86,11 +87,11 @@ def figures(admin: PulsarAdmin, topic: str) -> tuple[int, int, bool]:
     return backlog.messages, backlog.entries, backlog.exact
 
 
-def test_msg_backlog_counts_entries_as_pulsar_does(broker: Any, admin: PulsarAdmin, client: Client, topic_name: str) -> None:
+def test_msg_backlog_counts_entries_as_pulsar_does(broker: Any, admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
     admin.create_partitioned_topic(topic_name, 2)
     admin.create_subscription(topic_name, SUB, InitialPosition.Earliest)
     for index in range(2):  # 50 messages in 5 batches on each partition
-        produce_batches(client, f"{topic_name}-partition-{index}", batches=BATCHES // 2, single=False)
+        produce_batches(our_client, f"{topic_name}-partition-{index}", batches=BATCHES // 2, single=False)
 
     for index in range(2):
         part = broker.topic_stats(f"{topic_name}-partition-{index}")
@@ -109,9 +110,9 @@ def test_msg_backlog_counts_entries_as_pulsar_does(broker: Any, admin: PulsarAdm
     assert counted.backlog_size == sum(p.backlog_size for p in counted.partitions) > 0
 
 
-def test_count_is_exact_after_individual_acks_of_whole_entries(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, SUB, consumer_type=ConsumerType.Shared, initial_position=InitialPosition.Earliest)
-    produce_batches(client, topic_name)
+def test_count_is_exact_after_individual_acks_of_whole_entries(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    consumer = our_client.subscribe(topic_name, SUB, consumer_type=ConsumerType.Shared, initial_position=InitialPosition.Earliest)
+    produce_batches(our_client, topic_name)
     entries = by_entry(consumer, TOTAL)
     ledger = next(iter(entries.values()))[0].message_id().ledger_id()
     first = min(entries)
@@ -145,9 +146,9 @@ def test_count_is_exact_after_individual_acks_of_whole_entries(admin: PulsarAdmi
     consumer.close()
 
 
-def test_count_is_exact_after_cumulative_acks(admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, SUB, initial_position=InitialPosition.Earliest)
-    produce_batches(client, topic_name)
+def test_count_is_exact_after_cumulative_acks(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    consumer = our_client.subscribe(topic_name, SUB, initial_position=InitialPosition.Earliest)
+    produce_batches(our_client, topic_name)
     entries = by_entry(consumer, TOTAL)
     first = min(entries)
 
@@ -161,10 +162,10 @@ def test_count_is_exact_after_cumulative_acks(admin: PulsarAdmin, client: Client
     consumer.close()
 
 
-def test_async_admin_counts_the_same(admin: PulsarAdmin, client: Client, broker: Any, topic_name: str) -> None:
+def test_async_admin_counts_the_same(admin: PulsarAdmin, our_client: Client, broker: Any, topic_name: str) -> None:
     admin.create_partitioned_topic(topic_name, 3)
     admin.create_subscription(topic_name, SUB, InitialPosition.Earliest)
-    produce_batches(client, f"{topic_name}-partition-1", batches=3, single=True)
+    produce_batches(our_client, f"{topic_name}-partition-1", batches=3, single=True)
 
     async def read() -> Any:
         async with AsyncPulsarAdmin(broker.web_url) as async_admin:
@@ -176,9 +177,9 @@ def test_async_admin_counts_the_same(admin: PulsarAdmin, client: Client, broker:
     assert [(p.messages, p.entries) for p in counted.partitions] == [(0, 0), (31, 4), (0, 0)]
 
 
-def test_entries_carry_the_broker_entry_index(broker: Any, admin: PulsarAdmin, client: Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, SUB, initial_position=InitialPosition.Earliest)
-    produce_batches(client, topic_name)
+def test_entries_carry_the_broker_entry_index(broker: Any, admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    consumer = our_client.subscribe(topic_name, SUB, initial_position=InitialPosition.Earliest)
+    produce_batches(our_client, topic_name)
     entries = by_entry(consumer, TOTAL)
     ledger = next(iter(entries.values()))[0].message_id().ledger_id()
     first = min(entries)

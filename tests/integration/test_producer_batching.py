@@ -18,7 +18,8 @@ from airflow_pulsar.client.protocol.message_id import MessageId
 
 
 @pytest.fixture
-def client(broker: Any) -> Iterator[Client]:
+def our_client(broker: Any) -> Iterator[Client]:
+    """Our client on the module's broker, with a 5 s operation timeout."""
     with Client(broker.service_url, operation_timeout_seconds=5) as made:
         yield made
 
@@ -41,8 +42,8 @@ def _entries(ids: list[Any]) -> list[int]:
     return [sizes[entry] for entry in sorted(sizes)]
 
 
-def test_flush_on_max_messages(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, batching_max_messages=10, batching_max_publish_delay_ms=5000)
+def test_flush_on_max_messages(our_client: Client, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, batching_max_messages=10, batching_max_publish_delay_ms=5000)
     ids = [None] * 20
     for i in range(20):
         producer.send_async(b"m", lambda r, m, i=i: ids.__setitem__(i, m))
@@ -53,8 +54,8 @@ def test_flush_on_max_messages(client: Client, topic_name: str) -> None:
     assert [m.batch_index() for m in ids] == list(range(10)) * 2
 
 
-def test_flush_on_max_bytes(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(
+def test_flush_on_max_bytes(our_client: Client, topic_name: str) -> None:
+    producer = our_client.create_producer(
         topic_name, batching_max_allowed_size_in_bytes=1000, batching_max_publish_delay_ms=5000
     )
     ids = _send_all(producer, [b"x" * 200] * 12)
@@ -62,8 +63,8 @@ def test_flush_on_max_bytes(client: Client, topic_name: str) -> None:
     assert sum(sizes) == 12 and max(sizes) <= 5 and len(sizes) >= 3, sizes
 
 
-def test_flush_on_max_publish_delay(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, batching_max_publish_delay_ms=100)
+def test_flush_on_max_publish_delay(our_client: Client, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, batching_max_publish_delay_ms=100)
     done = threading.Event()
     ids: list[Any] = []
     started = time.monotonic()
@@ -75,15 +76,15 @@ def test_flush_on_max_publish_delay(client: Client, topic_name: str) -> None:
     assert _entries(ids) == [3]
 
 
-def test_message_above_batch_limit_goes_alone_in_order(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, batching_max_allowed_size_in_bytes=1000)
+def test_message_above_batch_limit_goes_alone_in_order(our_client: Client, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, batching_max_allowed_size_in_bytes=1000)
     ids = _send_all(producer, [b"a", b"b", b"x" * 2000, b"c"])
     assert [m.batch_index() for m in ids] == [0, 1, -1, 0]
     assert [m.entry_id() for m in ids] == sorted(m.entry_id() for m in ids)
 
 
-def test_sync_send_future_and_awaitable(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, batching_max_publish_delay_ms=5000)
+def test_sync_send_future_and_awaitable(our_client: Client, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, batching_max_publish_delay_ms=5000)
     started = time.monotonic()
     first = producer.send(b"sync")
     assert time.monotonic() - started < 1, "a sync send must not wait out the batch delay"
@@ -106,8 +107,8 @@ async def _flush_soon(producer: Any, awaitable: Any) -> Any:
     return await task
 
 
-def test_close_flushes_then_rejects(client: Client, topic_name: str, broker: Any) -> None:
-    producer = client.create_producer(topic_name, batching_max_publish_delay_ms=10_000)
+def test_close_flushes_then_rejects(our_client: Client, topic_name: str, broker: Any) -> None:
+    producer = our_client.create_producer(topic_name, batching_max_publish_delay_ms=10_000)
     results: list[Any] = []
     for i in range(5):
         producer.send_async(b"c%d" % i, lambda r, m: results.append(r))
@@ -136,25 +137,25 @@ def _partitioned(broker: Any, topic: str, partitions: int) -> None:
 @pytest.mark.parametrize(
     "scheme, hash_of", [(HashingScheme.JavaStringHash, java_string_hash), (HashingScheme.Murmur3_32Hash, murmur3_32)]
 )
-def test_keyed_messages_land_on_hash_partition(client: Client, broker: Any, topic_name: str, scheme: Any, hash_of: Any) -> None:
+def test_keyed_messages_land_on_hash_partition(our_client: Client, broker: Any, topic_name: str, scheme: Any, hash_of: Any) -> None:
     _partitioned(broker, topic_name, 4)
-    producer = client.create_producer(topic_name, hashing_scheme=scheme)
+    producer = our_client.create_producer(topic_name, hashing_scheme=scheme)
     keys = [f"key-{i}" for i in range(40)]
     for key in keys:
         message_id = producer.send(key.encode(), partition_key=key)
         assert message_id.partition() == hash_of(key) % 4, key
 
 
-def test_round_robin_without_batching_cycles_partitions(client: Client, broker: Any, topic_name: str) -> None:
+def test_round_robin_without_batching_cycles_partitions(our_client: Client, broker: Any, topic_name: str) -> None:
     _partitioned(broker, topic_name, 3)
-    producer = client.create_producer(topic_name, batching_enabled=False)
+    producer = our_client.create_producer(topic_name, batching_enabled=False)
     partitions = [producer.send(b"r").partition() for _ in range(9)]
     assert partitions[:3] == partitions[3:6] == partitions[6:] and sorted(partitions[:3]) == [0, 1, 2]
 
 
-def test_round_robin_with_batching_keeps_a_partition_per_interval(client: Client, broker: Any, topic_name: str) -> None:
+def test_round_robin_with_batching_keeps_a_partition_per_interval(our_client: Client, broker: Any, topic_name: str) -> None:
     _partitioned(broker, topic_name, 4)
-    producer = client.create_producer(
+    producer = our_client.create_producer(
         topic_name, batching_max_publish_delay_ms=10, batching_partition_switch_frequency_by_publish_delay=20
     )
     ids = _send_all(producer, [b"b"] * 50)  # well inside one 200 ms slice (or straddling one boundary)
@@ -166,15 +167,15 @@ def test_round_robin_with_batching_keeps_a_partition_per_interval(client: Client
     assert len({m.partition() for m in ids}) >= 3, "the partition must move every 200 ms"
 
 
-def test_custom_router_and_single_partition(client: Client, broker: Any, topic_name: str) -> None:
+def test_custom_router_and_single_partition(our_client: Client, broker: Any, topic_name: str) -> None:
     _partitioned(broker, topic_name, 4)
-    routed = client.create_producer(topic_name, message_router=lambda message, n: len(message.data()) % n)
+    routed = our_client.create_producer(topic_name, message_router=lambda message, n: len(message.data()) % n)
     assert [routed.send(b"x" * size).partition() for size in (1, 2, 3, 4)] == [1, 2, 3, 0]
-    single = client.create_producer(topic_name, message_routing_mode=PartitionsRoutingMode.UseSinglePartition)
+    single = our_client.create_producer(topic_name, message_routing_mode=PartitionsRoutingMode.UseSinglePartition)
     assert len({single.send(b"s").partition() for _ in range(8)}) == 1
 
 
-def test_interceptors_rewrite_messages_and_hear_each_receipt(client: Client, topic_name: str) -> None:
+def test_interceptors_rewrite_messages_and_hear_each_receipt(our_client: Client, topic_name: str) -> None:
     heard: list[tuple[bytes, Any, Result]] = []
 
     class Tagging:
@@ -184,8 +185,8 @@ def test_interceptors_rewrite_messages_and_hear_each_receipt(client: Client, top
         def on_send_acknowledgement(self, producer: Any, message: OutgoingMessage, message_id: Any, result: Result) -> None:
             heard.append((message.data(), message_id, result))
 
-    producer = client.create_producer(topic_name, interceptors=[Tagging()])
-    reader = client.create_reader(topic_name, MessageId.earliest)
+    producer = our_client.create_producer(topic_name, interceptors=[Tagging()])
+    reader = our_client.create_reader(topic_name, MessageId.earliest)
     ids = _send_all(producer, [b"a", b"b"])
     assert [(data, result) for data, _, result in heard] == [(b"a!", Result.Ok), (b"b!", Result.Ok)]
     assert [message_id for _, message_id, _ in heard] == ids

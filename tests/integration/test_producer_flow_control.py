@@ -28,7 +28,8 @@ def paused(broker: Any) -> Iterator[None]:
 
 
 @pytest.fixture
-def client(broker: Any) -> Iterator[Client]:
+def our_client(broker: Any) -> Iterator[Client]:
+    """Our client on the module's broker, with a 5 s operation timeout and a 50 kB memory limit to fill."""
     with Client(broker.service_url, operation_timeout_seconds=5, memory_limit_bytes=50_000) as made:
         yield made
 
@@ -38,9 +39,9 @@ def _collector() -> tuple[list[Any], Any]:
     return results, lambda result, message_id: results.append(result)
 
 
-def test_memory_limit_holds_while_broker_is_stopped(client: Client, broker: Any, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, batching_max_publish_delay_ms=1)
-    memory = client.memory_limit  # attached by the producer
+def test_memory_limit_holds_while_broker_is_stopped(our_client: Client, broker: Any, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, batching_max_publish_delay_ms=1)
+    memory = our_client.memory_limit  # attached by the producer
     results, callback = _collector()
     peak = 0
     with paused(broker):
@@ -57,8 +58,8 @@ def test_memory_limit_holds_while_broker_is_stopped(client: Client, broker: Any,
     assert memory.in_use == 0 and producer.stats()["pending"] == 0
 
 
-def test_pending_queue_full_fails_at_once(client: Client, broker: Any, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, max_pending_messages=5, batching_enabled=False)
+def test_pending_queue_full_fails_at_once(our_client: Client, broker: Any, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, max_pending_messages=5, batching_enabled=False)
     results, callback = _collector()
     with paused(broker):
         for _ in range(5):
@@ -71,8 +72,8 @@ def test_pending_queue_full_fails_at_once(client: Client, broker: Any, topic_nam
     assert results == [Result.Ok] * 5
 
 
-def test_blocked_send_resumes_when_broker_answers(client: Client, broker: Any, topic_name: str) -> None:
-    producer = client.create_producer(
+def test_blocked_send_resumes_when_broker_answers(our_client: Client, broker: Any, topic_name: str) -> None:
+    producer = our_client.create_producer(
         topic_name, max_pending_messages=5, block_if_queue_full=True, batching_enabled=False, send_timeout_millis=5000
     )
     results, callback = _collector()
@@ -94,8 +95,8 @@ def test_blocked_send_resumes_when_broker_answers(client: Client, broker: Any, t
     assert results == [Result.Ok] * 6
 
 
-def test_blocked_send_gives_up_at_send_timeout(client: Client, broker: Any, topic_name: str) -> None:
-    producer = client.create_producer(
+def test_blocked_send_gives_up_at_send_timeout(our_client: Client, broker: Any, topic_name: str) -> None:
+    producer = our_client.create_producer(
         topic_name, max_pending_messages=2, block_if_queue_full=True, batching_enabled=False, send_timeout_millis=400
     )
     results, callback = _collector()
@@ -110,17 +111,17 @@ def test_blocked_send_gives_up_at_send_timeout(client: Client, broker: Any, topi
         while len(results) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert results == [Result.Timeout] * 2, "the pending ones time out too"
-    assert producer.stats()["pending"] == 0 and client.memory_limit.in_use == 0
+    assert producer.stats()["pending"] == 0 and our_client.memory_limit.in_use == 0
 
 
-def test_send_timeout_fails_expired_ops_and_producer_recovers(client: Client, broker: Any, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, send_timeout_millis=300)
+def test_send_timeout_fails_expired_ops_and_producer_recovers(our_client: Client, broker: Any, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, send_timeout_millis=300)
     with paused(broker):
         started = time.monotonic()
         with pytest.raises(Timeout, match="send timeout"):
             producer.send(b"lost in time")
         assert 0.25 <= time.monotonic() - started < 2
-        assert client.memory_limit.in_use == 0
+        assert our_client.memory_limit.in_use == 0
     # The late receipt of the expired op is ignored; later sends work.
     assert producer.send(b"after").entry_id() >= 0
     assert producer.stats()["failed"] == 1

@@ -6,17 +6,17 @@ hanging it, and is closed after the test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pulsar
 import pytest
 
-from interop_helpers import OPERATION_TIMEOUT
+from interop_helpers import OPERATION_TIMEOUT, OfficialFactory
 
 
 @pytest.fixture
-def client_factory(broker: Any) -> Iterator[Callable[..., pulsar.Client]]:
+def official_factory(broker: Any) -> Iterator[OfficialFactory]:
     """Make official clients for the module's broker (or the one given); all closed after the test."""
     made: list[pulsar.Client] = []
 
@@ -39,9 +39,9 @@ def client_factory(broker: Any) -> Iterator[Callable[..., pulsar.Client]]:
 
 
 @pytest.fixture
-def client(client_factory: Callable[..., pulsar.Client]) -> pulsar.Client:
+def official(official_factory: OfficialFactory) -> pulsar.Client:
     """One official client connected to the module's broker."""
-    return client_factory()
+    return official_factory()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -16,8 +16,8 @@ OPERATION_TIMEOUT = 10
 RECEIVE_TIMEOUT_MS = 5000
 
 
-# The client_factory fixture: make(broker=None) -> an official client for that (or the module's) broker.
-ClientFactory = Callable[..., pulsar.Client]
+# The official_factory fixture: make(broker=None) -> an official client for that (or the module's) broker.
+OfficialFactory = Callable[..., pulsar.Client]
 
 
 def full_name(topic: str) -> str:

@@ -11,7 +11,7 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from interop_helpers import ClientFactory, assert_nothing_more, data_of, produce, read_n, receive_n, wait_backlog
+from interop_helpers import OfficialFactory, assert_nothing_more, data_of, produce, read_n, receive_n, wait_backlog
 
 pytestmark = [pytest.mark.interop, pytest.mark.embedded_only]
 
@@ -32,9 +32,9 @@ def _restart(broker: BrokerProcess, client: pulsar.Client, crash: bool) -> None:
 
 @pytest.mark.parametrize("crash", RESTARTS)
 def test_individual_acks_survive_restart(
-    broker: BrokerProcess, client_factory: ClientFactory, topic_name: str, crash: bool
+    broker: BrokerProcess, official_factory: OfficialFactory, topic_name: str, crash: bool
 ) -> None:
-    client = client_factory()
+    client = official_factory()
     consumer = client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
     produce(client, topic_name, 10)
     messages = receive_n(consumer, 10)
@@ -43,9 +43,9 @@ def test_individual_acks_survive_restart(
     wait_backlog(broker, topic_name, "sub", 5)
     client.close()
 
-    _restart(broker, client_factory(), crash)
+    _restart(broker, official_factory(), crash)
     assert broker.topic_stats(topic_name)["subscriptions"]["sub"]["msgBacklog"] == 5
-    consumer = client_factory().subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
+    consumer = official_factory().subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
     again = receive_n(consumer, 5)
     assert data_of(again) == data_of(messages[1::2])
     assert_nothing_more(consumer.receive)
@@ -54,9 +54,9 @@ def test_individual_acks_survive_restart(
 @pytest.mark.parametrize("batching", [False, True], ids=["batching-off", "batching-on"])
 @pytest.mark.parametrize("crash", RESTARTS)
 def test_cumulative_ack_survives_restart(
-    broker: BrokerProcess, client_factory: ClientFactory, topic_name: str, crash: bool, batching: bool
+    broker: BrokerProcess, official_factory: OfficialFactory, topic_name: str, crash: bool, batching: bool
 ) -> None:
-    client = client_factory()
+    client = official_factory()
     consumer = client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Exclusive)
     produce(client, topic_name, 20, batching=batching)
     messages = receive_n(consumer, 20)
@@ -65,8 +65,8 @@ def test_cumulative_ack_survives_restart(
     wait_backlog(broker, topic_name, "sub", 10)
     client.close()
 
-    _restart(broker, client_factory(), crash)
-    consumer = client_factory().subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Exclusive)
+    _restart(broker, official_factory(), crash)
+    consumer = official_factory().subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Exclusive)
     again = receive_n(consumer, 10)
     assert data_of(again) == data_of(messages[10:])
     assert_nothing_more(consumer.receive)
@@ -74,9 +74,9 @@ def test_cumulative_ack_survives_restart(
 
 @pytest.mark.parametrize("crash", RESTARTS)
 def test_cumulative_ack_inside_a_batch_survives_restart(
-    broker: BrokerProcess, client_factory: ClientFactory, topic_name: str, crash: bool
+    broker: BrokerProcess, official_factory: OfficialFactory, topic_name: str, crash: bool
 ) -> None:
-    client = client_factory()
+    client = official_factory()
     consumer = client.subscribe(topic_name, "sub")
     produce(client, topic_name, 10, batching=True)
     messages = receive_n(consumer, 10)
@@ -86,17 +86,17 @@ def test_cumulative_ack_inside_a_batch_survives_restart(
     wait_backlog(broker, topic_name, "sub", 5)
     client.close()
 
-    _restart(broker, client_factory(), crash)
-    consumer = client_factory().subscribe(topic_name, "sub")
+    _restart(broker, official_factory(), crash)
+    consumer = official_factory().subscribe(topic_name, "sub")
     assert data_of(receive_n(consumer, 5)) == data_of(messages[5:])
     assert_nothing_more(consumer.receive)
 
 
 @pytest.mark.parametrize("batching", [False, True], ids=["batching-off", "batching-on"])
 def test_acknowledged_sends_survive_kill_9(
-    broker: BrokerProcess, client_factory: ClientFactory, topic_name: str, batching: bool
+    broker: BrokerProcess, official_factory: OfficialFactory, topic_name: str, batching: bool
 ) -> None:
-    client = client_factory()
+    client = official_factory()
     producer = client.create_producer(topic_name, batching_enabled=batching, batching_max_messages=50)
     acked: list[tuple[bytes, pulsar.MessageId]] = []
     for i in range(300):
@@ -108,16 +108,16 @@ def test_acknowledged_sends_survive_kill_9(
     broker.kill()
     broker.start()
 
-    reader = client_factory().create_reader(topic_name, pulsar.MessageId.earliest)
+    reader = official_factory().create_reader(topic_name, pulsar.MessageId.earliest)
     read = read_n(reader, 300)
     assert data_of(read) == [p for p, _ in acked]
     assert [str(m.message_id()) for m in read] == [str(i) for _, i in acked]
     assert_nothing_more(reader.read_next)
 
 
-def test_open_clients_reconnect_after_kill_9(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub")
-    producer = client.create_producer(topic_name)
+def test_open_clients_reconnect_after_kill_9(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub")
+    producer = official.create_producer(topic_name)
     producer.send(b"before")
     message = consumer.receive(timeout_millis=5000)
     consumer.acknowledge(message)
@@ -125,7 +125,7 @@ def test_open_clients_reconnect_after_kill_9(broker: BrokerProcess, client: puls
     producer.send(b"unacked")
     assert consumer.receive(timeout_millis=5000).data() == b"unacked"
 
-    _restart(broker, client, crash=True)
+    _restart(broker, official, crash=True)
     # Both reconnect on their own; the unacknowledged message comes again, then the new one.
     producer.send(b"after")
     received = data_of(receive_n(consumer, 2, timeout_ms=10_000))

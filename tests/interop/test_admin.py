@@ -14,10 +14,10 @@ NS = "/admin/v2/persistent/public/default"
 
 
 def test_backlog_with_individual_and_cumulative_acks(
-    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+    broker: BrokerProcess, official: pulsar.Client, topic_name: str
 ) -> None:
-    consumer = client.subscribe(topic_name, "sub")
-    produce(client, topic_name, 10, batching=False)
+    consumer = official.subscribe(topic_name, "sub")
+    produce(official, topic_name, 10, batching=False)
     assert backlog(broker, topic_name, "sub") == 10
     messages = receive_n(consumer, 10)
     sub_stats = broker.topic_stats(topic_name)["subscriptions"]["sub"]
@@ -36,9 +36,9 @@ def test_backlog_with_individual_and_cumulative_acks(
     assert stats["msgInCounter"] == 10 and stats["msgOutCounter"] == 10
 
 
-def test_backlog_with_batches(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub")
-    produce(client, topic_name, 20, batching=True)  # four batches of five
+def test_backlog_with_batches(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub")
+    produce(official, topic_name, 20, batching=True)  # four batches of five
     stats = broker.topic_stats(topic_name)
     internal = broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/internalStats").json()
     assert stats["msgInCounter"] == 20 and internal["entriesAddedCounter"] == 4
@@ -59,11 +59,11 @@ def test_backlog_with_batches(broker: BrokerProcess, client: pulsar.Client, topi
     wait_backlog(broker, topic_name, "sub", 0)
 
 
-def test_backlog_with_batch_index_acks(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(
+def test_backlog_with_batch_index_acks(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(
         topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True
     )
-    produce(client, topic_name, 10, batching=True)
+    produce(official, topic_name, 10, batching=True)
     messages = receive_n(consumer, 10)
     for message in messages[0:5]:  # the whole first batch
         consumer.acknowledge(message)
@@ -76,21 +76,21 @@ def test_backlog_with_batch_index_acks(broker: BrokerProcess, client: pulsar.Cli
     assert broker.topic_stats(topic_name)["subscriptions"]["sub"]["msgBacklog"] == 1
 
     # The acknowledged indexes of a partly acknowledged batch are not delivered again.
-    consumer = client.subscribe(
+    consumer = official.subscribe(
         topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True
     )
     consumer.acknowledge(messages[8])
     consumer.close()
-    consumer = client.subscribe(
+    consumer = official.subscribe(
         topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, batch_index_ack_enabled=True
     )
     assert [m.data() for m in receive_n(consumer, 1)] == [b"m9"]
 
 
-def test_subscriptions_keep_their_own_backlog(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
-    fast = client.subscribe(topic_name, "fast")
-    client.subscribe(topic_name, "slow")
-    produce(client, topic_name, 6, batching=True)
+def test_subscriptions_keep_their_own_backlog(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
+    fast = official.subscribe(topic_name, "fast")
+    official.subscribe(topic_name, "slow")
+    produce(official, topic_name, 6, batching=True)
     for message in receive_n(fast, 6):
         fast.acknowledge(message)
     wait_backlog(broker, topic_name, "fast", 0)
@@ -101,9 +101,9 @@ def test_subscriptions_keep_their_own_backlog(broker: BrokerProcess, client: pul
     assert stats["subscriptions"]["fast"]["backlogSize"] == 0
 
 
-def test_subscriptions_list_create_delete(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+def test_subscriptions_list_create_delete(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
     base = f"{NS}/{topic_name}"
-    produce(client, topic_name, 3, batching=False)
+    produce(official, topic_name, 3, batching=False)
     assert broker.admin("GET", f"{base}/subscriptions").json() == []
 
     assert broker.admin("PUT", f"{base}/subscription/at-latest").status_code == 204
@@ -118,7 +118,7 @@ def test_subscriptions_list_create_delete(broker: BrokerProcess, client: pulsar.
     assert backlog(broker, topic_name, "at-earliest") == 3
 
     # An official consumer picks up the admin-made subscription where it stands.
-    consumer = client.subscribe(topic_name, "at-earliest")
+    consumer = official.subscribe(topic_name, "at-earliest")
     assert [m.data() for m in receive_n(consumer, 3)] == [b"m0", b"m1", b"m2"]
 
     busy = broker.admin("DELETE", f"{base}/subscription/at-earliest")
@@ -134,15 +134,15 @@ def test_subscriptions_list_create_delete(broker: BrokerProcess, client: pulsar.
     assert missing.status_code == 404 and missing.json()["reason"]
 
 
-def test_unsubscribe_from_the_official_client(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "gone")
-    client.subscribe(topic_name, "kept")
+def test_unsubscribe_from_the_official_client(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "gone")
+    official.subscribe(topic_name, "kept")
     consumer.unsubscribe()
     assert broker.admin("GET", f"{NS}/{topic_name}/subscriptions").json() == ["kept"]
 
 
-def test_topic_list(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
-    client.create_producer(topic_name).send(b"x")
+def test_topic_list(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
+    official.create_producer(topic_name).send(b"x")
     create_partitioned(broker, f"{topic_name}-p", 2)
     topics = broker.admin("GET", NS).json()
     assert full_name(topic_name) in topics
@@ -151,12 +151,12 @@ def test_topic_list(broker: BrokerProcess, client: pulsar.Client, topic_name: st
 
 
 def test_consumer_stats_show_the_official_consumer(
-    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+    broker: BrokerProcess, official: pulsar.Client, topic_name: str
 ) -> None:
-    consumer = client.subscribe(
+    consumer = official.subscribe(
         topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, consumer_name="the-consumer"
     )
-    producer = client.create_producer(topic_name, producer_name="the-producer")
+    producer = official.create_producer(topic_name, producer_name="the-producer")
     producer.send(b"x")
     consumer.acknowledge(consumer.receive(timeout_millis=5000))
     stats = wait_until(lambda: (s := broker.topic_stats(topic_name))["subscriptions"]["sub"]["msgOutCounter"] and s)

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pulsar
 import pytest
 
 from airflow_pulsar.client import AuthenticationToken, Client, MessageId
 from interop_helpers import RECEIVE_TIMEOUT_MS, receive_n
-from security_helpers import SecuredBroker, secured_broker
+from security_helpers import SecuredBroker
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
-    with secured_broker(tmp_path_factory.mktemp("auth-interop"), tokens=True) as broker:
-        yield broker
-
-
-def _official(secured: SecuredBroker, authentication: pulsar.Authentication | None, timeout: int = 10) -> pulsar.Client:
+def _official(token_broker: SecuredBroker, authentication: pulsar.Authentication | None, timeout: int = 10) -> pulsar.Client:
     return pulsar.Client(
-        secured.service_url,
+        token_broker.service_url,
         authentication=authentication,
         operation_timeout_seconds=timeout,
         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
@@ -29,9 +22,9 @@ def _official(secured: SecuredBroker, authentication: pulsar.Authentication | No
 
 
 @pytest.mark.parametrize("supplier", [False, True], ids=["token", "supplier"])
-def test_official_client_round_trip_with_a_token(secured: SecuredBroker, topic_name: str, supplier: bool) -> None:
-    token = secured.token("official")
-    client = _official(secured, pulsar.AuthenticationToken((lambda: token) if supplier else token))
+def test_official_client_round_trip_with_a_token(token_broker: SecuredBroker, topic_name: str, supplier: bool) -> None:
+    token = token_broker.token("official")
+    client = _official(token_broker, pulsar.AuthenticationToken((lambda: token) if supplier else token))
     try:
         consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
         producer = client.create_producer(topic_name, batching_enabled=True, batching_max_publish_delay_ms=5)
@@ -44,22 +37,22 @@ def test_official_client_round_trip_with_a_token(secured: SecuredBroker, topic_n
     finally:
         client.close()
     # And our client reads what the official one wrote, through the same authenticated broker.
-    with Client(secured.service_url, authentication=AuthenticationToken(secured.token())) as ours:
+    with Client(token_broker.service_url, authentication=AuthenticationToken(token_broker.token())) as ours:
         reader = ours.create_reader(topic_name, MessageId.earliest)
         assert reader.read_next(RECEIVE_TIMEOUT_MS).data() == b"m0"
 
 
-def test_official_client_answers_the_refresh_challenge(secured: SecuredBroker, topic_name: str) -> None:
+def test_official_client_answers_the_refresh_challenge(token_broker: SecuredBroker, topic_name: str) -> None:
     # The token expires after 1-2 s; the broker then challenges and the official client answers
     # with a fresh token from the supplier, on the same connection.
     issued: list[str] = []
 
     def fresh_token() -> str:
-        issued.append(secured.token("official", expires_in=2))
+        issued.append(token_broker.token("official", expires_in=2))
         return issued[-1]
 
-    log_start = secured.process.log_path.stat().st_size
-    client = _official(secured, pulsar.AuthenticationToken(fresh_token))
+    log_start = token_broker.process.log_path.stat().st_size
+    client = _official(token_broker, pulsar.AuthenticationToken(fresh_token))
     try:
         producer = client.create_producer(topic_name)
         time.sleep(2.5)
@@ -67,7 +60,7 @@ def test_official_client_answers_the_refresh_challenge(secured: SecuredBroker, t
     finally:
         client.close()
     assert len(issued) >= 2
-    with open(secured.process.log_path) as log:
+    with open(token_broker.process.log_path) as log:
         log.seek(log_start)
         assert "refusing connection" not in log.read()
 
@@ -80,14 +73,14 @@ def test_official_client_answers_the_refresh_challenge(secured: SecuredBroker, t
         ("expired", "token expired at"),
     ],
 )
-def test_official_client_is_refused(secured: SecuredBroker, topic_name: str, case: str, cause: str) -> None:
+def test_official_client_is_refused(token_broker: SecuredBroker, topic_name: str, case: str, cause: str) -> None:
     token = {
         "missing": None,
-        "wrong key": secured.token(secret=b"a key that is not the broker's!!"),
-        "expired": secured.token(expires_in=-5),
+        "wrong key": token_broker.token(secret=b"a key that is not the broker's!!"),
+        "expired": token_broker.token(expires_in=-5),
     }[case]
-    log_start = secured.process.log_path.stat().st_size
-    client = _official(secured, pulsar.AuthenticationToken(token) if token else None, timeout=1)
+    log_start = token_broker.process.log_path.stat().st_size
+    client = _official(token_broker, pulsar.AuthenticationToken(token) if token else None, timeout=1)
     try:
         # The official client retries a refused CONNECT until its operation timeout, as it does
         # against a Pulsar broker (which answers the same ERROR AuthenticationError and closes).
@@ -95,12 +88,12 @@ def test_official_client_is_refused(secured: SecuredBroker, topic_name: str, cas
             client.create_producer(topic_name)
     finally:
         client.close()
-    with open(secured.process.log_path) as log:
+    with open(token_broker.process.log_path) as log:
         log.seek(log_start)
         text = log.read()
     assert "refusing connection from 127.0.0.1" in text and cause in text
     # Nothing got through: the topic was never created.
-    topics = secured.process.admin(
-        "GET", "/admin/v2/persistent/public/default", headers={"Authorization": f"Bearer {secured.token()}"}
+    topics = token_broker.process.admin(
+        "GET", "/admin/v2/persistent/public/default", headers={"Authorization": f"Bearer {token_broker.token()}"}
     ).json()
     assert not any(name.endswith("/" + topic_name) for name in topics)

@@ -41,10 +41,10 @@ def raw(broker: BrokerProcess) -> Iterator[Callable[[], RawConnection]]:
 
 
 @pytest.fixture
-def healthy(client: pulsar.Client, topic_name: str) -> Callable[[], None]:
+def healthy(official: pulsar.Client, topic_name: str) -> Callable[[], None]:
     """An official producer and consumer on the broker; returns a check that they still work."""
-    consumer = client.subscribe(topic_name + "-healthy", "sub")
-    producer = client.create_producer(topic_name + "-healthy", batching_enabled=True)
+    consumer = official.subscribe(topic_name + "-healthy", "sub")
+    producer = official.create_producer(topic_name + "-healthy", batching_enabled=True)
     rounds = iter(range(1000))
 
     def check() -> None:
@@ -143,11 +143,11 @@ def test_send_with_bad_checksum_is_refused_alone(
 
 
 def test_send_with_good_checksum_is_stored(
-    raw: Callable[[], RawConnection], client: pulsar.Client, topic_name: str
+    raw: Callable[[], RawConnection], official: pulsar.Client, topic_name: str
 ) -> None:
     # The same hand-built SEND with a correct checksum works, so the test above fails for the CRC alone.
     connection = _send_by_hand(raw, topic_name, checksum_flip=0)
     receipt = connection.request(T.PING, T.SEND_RECEIPT)
     assert receipt.send_receipt.sequence_id == 0
-    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     assert reader.read_next(timeout_millis=5000).data() == b"payload"

@@ -51,7 +51,7 @@ Scenario = Callable[[Any, pulsar.Client, str], Any]
 
 
 @pytest.fixture(scope="module")
-def ours(request: pytest.FixtureRequest) -> Iterator[BrokerProcess]:
+def our_broker(request: pytest.FixtureRequest) -> Iterator[BrokerProcess]:
     """A fresh embedded broker for the module (skipped unless both brokers are selected)."""
     if request.config.getoption("--brokers") != "both":
         pytest.skip("differential tests compare both brokers: run with --brokers both")
@@ -64,7 +64,7 @@ def ours(request: pytest.FixtureRequest) -> Iterator[BrokerProcess]:
 
 
 @pytest.fixture(scope="module")
-def theirs(ours: BrokerProcess, apache_pulsar: PulsarStandalone) -> PulsarStandalone:
+def their_broker(our_broker: BrokerProcess, apache_pulsar: PulsarStandalone) -> PulsarStandalone:
     """The session's Apache Pulsar."""
     if not apache_pulsar.running:
         apache_pulsar.start()
@@ -72,21 +72,21 @@ def theirs(ours: BrokerProcess, apache_pulsar: PulsarStandalone) -> PulsarStanda
 
 
 @pytest.fixture(scope="module", autouse=True)
-def broker_log_is_clean(ours: BrokerProcess) -> Iterator[None]:
+def broker_log_is_clean(our_broker: BrokerProcess) -> Iterator[None]:
     """Replaces the interop tier's check (which would start a module broker of each kind): after
     the module, our broker's log must hold no unhandled exception."""
-    start = ours.log_path.stat().st_size if ours.log_path.exists() else 0
+    start = our_broker.log_path.stat().st_size if our_broker.log_path.exists() else 0
     yield
-    with open(ours.log_path, errors="replace") as log:
+    with open(our_broker.log_path, errors="replace") as log:
         log.seek(start)
         text = log.read()
     assert "Traceback" not in text, f"the broker logged an exception:\n{text[-5000:]}"
 
 
 @pytest.fixture
-def brokers(ours: BrokerProcess, theirs: PulsarStandalone) -> dict[str, Any]:
+def brokers(our_broker: BrokerProcess, their_broker: PulsarStandalone) -> dict[str, Any]:
     """Both brokers by name, Pulsar first (the reference)."""
-    return {"pulsar": theirs, "embedded": ours}
+    return {"pulsar": their_broker, "embedded": our_broker}
 
 
 @contextmanager
@@ -592,7 +592,7 @@ def test_errors_for_unknown_tenants_and_namespaces_on_the_binary_protocol(broker
 
 
 @pytest.fixture(scope="module")
-def token_brokers(ours: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], bytes]]:
+def token_brokers(our_broker: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], bytes]]:
     """Both brokers requiring tokens signed with one secret key (the module's one extra Pulsar)."""
     from airflow_pulsar.client.standalone.tokens import create_secret_key, create_token
 
@@ -782,11 +782,11 @@ def test_non_persistent_topics_stay_refused_by_ours(brokers: dict[str, Any], top
         assert time.monotonic() - began < 3
 
 
-def test_two_brokers_cannot_open_one_data_dir(ours: BrokerProcess) -> None:
+def test_two_brokers_cannot_open_one_data_dir(our_broker: BrokerProcess) -> None:
     """Our broker's own storage (Pulsar's counterpart is its metadata store, not compared): a
     second broker on a data dir in use refuses to start, saying why, and the first carries on."""
-    second = BrokerProcess(ours.data_dir)
+    second = BrokerProcess(our_broker.data_dir)
     with pytest.raises(RuntimeError, match=r"data dir .* is in use by another broker \(pid \d+\)"):
         second.start()
-    assert ours.process is not None and ours.process.poll() is None
-    assert httpx.get(ours.web_url + "/admin/v2/clusters", timeout=5).status_code == 200
+    assert our_broker.process is not None and our_broker.process.poll() is None
+    assert httpx.get(our_broker.web_url + "/admin/v2/clusters", timeout=5).status_code == 200

@@ -11,7 +11,7 @@ import pytest
 from airflow_pulsar.client.hashing import murmur3_32
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from interop_helpers import (
-    ClientFactory,
+    OfficialFactory,
     assert_nothing_more,
     create_partitioned,
     data_of,
@@ -26,9 +26,9 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.mark.parametrize("batching", [False, True], ids=["batching-off", "batching-on"])
-def test_produce_consume_round_trip(client: pulsar.Client, topic_name: str, batching: bool) -> None:
-    consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
-    producer = client.create_producer(
+def test_produce_consume_round_trip(official: pulsar.Client, topic_name: str, batching: bool) -> None:
+    consumer = official.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    producer = official.create_producer(
         topic_name, batching_enabled=batching, batching_max_publish_delay_ms=50, batching_max_messages=1000
     )
     count = 30
@@ -71,10 +71,10 @@ def test_produce_consume_round_trip(client: pulsar.Client, topic_name: str, batc
     assert_nothing_more(consumer.receive)
 
 
-def test_many_messages_through_a_small_receiver_queue(client: pulsar.Client, topic_name: str) -> None:
+def test_many_messages_through_a_small_receiver_queue(official: pulsar.Client, topic_name: str) -> None:
     # Batches of 100 against a queue of 10: permits go negative and FLOW has to catch up, many times.
-    consumer = client.subscribe(topic_name, "sub", receiver_queue_size=10)
-    producer = client.create_producer(
+    consumer = official.subscribe(topic_name, "sub", receiver_queue_size=10)
+    producer = official.create_producer(
         topic_name, batching_enabled=True, batching_max_messages=100, block_if_queue_full=True
     )
     count = 3000
@@ -87,9 +87,9 @@ def test_many_messages_through_a_small_receiver_queue(client: pulsar.Client, top
     assert_nothing_more(consumer.receive)
 
 
-def test_sync_send_returns_ids_and_empty_payload(client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub")
-    producer = client.create_producer(topic_name)
+def test_sync_send_returns_ids_and_empty_payload(official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub")
+    producer = official.create_producer(topic_name)
     first = producer.send(b"")
     second = producer.send(b"x" * 100_000)
     assert (first.entry_id(), second.entry_id()) == (0, 1)
@@ -98,9 +98,9 @@ def test_sync_send_returns_ids_and_empty_payload(client: pulsar.Client, topic_na
     assert [id_key(m.message_id()) for m in received] == [id_key(first), id_key(second)]
 
 
-def test_message_just_under_the_size_limit(client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub")
-    producer = client.create_producer(topic_name)
+def test_message_just_under_the_size_limit(official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub")
+    producer = official.create_producer(topic_name)
     # The broker advertises 5 MiB in CONNECTED; the client checks against that, so both sides agree.
     largest = bytes(range(256)) * (5 * 4096 - 4)
     producer.send(largest)
@@ -121,10 +121,10 @@ def test_message_just_under_the_size_limit(client: pulsar.Client, topic_name: st
     ids=lambda c: c.name,
 )
 def test_compression_with_batching(
-    broker: BrokerProcess, client: pulsar.Client, topic_name: str, compression: pulsar.CompressionType
+    broker: BrokerProcess, official: pulsar.Client, topic_name: str, compression: pulsar.CompressionType
 ) -> None:
-    consumer = client.subscribe(topic_name, "sub")
-    producer = client.create_producer(
+    consumer = official.subscribe(topic_name, "sub")
+    producer = official.create_producer(
         topic_name, compression_type=compression, batching_enabled=True, batching_max_publish_delay_ms=50
     )
     payloads = [(f"payload {i} " * 100).encode() for i in range(40)]
@@ -158,16 +158,16 @@ def _read_partitions(client: pulsar.Client, topic: str, partitions: int, total: 
 
 
 def test_partitioned_topic_produce_consume_and_stats(
-    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+    broker: BrokerProcess, official: pulsar.Client, topic_name: str
 ) -> None:
     create_partitioned(broker, topic_name, 4)
     assert broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/partitions").json() == {
         "partitions": 4,
         "deleted": False,
     }
-    assert client.get_topic_partitions(topic_name) == [full_name(f"{topic_name}-partition-{i}") for i in range(4)]
-    consumer = client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
-    producer = client.create_producer(topic_name, batching_enabled=True, batching_max_publish_delay_ms=20)
+    assert official.get_topic_partitions(topic_name) == [full_name(f"{topic_name}-partition-{i}") for i in range(4)]
+    consumer = official.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
+    producer = official.create_producer(topic_name, batching_enabled=True, batching_max_publish_delay_ms=20)
     keys = [f"key-{i}" for i in range(16)]
     sent = [(keys[i % len(keys)], f"value-{i}".encode()) for i in range(80)]
     for key, value in sent:
@@ -198,7 +198,7 @@ def test_partitioned_topic_produce_consume_and_stats(
     assert "sub" in stats["subscriptions"]
     wait_until(lambda: partitioned_stats()["subscriptions"]["sub"]["msgBacklog"] == 0)
 
-    placement = _read_partitions(client, topic_name, 4, len(sent))
+    placement = _read_partitions(official, topic_name, 4, len(sent))
     # The default router is sticky per key: every key lives in exactly one partition, and the
     # consumer saw each message on the partition a reader finds it in.
     homes = {key: {p for p, found in placement.items() if key in found} for key in keys}
@@ -206,12 +206,12 @@ def test_partitioned_topic_produce_consume_and_stats(
     assert all(m.message_id().partition() in homes[m.partition_key()] for m in received)
 
 
-def test_reader_on_a_partitioned_topic(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
+def test_reader_on_a_partitioned_topic(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
     create_partitioned(broker, topic_name, 3)
-    producer = client.create_producer(topic_name)
+    producer = official.create_producer(topic_name)
     for i in range(9):
         producer.send(f"m{i}".encode())
-    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     read = []
     while reader.has_message_available():
         read.append(reader.read_next(timeout_millis=5000))
@@ -220,12 +220,12 @@ def test_reader_on_a_partitioned_topic(broker: BrokerProcess, client: pulsar.Cli
 
 
 def test_partitioned_placement_by_murmur3_router(
-    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+    broker: BrokerProcess, official: pulsar.Client, topic_name: str
 ) -> None:
     # The Python client has no hashing_scheme option and its C++ default is BoostHash, which is
     # neither of Pulsar's Java-compatible hashes; route with Murmur3 explicitly (Java's default).
     create_partitioned(broker, topic_name, 4)
-    producer = client.create_producer(
+    producer = official.create_producer(
         topic_name,
         batching_enabled=True,
         batching_type=pulsar.BatchingType.KeyBased,
@@ -235,7 +235,7 @@ def test_partitioned_placement_by_murmur3_router(
     for key in keys:
         producer.send_async(key.encode(), None, partition_key=key)
     producer.flush()
-    placement = _read_partitions(client, topic_name, 4, len(keys))
+    placement = _read_partitions(official, topic_name, 4, len(keys))
     for index, found in placement.items():
         assert sorted(found) == sorted(k for k in keys if murmur3_32(k) % 4 == index)
     # The documented Murmur3 vectors, so the expectation itself is right.
@@ -243,24 +243,24 @@ def test_partitioned_placement_by_murmur3_router(
 
 
 def test_partitioned_topic_reader_on_one_partition_sees_only_it(
-    broker: BrokerProcess, client: pulsar.Client, topic_name: str
+    broker: BrokerProcess, official: pulsar.Client, topic_name: str
 ) -> None:
     create_partitioned(broker, topic_name, 2)
-    producer = client.create_producer(
+    producer = official.create_producer(
         topic_name, message_router=lambda message, partitions: int(message.partition_key()) % partitions
     )
     for i in range(6):
         producer.send(f"m{i}".encode(), partition_key=str(i))
-    reader = client.create_reader(f"{topic_name}-partition-1", pulsar.MessageId.earliest)
+    reader = official.create_reader(f"{topic_name}-partition-1", pulsar.MessageId.earliest)
     assert data_of(read_n(reader, 3)) == [b"m1", b"m3", b"m5"]
     assert_nothing_more(reader.read_next)
 
 
 def test_deduplication_answers_duplicates(
-    broker_factory: Callable[..., BrokerProcess], client_factory: ClientFactory
+    broker_factory: Callable[..., BrokerProcess], official_factory: OfficialFactory
 ) -> None:
     dedup_broker = broker_factory("--dedup")
-    client = client_factory(dedup_broker)
+    client = official_factory(dedup_broker)
     producer = client.create_producer("dedup", producer_name="the-producer")
     first = [producer.send(f"m{i}".encode()) for i in range(5)]  # sequence ids 0..4
     assert [m.entry_id() for m in first] == list(range(5))
@@ -280,56 +280,56 @@ def test_deduplication_answers_duplicates(
     assert_nothing_more(reader.read_next)
 
 
-def test_exclusive_producer_access_mode(client: pulsar.Client, topic_name: str) -> None:
+def test_exclusive_producer_access_mode(official: pulsar.Client, topic_name: str) -> None:
     """Pulsar's rules: a Shared producer beside an exclusive one is busy, a second Exclusive one is
     fenced; once the owner closes, the topic is open to all again."""
-    owner = client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    owner = official.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
     with pytest.raises(pulsar.ProducerBusy):
-        client.create_producer(topic_name)
+        official.create_producer(topic_name)
     with pytest.raises(pulsar.ProducerFenced):
-        client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+        official.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
     owner.send(b"still mine")
     owner.close()
-    shared = client.create_producer(topic_name)
+    shared = official.create_producer(topic_name)
     shared.send(b"shared again")
     # An exclusive producer is refused while a shared one is there, fenced too.
     with pytest.raises(pulsar.ProducerFenced):
-        client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+        official.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
     shared.close()
-    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     assert data_of(read_n(reader, 2)) == [b"still mine", b"shared again"]
 
 
-def test_exclusive_with_fencing_fences_for_good(client: pulsar.Client, topic_name: str) -> None:
+def test_exclusive_with_fencing_fences_for_good(official: pulsar.Client, topic_name: str) -> None:
     """ExclusiveWithFencing takes the topic over: the producer it fences stays fenced (its sends
     fail, even after the fencing producer is gone) and nothing it sends afterwards is stored."""
-    owner = client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    owner = official.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.Exclusive)
     owner.send(b"before")
-    fencer = client.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.ExclusiveWithFencing)
+    fencer = official.create_producer(topic_name, access_mode=pulsar.ProducerAccessMode.ExclusiveWithFencing)
     with pytest.raises(pulsar.ProducerFenced):
         owner.send(b"fenced")
     fencer.send(b"from the fencer")
     fencer.close()
     with pytest.raises(pulsar.ProducerFenced):
         owner.send(b"still fenced")
-    client.create_producer(topic_name).send(b"a newcomer")
-    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    official.create_producer(topic_name).send(b"a newcomer")
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     assert data_of(read_n(reader, 3)) == [b"before", b"from the fencer", b"a newcomer"]
     assert_nothing_more(reader.read_next)
 
 
-def test_string_schema_round_trip(client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub", schema=pulsar.schema.StringSchema())
-    producer = client.create_producer(topic_name, schema=pulsar.schema.StringSchema())
+def test_string_schema_round_trip(official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub", schema=pulsar.schema.StringSchema())
+    producer = official.create_producer(topic_name, schema=pulsar.schema.StringSchema())
     producer.send("héllo")
     assert consumer.receive(timeout_millis=5000).value() == "héllo"
 
 
 def test_chunked_message_above_max_message_size(
-    broker_factory: Callable[..., BrokerProcess], client_factory: ClientFactory
+    broker_factory: Callable[..., BrokerProcess], official_factory: OfficialFactory
 ) -> None:
     small = broker_factory("--max-message-size", "20000")
-    client = client_factory(small)
+    client = official_factory(small)
     consumer = client.subscribe("chunks", "sub")
     big = bytes(range(256)) * 400  # 102400 bytes: six chunks
     plain = client.create_producer("chunks")

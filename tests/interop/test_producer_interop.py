@@ -19,17 +19,17 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture
-def ours(broker: Any) -> Iterator[Client]:
+def our_client(broker: Any) -> Iterator[Client]:
     with Client(broker.service_url, operation_timeout_seconds=5) as made:
         yield made
 
 
 @pytest.mark.parametrize("compression", list(CompressionType), ids=lambda c: c.name)
 def test_batches_in_every_codec_reach_the_official_consumer(
-    ours: Client, client: pulsar.Client, topic_name: str, compression: CompressionType
+    our_client: Client, official: pulsar.Client, topic_name: str, compression: CompressionType
 ) -> None:
-    consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
-    producer = ours.create_producer(topic_name, compression_type=compression, batching_max_messages=64)
+    consumer = official.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    producer = our_client.create_producer(topic_name, compression_type=compression, batching_max_messages=64)
     count = 300
     for i in range(count):
         producer.send_async(
@@ -58,10 +58,10 @@ def test_batches_in_every_codec_reach_the_official_consumer(
 
 
 @pytest.mark.parametrize("dedup", [False, True], ids=["dedup-off", "dedup-on"])
-def test_chunked_messages_are_reassembled(broker_factory: Any, client_factory: Any, topic_name: str, dedup: bool) -> None:
+def test_chunked_messages_are_reassembled(broker_factory: Any, official_factory: Any, topic_name: str, dedup: bool) -> None:
     # With dedup on, every chunk carries the message's sequence id and none may count as a duplicate.
     small = broker_factory("--max-message-size", "20000", *(["--dedup"] if dedup else []))
-    consumer = client_factory(small).subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    consumer = official_factory(small).subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
     big = [os.urandom(70_000), os.urandom(45_000)]
     with Client(small.service_url, operation_timeout_seconds=5) as ours:
         producer = ours.create_producer(topic_name, batching_enabled=False, chunking_enabled=True)
@@ -75,9 +75,9 @@ def test_chunked_messages_are_reassembled(broker_factory: Any, client_factory: A
     assert first.entry_id() == 3, "the id of a chunked message is its last chunk's"
 
 
-def test_compressed_chunks_are_reassembled(broker_factory: Any, client_factory: Any, topic_name: str) -> None:
+def test_compressed_chunks_are_reassembled(broker_factory: Any, official_factory: Any, topic_name: str) -> None:
     small = broker_factory("--max-message-size", "20000")
-    consumer = client_factory(small).subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    consumer = official_factory(small).subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
     payload = os.urandom(30_000) + b"z" * 30_000
     with Client(small.service_url, operation_timeout_seconds=5) as ours:
         producer = ours.create_producer(
@@ -88,12 +88,12 @@ def test_compressed_chunks_are_reassembled(broker_factory: Any, client_factory: 
 
 
 def test_keyed_messages_on_four_partitions_keep_order_and_java_hash(
-    ours: Client, client: pulsar.Client, broker: Any, topic_name: str
+    our_client: Client, official: pulsar.Client, broker: Any, topic_name: str
 ) -> None:
     response = broker.admin("PUT", f"/admin/v2/persistent/public/default/{topic_name}/partitions", json=4)
     assert response.status_code in (200, 204)
-    consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
-    producer = ours.create_producer(topic_name, batching_max_messages=20, compression_type=CompressionType.LZ4)
+    consumer = official.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    producer = our_client.create_producer(topic_name, batching_max_messages=20, compression_type=CompressionType.LZ4)
     count = 400
     for i in range(count):
         producer.send_async(b"%d" % i, lambda r, m: None, partition_key=f"user-{i % 37}")

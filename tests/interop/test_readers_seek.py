@@ -21,14 +21,14 @@ def _expected(indexes: range | list[int]) -> list[bytes]:
 
 @pytest.mark.parametrize("batching", BATCHING)
 def test_reader_from_earliest_and_has_message_available(
-    client: pulsar.Client, topic_name: str, batching: bool
+    official: pulsar.Client, topic_name: str, batching: bool
 ) -> None:
-    empty = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    empty = official.create_reader(topic_name, pulsar.MessageId.earliest)
     assert not empty.has_message_available()
     empty.close()
 
-    ids = produce(client, topic_name, 12, batching)
-    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+    ids = produce(official, topic_name, 12, batching)
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     read = []
     while reader.has_message_available():
         read.append(reader.read_next(timeout_millis=5000))
@@ -38,11 +38,11 @@ def test_reader_from_earliest_and_has_message_available(
     assert_nothing_more(reader.read_next)
 
 
-def test_reader_from_latest_sees_only_new_messages(client: pulsar.Client, topic_name: str) -> None:
-    produce(client, topic_name, 3, batching=False)
-    reader = client.create_reader(topic_name, pulsar.MessageId.latest)
+def test_reader_from_latest_sees_only_new_messages(official: pulsar.Client, topic_name: str) -> None:
+    produce(official, topic_name, 3, batching=False)
+    reader = official.create_reader(topic_name, pulsar.MessageId.latest)
     assert not reader.has_message_available()
-    producer = client.create_producer(topic_name)
+    producer = official.create_producer(topic_name)
     producer.send(b"new")
     assert reader.has_message_available()
     assert reader.read_next(timeout_millis=5000).data() == b"new"
@@ -52,16 +52,16 @@ def test_reader_from_latest_sees_only_new_messages(client: pulsar.Client, topic_
 @pytest.mark.parametrize("batching", BATCHING)
 @pytest.mark.parametrize("inclusive", [False, True], ids=["exclusive", "inclusive"])
 def test_reader_from_message_id(
-    client: pulsar.Client, topic_name: str, batching: bool, inclusive: bool
+    official: pulsar.Client, topic_name: str, batching: bool, inclusive: bool
 ) -> None:
-    ids = produce(client, topic_name, 15, batching)
+    ids = produce(official, topic_name, 15, batching)
     # Index 7 is in the middle of the second batch when batching (batch index 2).
     start = 7
     if batching:
         assert ids[start].batch_index() == 2
     # Through serialize/deserialize, as an application would keep a position.
     start_id = pulsar.MessageId.deserialize(ids[start].serialize())
-    reader = client.create_reader(topic_name, start_id, start_message_id_inclusive=inclusive)
+    reader = official.create_reader(topic_name, start_id, start_message_id_inclusive=inclusive)
     first = start if inclusive else start + 1
     assert reader.has_message_available()
     read = read_n(reader, 15 - first)
@@ -71,9 +71,9 @@ def test_reader_from_message_id(
 
 
 @pytest.mark.parametrize("inclusive", [False, True], ids=["exclusive", "inclusive"])
-def test_reader_from_the_last_message_id(client: pulsar.Client, topic_name: str, inclusive: bool) -> None:
-    ids = produce(client, topic_name, 10, batching=True)
-    reader = client.create_reader(topic_name, ids[-1], start_message_id_inclusive=inclusive)
+def test_reader_from_the_last_message_id(official: pulsar.Client, topic_name: str, inclusive: bool) -> None:
+    ids = produce(official, topic_name, 10, batching=True)
+    reader = official.create_reader(topic_name, ids[-1], start_message_id_inclusive=inclusive)
     if inclusive:
         assert reader.has_message_available()
         assert reader.read_next(timeout_millis=5000).data() == b"m9"
@@ -83,11 +83,11 @@ def test_reader_from_the_last_message_id(client: pulsar.Client, topic_name: str,
 
 @pytest.mark.parametrize("batching", BATCHING)
 def test_inclusive_reader_at_latest_reads_the_last_message(
-    client: pulsar.Client, topic_name: str, batching: bool
+    official: pulsar.Client, topic_name: str, batching: bool
 ) -> None:
-    produce(client, topic_name, 7, batching)
+    produce(official, topic_name, 7, batching)
     # The client asks for the last id, seeks there, and so reads exactly the last message.
-    reader = client.create_reader(topic_name, pulsar.MessageId.latest, start_message_id_inclusive=True)
+    reader = official.create_reader(topic_name, pulsar.MessageId.latest, start_message_id_inclusive=True)
     assert reader.has_message_available()
     assert reader.read_next(timeout_millis=5000).data() == b"m6"
     assert not reader.has_message_available()
@@ -95,11 +95,11 @@ def test_inclusive_reader_at_latest_reads_the_last_message(
 
 
 @pytest.mark.parametrize("batching", BATCHING)
-def test_get_last_message_id(client: pulsar.Client, topic_name: str, batching: bool) -> None:
-    consumer = client.subscribe(topic_name, "sub")
+def test_get_last_message_id(official: pulsar.Client, topic_name: str, batching: bool) -> None:
+    consumer = official.subscribe(topic_name, "sub")
     empty = consumer.get_last_message_id()
     assert empty.entry_id() == -1
-    ids = produce(client, topic_name, 12, batching)
+    ids = produce(official, topic_name, 12, batching)
     last = consumer.get_last_message_id()
     assert id_key(last) == id_key(ids[-1])
     if batching:
@@ -110,15 +110,15 @@ def test_get_last_message_id(client: pulsar.Client, topic_name: str, batching: b
 @pytest.mark.parametrize("batching", BATCHING)
 @pytest.mark.parametrize("inclusive", [False, True], ids=["exclusive", "inclusive"])
 def test_consumer_seek_by_message_id(
-    client: pulsar.Client, topic_name: str, batching: bool, inclusive: bool
+    official: pulsar.Client, topic_name: str, batching: bool, inclusive: bool
 ) -> None:
-    consumer = client.subscribe(
+    consumer = official.subscribe(
         topic_name,
         "sub",
         initial_position=pulsar.InitialPosition.Earliest,
         start_message_id_inclusive=inclusive,
     )
-    ids = produce(client, topic_name, 10, batching)
+    ids = produce(official, topic_name, 10, batching)
     messages = receive_n(consumer, 10)
     for message in messages:
         consumer.acknowledge(message)
@@ -129,9 +129,9 @@ def test_consumer_seek_by_message_id(
     assert_nothing_more(consumer.receive)
 
 
-def test_consumer_seek_inside_a_batch(client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
-    ids = produce(client, topic_name, 10, batching=True)
+def test_consumer_seek_inside_a_batch(official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    ids = produce(official, topic_name, 10, batching=True)
     receive_n(consumer, 10)
     consumer.seek(ids[7])
     # The broker rewinds to the entry; the client skips the batch indexes up to the seek id.
@@ -140,10 +140,10 @@ def test_consumer_seek_inside_a_batch(client: pulsar.Client, topic_name: str) ->
 
 
 @pytest.mark.parametrize("batching", BATCHING)
-def test_consumer_seek_by_timestamp(client: pulsar.Client, topic_name: str, batching: bool) -> None:
-    consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+def test_consumer_seek_by_timestamp(official: pulsar.Client, topic_name: str, batching: bool) -> None:
+    consumer = official.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
     # A gap between sends gives every entry its own publish time (with batching, every batch).
-    produce(client, topic_name, 10, batching, gap=0.01)
+    produce(official, topic_name, 10, batching, gap=0.01)
     messages = receive_n(consumer, 10)
     for message in messages:
         consumer.acknowledge(message)
@@ -159,23 +159,23 @@ def test_consumer_seek_by_timestamp(client: pulsar.Client, topic_name: str, batc
     assert data_of(receive_n(consumer, 10)) == _expected(range(10))
 
 
-def test_consumer_seek_to_earliest_and_latest(client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
-    produce(client, topic_name, 4, batching=False)
+def test_consumer_seek_to_earliest_and_latest(official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    produce(official, topic_name, 4, batching=False)
     for message in receive_n(consumer, 4):
         consumer.acknowledge(message)
     consumer.seek(pulsar.MessageId.earliest)
     assert data_of(receive_n(consumer, 4)) == _expected(range(4))
     consumer.seek(pulsar.MessageId.latest)
     assert_nothing_more(consumer.receive)
-    producer = client.create_producer(topic_name)
+    producer = official.create_producer(topic_name)
     producer.send(b"after-latest")
     assert consumer.receive(timeout_millis=5000).data() == b"after-latest"
 
 
-def test_reader_seek(broker: BrokerProcess, client: pulsar.Client, topic_name: str) -> None:
-    ids = produce(client, topic_name, 10, batching=False, gap=0.01)
-    reader = client.create_reader(topic_name, pulsar.MessageId.earliest)
+def test_reader_seek(broker: BrokerProcess, official: pulsar.Client, topic_name: str) -> None:
+    ids = produce(official, topic_name, 10, batching=False, gap=0.01)
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     read = read_n(reader, 10)
     reader.seek(ids[2])
     assert data_of(read_n(reader, 7)) == _expected(range(3, 10))
@@ -188,10 +188,10 @@ def test_reader_seek(broker: BrokerProcess, client: pulsar.Client, topic_name: s
     assert subscriptions == []
 
 
-def test_reader_at_latest_seeks_back_by_time(client: pulsar.Client, topic_name: str) -> None:
+def test_reader_at_latest_seeks_back_by_time(official: pulsar.Client, topic_name: str) -> None:
     before = int(time.time() * 1000) - 1
-    produce(client, topic_name, 3, batching=False)
-    reader = client.create_reader(topic_name, pulsar.MessageId.latest)
+    produce(official, topic_name, 3, batching=False)
+    reader = official.create_reader(topic_name, pulsar.MessageId.latest)
     assert not reader.has_message_available()
     # After a seek by time the reader resubscribes with no start id: the broker must keep the
     # position the seek set, not start the new subscription at the end again.

@@ -12,7 +12,7 @@ import pytest
 
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from broker_rules import failover_active
-from interop_helpers import ClientFactory, assert_nothing_more, create_partitioned, data_of, receive_n, wait_backlog
+from interop_helpers import OfficialFactory, assert_nothing_more, create_partitioned, data_of, receive_n, wait_backlog
 
 pytestmark = pytest.mark.interop
 
@@ -51,8 +51,8 @@ def _poll_all(consumers: list[pulsar.Consumer], count: int, timeout: float = 15.
     return got
 
 
-def test_exclusive_refuses_a_second_consumer(client_factory: ClientFactory, topic_name: str) -> None:
-    first_client, second_client = client_factory(), client_factory()
+def test_exclusive_refuses_a_second_consumer(official_factory: OfficialFactory, topic_name: str) -> None:
+    first_client, second_client = official_factory(), official_factory()
     first = first_client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Exclusive)
     with pytest.raises(pulsar.ConsumerBusy):
         second_client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Exclusive)
@@ -72,8 +72,8 @@ def test_exclusive_refuses_a_second_consumer(client_factory: ClientFactory, topi
 
 
 @pytest.mark.parametrize("batching", [False, True], ids=["batching-off", "batching-on"])
-def test_shared_consumers_split_the_messages(client_factory: ClientFactory, topic_name: str, batching: bool) -> None:
-    client = client_factory()
+def test_shared_consumers_split_the_messages(official_factory: OfficialFactory, topic_name: str, batching: bool) -> None:
+    client = official_factory()
     consumers = [
         client.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=10)
         for _ in range(2)
@@ -94,9 +94,9 @@ def test_shared_consumers_split_the_messages(client_factory: ClientFactory, topi
 
 
 def test_failover_active_consumer_then_takeover(
-    broker: BrokerProcess, client_factory: ClientFactory, topic_name: str
+    broker: BrokerProcess, official_factory: OfficialFactory, topic_name: str
 ) -> None:
-    client_a, client_b = client_factory(), client_factory()
+    client_a, client_b = official_factory(), official_factory()
     # Which of two equal consumers is active on a non-partitioned topic follows Pulsar's hash ring.
     active_name = failover_active(topic_name, ["a-consumer", "b-consumer"])
     standby_name = "b-consumer" if active_name == "a-consumer" else "a-consumer"
@@ -129,9 +129,9 @@ def test_failover_active_consumer_then_takeover(
 
 
 def test_failover_consumer_joining_with_a_higher_rank_takes_over(
-    client_factory: ClientFactory, topic_name: str
+    official_factory: OfficialFactory, topic_name: str
 ) -> None:
-    client_a, client_b = client_factory(), client_factory()
+    client_a, client_b = official_factory(), official_factory()
     late = client_a.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="z")
     producer = client_a.create_producer(topic_name)
     producer.send(b"before")
@@ -153,9 +153,9 @@ def test_failover_consumer_joining_with_a_higher_rank_takes_over(
     ids=["batching-off", "key-based-batching"],
 )
 def test_key_shared_keeps_each_key_on_one_consumer(
-    client_factory: ClientFactory, topic_name: str, batching: dict[str, object]
+    official_factory: OfficialFactory, topic_name: str, batching: dict[str, object]
 ) -> None:
-    client = client_factory()
+    client = official_factory()
     consumers = [
         client.subscribe(
             topic_name,
@@ -188,8 +188,8 @@ def test_key_shared_keeps_each_key_on_one_consumer(
         assert_nothing_more(consumer.receive)
 
 
-def test_key_shared_keeps_key_order_when_a_consumer_joins(client_factory: ClientFactory, topic_name: str) -> None:
-    client_a, client_b = client_factory(), client_factory()
+def test_key_shared_keeps_key_order_when_a_consumer_joins(official_factory: OfficialFactory, topic_name: str) -> None:
+    client_a, client_b = official_factory(), official_factory()
     first = client_a.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.KeyShared, consumer_name="a")
     producer = client_a.create_producer(topic_name)
     keys = [f"key-{i}" for i in range(10)]
@@ -224,11 +224,11 @@ def test_key_shared_keeps_key_order_when_a_consumer_joins(client_factory: Client
 
 
 @pytest.mark.parametrize("batching", [False, True], ids=["batching-off", "batching-on"])
-def test_negative_ack_redelivers_with_count(client: pulsar.Client, topic_name: str, batching: bool) -> None:
-    consumer = client.subscribe(
+def test_negative_ack_redelivers_with_count(official: pulsar.Client, topic_name: str, batching: bool) -> None:
+    consumer = official.subscribe(
         topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared, negative_ack_redelivery_delay_ms=200
     )
-    producer = client.create_producer(topic_name, batching_enabled=batching)
+    producer = official.create_producer(topic_name, batching_enabled=batching)
     for i in range(4):
         producer.send_async(f"m{i}".encode(), None)
     producer.flush()
@@ -262,10 +262,10 @@ def test_negative_ack_redelivers_with_count(client: pulsar.Client, topic_name: s
     "sub_type", [pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover], ids=["exclusive", "failover"]
 )
 def test_negative_ack_on_a_single_active_subscription_rewinds(
-    client: pulsar.Client, topic_name: str, sub_type: pulsar.ConsumerType
+    official: pulsar.Client, topic_name: str, sub_type: pulsar.ConsumerType
 ) -> None:
-    consumer = client.subscribe(topic_name, "sub", consumer_type=sub_type, negative_ack_redelivery_delay_ms=200)
-    producer = client.create_producer(topic_name)
+    consumer = official.subscribe(topic_name, "sub", consumer_type=sub_type, negative_ack_redelivery_delay_ms=200)
+    producer = official.create_producer(topic_name)
     for i in range(5):
         producer.send(f"m{i}".encode())
     messages = receive_n(consumer, 5)
@@ -283,9 +283,9 @@ def test_negative_ack_on_a_single_active_subscription_rewinds(
 
 
 def test_shared_consumer_closing_hands_its_unacked_messages_over(
-    client_factory: ClientFactory, topic_name: str
+    official_factory: OfficialFactory, topic_name: str
 ) -> None:
-    client_a, client_b = client_factory(), client_factory()
+    client_a, client_b = official_factory(), official_factory()
     leaving = client_a.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Shared)
     producer = client_a.create_producer(topic_name)
     for i in range(6):
@@ -297,9 +297,9 @@ def test_shared_consumer_closing_hands_its_unacked_messages_over(
     assert sorted(data_of(_drain(staying))) == [f"m{i}".encode() for i in range(1, 6)]
 
 
-def test_zero_receiver_queue_consumer(client: pulsar.Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "sub", receiver_queue_size=0)
-    producer = client.create_producer(topic_name)
+def test_zero_receiver_queue_consumer(official: pulsar.Client, topic_name: str) -> None:
+    consumer = official.subscribe(topic_name, "sub", receiver_queue_size=0)
+    producer = official.create_producer(topic_name)
     for i in range(5):
         producer.send(f"m{i}".encode())
     # A zero-queue consumer only has receive() without a timeout (each call sends FLOW(1)); run it
@@ -320,17 +320,17 @@ def test_zero_receiver_queue_consumer(client: pulsar.Client, topic_name: str) ->
     assert received == [f"m{i}".encode() for i in range(5)]
 
 
-def test_dead_letter_topic_after_max_redeliveries(client: pulsar.Client, topic_name: str) -> None:
+def test_dead_letter_topic_after_max_redeliveries(official: pulsar.Client, topic_name: str) -> None:
     dlq_topic = f"{topic_name}-dlq"
-    dlq = client.subscribe(dlq_topic, "dlq-sub", initial_position=pulsar.InitialPosition.Earliest)
-    consumer = client.subscribe(
+    dlq = official.subscribe(dlq_topic, "dlq-sub", initial_position=pulsar.InitialPosition.Earliest)
+    consumer = official.subscribe(
         topic_name,
         "sub",
         consumer_type=pulsar.ConsumerType.Shared,
         negative_ack_redelivery_delay_ms=100,
         dead_letter_policy=pulsar.ConsumerDeadLetterPolicy(max_redeliver_count=1, dead_letter_topic=dlq_topic),
     )
-    producer = client.create_producer(topic_name)
+    producer = official.create_producer(topic_name)
     producer.send(b"poison", properties={"p": "1"})
     producer.send(b"fine")
     seen = []
@@ -352,10 +352,10 @@ def test_dead_letter_topic_after_max_redeliveries(client: pulsar.Client, topic_n
 
 
 def test_failover_on_a_partitioned_topic_spreads_partitions(
-    broker: BrokerProcess, client_factory: ClientFactory, topic_name: str
+    broker: BrokerProcess, official_factory: OfficialFactory, topic_name: str
 ) -> None:
     create_partitioned(broker, topic_name, 4)
-    client_a, client_b = client_factory(), client_factory()
+    client_a, client_b = official_factory(), official_factory()
     consumers = [
         c.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name=name)
         for c, name in ((client_a, "a"), (client_b, "b"))
@@ -371,9 +371,9 @@ def test_failover_on_a_partitioned_topic_spreads_partitions(
     assert partitions[0] | partitions[1] == {0, 1, 2, 3}
 
 
-def test_pattern_subscription_sees_matching_topics(client: pulsar.Client, topic_name: str) -> None:
-    producers = [client.create_producer(f"{topic_name}-{suffix}") for suffix in ("a", "b", "other")]
-    consumer = client.subscribe(
+def test_pattern_subscription_sees_matching_topics(official: pulsar.Client, topic_name: str) -> None:
+    producers = [official.create_producer(f"{topic_name}-{suffix}") for suffix in ("a", "b", "other")]
+    consumer = official.subscribe(
         re.compile(f"persistent://public/default/{re.escape(topic_name)}-[ab]$"),
         "sub",
         initial_position=pulsar.InitialPosition.Earliest,

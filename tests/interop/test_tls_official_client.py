@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pulsar
 import pytest
 
 from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
 from interop_helpers import receive_n
-from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecuredBroker]:
-    with secured_broker(tmp_path_factory.mktemp("tls-interop"), tokens=True, pki=pki) as broker:
-        yield broker
-
-
-@pytest.fixture(scope="module")
-def wrong_host(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecuredBroker]:
-    with secured_broker(tmp_path_factory.mktemp("tls-wrong-host"), pki=pki, wrong_host=True) as broker:
-        yield broker
+from security_helpers import Pki, SecuredBroker
 
 
 def _official(url: str, timeout: int = 10, **settings: object) -> pulsar.Client:
@@ -35,16 +16,16 @@ def _official(url: str, timeout: int = 10, **settings: object) -> pulsar.Client:
     )
 
 
-def test_official_and_our_client_exchange_messages_over_tls(secured: SecuredBroker, topic_name: str) -> None:
-    ca = str(secured.pki.ca)  # type: ignore[union-attr]
+def test_official_and_our_client_exchange_messages_over_tls(tls_token_broker: SecuredBroker, topic_name: str) -> None:
+    ca = str(tls_token_broker.pki.ca)  # type: ignore[union-attr]
     official = _official(
-        secured.service_url,
-        authentication=pulsar.AuthenticationToken(secured.token("official")),
+        tls_token_broker.service_url,
+        authentication=pulsar.AuthenticationToken(tls_token_broker.token("official")),
         tls_trust_certs_file_path=ca,
         tls_validate_hostname=True,
     )
     ours = Client(
-        secured.service_url, authentication=AuthenticationToken(secured.token("ours")), tls_trust_certs_file_path=ca
+        tls_token_broker.service_url, authentication=AuthenticationToken(tls_token_broker.token("ours")), tls_trust_certs_file_path=ca
     )
     try:
         their_consumer = official.subscribe(topic_name, "official", initial_position=pulsar.InitialPosition.Earliest)
@@ -62,11 +43,11 @@ def test_official_and_our_client_exchange_messages_over_tls(secured: SecuredBrok
         ours.close()
 
 
-def test_official_client_checks_the_certificate(wrong_host: SecuredBroker, pki: Pki, topic_name: str) -> None:
+def test_official_client_checks_the_certificate(wrong_host_broker: SecuredBroker, pki: Pki, topic_name: str) -> None:
     # Host name validation is off by default in the official client; turned on, it refuses the
     # certificate made for another host, as ours does by default.
     refusing = _official(
-        wrong_host.service_url, timeout=1, tls_trust_certs_file_path=str(pki.ca), tls_validate_hostname=True
+        wrong_host_broker.service_url, timeout=1, tls_trust_certs_file_path=str(pki.ca), tls_validate_hostname=True
     )
     try:
         with pytest.raises(pulsar.PulsarException):
@@ -74,7 +55,7 @@ def test_official_client_checks_the_certificate(wrong_host: SecuredBroker, pki: 
     finally:
         refusing.close()
     for settings in ({"tls_trust_certs_file_path": str(pki.ca)}, {"tls_allow_insecure_connection": True}):
-        accepting = _official(wrong_host.service_url, **settings)
+        accepting = _official(wrong_host_broker.service_url, **settings)
         try:
             accepting.create_producer(topic_name).send(b"x")
         finally:

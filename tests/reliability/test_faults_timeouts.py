@@ -29,7 +29,7 @@ def proxy(broker: BrokerProcess) -> Iterator[FaultProxy]:
 
 
 @pytest.fixture
-def client(proxy: FaultProxy) -> Iterator[Client]:
+def our_client(proxy: FaultProxy) -> Iterator[Client]:
     """Our client through the proxy, with a short operation timeout."""
     with Client(proxy.service_url, operation_timeout_seconds=OPERATION_TIMEOUT, connection_timeout_ms=1000) as client:
         yield client
@@ -47,8 +47,8 @@ def _fails_in_time(call: Callable[[], Any], error: type[Exception], timeout: flo
     return raised.value
 
 
-def test_send_times_out_on_a_stalled_connection(proxy: FaultProxy, client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, send_timeout_millis=1000)
+def test_send_times_out_on_a_stalled_connection(proxy: FaultProxy, our_client: Client, topic_name: str) -> None:
+    producer = our_client.create_producer(topic_name, send_timeout_millis=1000)
     producer.send(b"before")
     proxy.stall()
     _fails_in_time(lambda: producer.send(b"stalled"), Timeout, 1.0, "send timeout")
@@ -56,68 +56,68 @@ def test_send_times_out_on_a_stalled_connection(proxy: FaultProxy, client: Clien
     producer.send(b"after")  # the connection still works once traffic flows again
 
 
-def test_receive_with_timeout_on_a_stalled_connection(proxy: FaultProxy, client: Client, topic_name: str) -> None:
-    consumer = client.subscribe(topic_name, "stalled")
+def test_receive_with_timeout_on_a_stalled_connection(proxy: FaultProxy, our_client: Client, topic_name: str) -> None:
+    consumer = our_client.subscribe(topic_name, "stalled")
     proxy.stall()
     _fails_in_time(lambda: consumer.receive(500), Timeout, 0.5, "no message within 500 ms")
 
 
 @pytest.mark.parametrize("command", ["PARTITIONED_METADATA", "LOOKUP", "SUBSCRIBE"])
 def test_subscribe_times_out_when_a_request_goes_unanswered(
-    proxy: FaultProxy, client: Client, topic_name: str, command: str
+    proxy: FaultProxy, our_client: Client, topic_name: str, command: str
 ) -> None:
-    client.create_producer(topic_name)  # the connection is up
+    our_client.create_producer(topic_name)  # the connection is up
     proxy.swallow(TO_BROKER, T.Value(command))
     _fails_in_time(
-        lambda: client.subscribe(topic_name, "stalled"), Timeout, OPERATION_TIMEOUT, f"{command} .* no response within 1 s"
+        lambda: our_client.subscribe(topic_name, "stalled"), Timeout, OPERATION_TIMEOUT, f"{command} .* no response within 1 s"
     )
 
 
 def test_create_producer_times_out_when_its_request_goes_unanswered(
-    proxy: FaultProxy, client: Client, topic_name: str
+    proxy: FaultProxy, our_client: Client, topic_name: str
 ) -> None:
-    client.subscribe(topic_name, "up")  # the connection is up
+    our_client.subscribe(topic_name, "up")  # the connection is up
     proxy.swallow(TO_BROKER, T.PRODUCER)
-    _fails_in_time(lambda: client.create_producer(topic_name), Timeout, OPERATION_TIMEOUT, "PRODUCER .* no response within 1 s")
+    _fails_in_time(lambda: our_client.create_producer(topic_name), Timeout, OPERATION_TIMEOUT, "PRODUCER .* no response within 1 s")
 
 
 def test_subscribe_whose_answer_was_lost_leaves_no_consumer_behind(
-    proxy: FaultProxy, client: Client, topic_name: str
+    proxy: FaultProxy, our_client: Client, topic_name: str
 ) -> None:
-    producer = client.create_producer(topic_name)
+    producer = our_client.create_producer(topic_name)
     proxy.swallow(TO_CLIENT, T.SUCCESS)  # the broker subscribes, the client never hears of it
-    _fails_in_time(lambda: client.subscribe(topic_name, "sub"), Timeout, OPERATION_TIMEOUT, "SUBSCRIBE")
+    _fails_in_time(lambda: our_client.subscribe(topic_name, "sub"), Timeout, OPERATION_TIMEOUT, "SUBSCRIBE")
     proxy.resume()
     # The exclusive subscription is free again: the timed-out consumer was closed on the broker.
-    consumer = client.subscribe(topic_name, "sub")
+    consumer = our_client.subscribe(topic_name, "sub")
     producer.send(b"to the second consumer")
     assert consumer.receive(5000).data() == b"to the second consumer"
 
 
 def test_producer_whose_answer_was_lost_leaves_no_producer_behind(
-    proxy: FaultProxy, client: Client, topic_name: str
+    proxy: FaultProxy, our_client: Client, topic_name: str
 ) -> None:
-    client.subscribe(topic_name, "up")
+    our_client.subscribe(topic_name, "up")
     proxy.swallow(TO_CLIENT, T.PRODUCER_SUCCESS)
     _fails_in_time(
-        lambda: client.create_producer(topic_name, access_mode=ProducerAccessMode.Exclusive),
+        lambda: our_client.create_producer(topic_name, access_mode=ProducerAccessMode.Exclusive),
         Timeout,
         OPERATION_TIMEOUT,
         "PRODUCER",
     )
     proxy.resume()
-    client.create_producer(topic_name, access_mode=ProducerAccessMode.Exclusive).send(b"the topic is free again")
+    our_client.create_producer(topic_name, access_mode=ProducerAccessMode.Exclusive).send(b"the topic is free again")
 
 
-def test_create_producer_times_out_on_a_stalled_connection(proxy: FaultProxy, client: Client, topic_name: str) -> None:
-    client.subscribe(topic_name, "up")  # the connection is up
+def test_create_producer_times_out_on_a_stalled_connection(proxy: FaultProxy, our_client: Client, topic_name: str) -> None:
+    our_client.subscribe(topic_name, "up")  # the connection is up
     proxy.stall()
-    _fails_in_time(lambda: client.create_producer(topic_name), Timeout, OPERATION_TIMEOUT, "no response within 1 s")
+    _fails_in_time(lambda: our_client.create_producer(topic_name), Timeout, OPERATION_TIMEOUT, "no response within 1 s")
 
 
-def test_connect_times_out_when_the_broker_never_answers(proxy: FaultProxy, client: Client, topic_name: str) -> None:
+def test_connect_times_out_when_the_broker_never_answers(proxy: FaultProxy, our_client: Client, topic_name: str) -> None:
     proxy.drop()  # the TCP connection opens, but CONNECT gets no answer
-    _fails_in_time(lambda: client.create_producer(topic_name), ConnectError, OPERATION_TIMEOUT, "handshake with .* failed")
+    _fails_in_time(lambda: our_client.create_producer(topic_name), ConnectError, OPERATION_TIMEOUT, "handshake with .* failed")
 
 
 def test_admin_call_times_out_on_a_stalled_connection(broker: BrokerProcess, topic_name: str) -> None:

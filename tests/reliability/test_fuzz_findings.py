@@ -35,7 +35,7 @@ U64_MAX = (1 << 64) - 1
 
 
 @pytest.fixture
-def raw(broker: BrokerProcess) -> Iterator[Callable[..., RawConnection]]:
+def handshaken_raw(broker: BrokerProcess) -> Iterator[Callable[..., RawConnection]]:
     """Open handshaken raw connections (to the module's broker, or the one given); closed after."""
     made: list[RawConnection] = []
 
@@ -78,10 +78,10 @@ def _still_serves(connection: RawConnection) -> None:
 
 
 def test_sequence_id_and_publish_time_past_int64_do_not_stop_storage(
-    broker_factory: Any, raw: Callable[..., RawConnection], topic_name: str
+    broker_factory: Any, handshaken_raw: Callable[..., RawConnection], topic_name: str
 ) -> None:
     broker = broker_factory("--dedup")
-    connection = raw(broker)
+    connection = handshaken_raw(broker)
     connection.request(T.PRODUCER, T.PRODUCER_SUCCESS, topic=_name(topic_name), producer_id=1, request_id=1)
     metadata = MessageMetadata(producer_name="raw", sequence_id=U64_MAX, publish_time=U64_MAX)
     send = commands.make(T.SEND, producer_id=1, sequence_id=U64_MAX, highest_sequence_id=U64_MAX)
@@ -94,16 +94,16 @@ def test_sequence_id_and_publish_time_past_int64_do_not_stop_storage(
         assert consumer.receive(5000).data() == b"still stored"
 
 
-def test_times_past_int64_in_subscribe_and_seek_are_answered(raw: Callable[..., RawConnection], topic_name: str) -> None:
-    connection = raw()
+def test_times_past_int64_in_subscribe_and_seek_are_answered(handshaken_raw: Callable[..., RawConnection], topic_name: str) -> None:
+    connection = handshaken_raw()
     _subscribe(connection, topic_name, CommandSubscribe.Exclusive, start_message_rollback_duration_sec=U64_MAX)
     connection.request(T.SEEK, T.SUCCESS, consumer_id=1, request_id=7, message_publish_time=U64_MAX)
 
 
 def test_consumer_stats_while_a_batch_outgrew_the_permits(
-    broker: BrokerProcess, raw: Callable[..., RawConnection], topic_name: str
+    broker: BrokerProcess, handshaken_raw: Callable[..., RawConnection], topic_name: str
 ) -> None:
-    connection = raw()
+    connection = handshaken_raw()
     _subscribe(connection, topic_name, CommandSubscribe.Exclusive)
     with Client(broker.service_url) as client:
         producer = client.create_producer(topic_name, batching_max_messages=10, batching_max_publish_delay_ms=1000)
@@ -116,8 +116,8 @@ def test_consumer_stats_while_a_batch_outgrew_the_permits(
     assert stats.consumerStatsResponse.availablePermits == 0
 
 
-def test_send_claiming_no_messages_is_refused(raw: Callable[..., RawConnection], topic_name: str) -> None:
-    connection = raw()
+def test_send_claiming_no_messages_is_refused(handshaken_raw: Callable[..., RawConnection], topic_name: str) -> None:
+    connection = handshaken_raw()
     connection.request(T.PRODUCER, T.PRODUCER_SUCCESS, topic=_name(topic_name), producer_id=1, request_id=1)
     metadata = MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1)
     send = commands.make(T.SEND, producer_id=1, sequence_id=0, num_messages=0)
@@ -128,9 +128,9 @@ def test_send_claiming_no_messages_is_refused(raw: Callable[..., RawConnection],
 
 
 def test_cumulative_ack_on_shared_is_refused_as_not_allowed(
-    broker: BrokerProcess, raw: Callable[..., RawConnection], topic_name: str
+    broker: BrokerProcess, handshaken_raw: Callable[..., RawConnection], topic_name: str
 ) -> None:
-    connection = raw()
+    connection = handshaken_raw()
     _subscribe(connection, topic_name, CommandSubscribe.Shared)
     with Client(broker.service_url) as client:
         client.create_producer(topic_name).send(b"m0")
@@ -151,9 +151,9 @@ def test_cumulative_ack_on_shared_is_refused_as_not_allowed(
 
 
 def test_second_subscribe_of_one_consumer_id_in_flight_leaves_no_ghost(
-    broker: BrokerProcess, raw: Callable[..., RawConnection], topic_name: str
+    broker: BrokerProcess, handshaken_raw: Callable[..., RawConnection], topic_name: str
 ) -> None:
-    connection = raw()
+    connection = handshaken_raw()
     subscribe = encode_command(
         commands.make(
             T.SUBSCRIBE, topic=_name(topic_name), subscription="sub", subType=CommandSubscribe.Exclusive, consumer_id=1, request_id=1
@@ -174,12 +174,12 @@ def test_second_subscribe_of_one_consumer_id_in_flight_leaves_no_ghost(
 
 
 def test_ack_past_the_last_entry_skips_nothing(
-    broker: BrokerProcess, raw: Callable[..., RawConnection], topic_name: str
+    broker: BrokerProcess, handshaken_raw: Callable[..., RawConnection], topic_name: str
 ) -> None:
     with Client(broker.service_url) as client:
         producer = client.create_producer(topic_name, batching_enabled=False)
         producer.send(b"m0")
-        connection = raw()
+        connection = handshaken_raw()
         _subscribe(connection, topic_name, CommandSubscribe.Exclusive)
         ahead = MessageIdData(ledgerId=_ledger_of(connection), entryId=1000)
         connection.send(encode_command(commands.make(T.ACK, consumer_id=1, ack_type=CommandAck.Cumulative, message_id=[ahead])))
@@ -191,8 +191,8 @@ def test_ack_past_the_last_entry_skips_nothing(
         assert [consumer.receive(5000).data() for _ in range(3)] == [b"m0", b"m1", b"m2"]
 
 
-def test_text_that_is_not_utf8_is_refused_by_name(raw: Callable[..., RawConnection]) -> None:
-    connection = raw()
+def test_text_that_is_not_utf8_is_refused_by_name(handshaken_raw: Callable[..., RawConnection]) -> None:
+    connection = handshaken_raw()
     lookup = commands.make(T.LOOKUP, topic="@@", request_id=1)
     body = lookup.SerializeToString().replace(b"@@", b"\xff\xfe")
     connection.send(struct.pack(">II", len(body) + 4, len(body)) + body)
@@ -201,8 +201,8 @@ def test_text_that_is_not_utf8_is_refused_by_name(raw: Callable[..., RawConnecti
     connection.assert_closed_by_broker()
 
 
-def test_send_without_payload_is_refused(raw: Callable[..., RawConnection], topic_name: str) -> None:
-    connection = raw()
+def test_send_without_payload_is_refused(handshaken_raw: Callable[..., RawConnection], topic_name: str) -> None:
+    connection = handshaken_raw()
     connection.request(T.PRODUCER, T.PRODUCER_SUCCESS, topic=_name(topic_name), producer_id=1, request_id=1)
     connection.send(encode_command(commands.make(T.SEND, producer_id=1, sequence_id=0)))
     with pytest.raises(AssertionError, match="SEND without a payload"):

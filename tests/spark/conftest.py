@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,12 +42,3 @@ def pulsar_default(broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch) -> Br
 def catalog(tmp_path: Path) -> Catalog:
     """A warehouse and a Derby metastore of the test's own."""
     return Catalog(tmp_path / "warehouse", tmp_path / "metastore")
-
-
-@pytest.fixture(scope="session")
-def airflow_db() -> Iterator[None]:
-    """Airflow's metadata database (SQLite in the shared AIRFLOW_HOME), for dag.test()."""
-    from airflow.utils.db import initdb
-
-    initdb()
-    yield

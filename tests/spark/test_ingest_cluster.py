@@ -99,7 +99,7 @@ class StandaloneCluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandaloneCluster]:
+def spark_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandaloneCluster]:
     """A started cluster, named by the Spark connection ``spark_cluster``."""
     directory = tmp_path / "spark-cluster"
     directory.mkdir()
@@ -137,7 +137,7 @@ def cluster_ingest(catalog: Catalog, topic: str, subscription: str, table: str, 
 
 
 def test_the_job_runs_unchanged_on_a_standalone_cluster(
-    pulsar_default: BrokerProcess, cluster: StandaloneCluster, catalog: Catalog, topic_name: str
+    pulsar_default: BrokerProcess, spark_cluster: StandaloneCluster, catalog: Catalog, topic_name: str
 ) -> None:
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 3)
@@ -148,16 +148,16 @@ def test_the_job_runs_unchanged_on_a_standalone_cluster(
         assert result["total_rows"] == 5_000
         assert admin.backlog(topic_name, "to-cluster").msg_backlog == 0
     assert_exactly_once(catalog.rows("on_cluster"), range(5_000))
-    apps = cluster.completed("apps")
+    apps = spark_cluster.completed("apps")
     assert [app["name"] for app in apps] == ["pulsar-ingest-to-cluster"] and apps[0]["state"] == "FINISHED"
     assert apps[0]["memoryperslave"] == 768  # executor sizing reached the cluster
     # In client mode only executors run tasks: the worker launched one for the application.
-    assert list((cluster.directory / "work").glob(f"{apps[0]['id']}/*/stderr"))
-    assert not cluster.completed("drivers")
+    assert list((spark_cluster.directory / "work").glob(f"{apps[0]['id']}/*/stderr"))
+    assert not spark_cluster.completed("drivers")
 
 
 def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_run(
-    pulsar_default: BrokerProcess, cluster: StandaloneCluster, catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch
+    pulsar_default: BrokerProcess, spark_cluster: StandaloneCluster, catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The worker's 2 cores and 1536 MB hold the driver (1 core, 512 MB) and one executor.
     operator = cluster_ingest(
@@ -194,7 +194,7 @@ def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_
     assert_exactly_once(rows, range(3_000))
     assert set(rows.column("batch_id").to_pylist()) == {result["batch_id"], result["settled"]["batch_id"]}
     # Every driver ran on the worker, from the archive it fetched: one failed, two finished.
-    drivers = cluster.completed("drivers")
+    drivers = spark_cluster.completed("drivers")
     assert sorted(driver["state"] for driver in drivers) == ["FAILED", "FINISHED", "FINISHED"]
     assert all(driver["mainclass"] == "org.apache.spark.deploy.PythonRunner" for driver in drivers)
-    assert len(list((cluster.directory / "work").glob("driver-*/airflow_pulsar_job.jar"))) == 3
+    assert len(list((spark_cluster.directory / "work").glob("driver-*/airflow_pulsar_job.jar"))) == 3

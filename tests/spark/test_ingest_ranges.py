@@ -44,7 +44,8 @@ BYTES_ROWS = StructType(
 
 
 @pytest.fixture
-def client(broker: BrokerProcess):
+def our_client(broker: BrokerProcess):
+    """Our client on the module's broker."""
     with Client(broker.service_url) as c:
         yield c
 
@@ -64,9 +65,9 @@ def produce(client: Client, topic: str, count: int, batch: int) -> None:
     producer.close()
 
 
-def test_internal_stats_give_ledgers_and_cursor_positions(client: Client, admin: PulsarAdmin, topic_name: str) -> None:
-    produce(client, topic_name, 30, 10)  # three entries
-    consumer = client.subscribe(topic_name, "stats", initial_position=1)
+def test_internal_stats_give_ledgers_and_cursor_positions(our_client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+    produce(our_client, topic_name, 30, 10)  # three entries
+    consumer = our_client.subscribe(topic_name, "stats", initial_position=1)
     received = [consumer.receive(5000) for _ in range(30)]
     consumer.acknowledge_cumulative(received[9])  # entry 0
     for message in received[20:]:  # entry 2, individually
@@ -84,16 +85,16 @@ def test_internal_stats_give_ledgers_and_cursor_positions(client: Client, admin:
     assert cursor["individuallyDeletedMessages"] == f"[({ledger}:1..{ledger}:2]]"
 
 
-def test_the_hold_reports_positions_acknowledges_and_excludes_others(client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+def test_the_hold_reports_positions_acknowledges_and_excludes_others(our_client: Client, admin: PulsarAdmin, topic_name: str) -> None:
     admin.create_partitioned_topic(topic_name, 2)
-    produce(client, topic_name, 40, 5)
+    produce(our_client, topic_name, 40, 5)
 
-    with SubscriptionHold(client, [topic_name], "hold") as hold:
+    with SubscriptionHold(our_client, [topic_name], "hold") as hold:
         states = hold.states()
         assert [s.partition for s in states] == [0, 1]
         assert all(s.mark_delete.entry_id == -1 and s.last > s.mark_delete for s in states)
         with pytest.raises(SubscriptionBusy, match="'hold' .* is held by another consumer"):
-            SubscriptionHold(client, [topic_name], "hold")
+            SubscriptionHold(our_client, [topic_name], "hold")
         sub = admin.partitioned_stats(topic_name)["subscriptions"]["hold"]
         assert sub["msgOutCounter"] == 0 and sub["unackedMessages"] == 0  # nothing is delivered to a hold
         first = states[0]
@@ -103,31 +104,31 @@ def test_the_hold_reports_positions_acknowledges_and_excludes_others(client: Cli
         backlog = admin.backlog(topic_name, "hold")
         assert backlog.partitions[0].msg_backlog == 0 and backlog.partitions[1].msg_backlog > 0
         assert hold.states()[0].empty
-    with SubscriptionHold(client, [topic_name], "hold") as again:  # released on close
+    with SubscriptionHold(our_client, [topic_name], "hold") as again:  # released on close
         assert again.states()[0].mark_delete == first.last
 
 
-def test_the_plan_log_keeps_the_newest_record_for_the_next_run(client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+def test_the_plan_log_keeps_the_newest_record_for_the_next_run(our_client: Client, admin: PulsarAdmin, topic_name: str) -> None:
     plan_topic = f"{topic_name}-plans"
     plan = IngestPlan("b1", "sub", "t", ())
-    log = PlanLog(client, plan_topic, "sub")
+    log = PlanLog(our_client, plan_topic, "sub")
     assert log.latest() is None
     log.append(PlanRecord(PLANNED, plan))
-    with Client(client.service_url.url) as job_client:  # the Spark driver's side
+    with Client(our_client.service_url.url) as job_client:  # the Spark driver's side
         publish_record(job_client, plan_topic, PlanRecord(COMMITTED, plan))
     assert log.wait_for("b1", COMMITTED, 10).state == COMMITTED
     with pytest.raises(TimeoutError, match="no 'acked' record of batch b1"):
         log.wait_for("b1", ACKED, 0.3)
     log.close()
 
-    next_run = PlanLog(client, plan_topic, "sub")
+    next_run = PlanLog(our_client, plan_topic, "sub")
     latest = next_run.latest()
     assert latest is not None and latest.state == COMMITTED and latest.batch_id == "b1"
     next_run.append(PlanRecord(ACKED, plan))
     next_run.close()
     # Everything but the newest record is acknowledged: the backlog holds exactly one.
     assert admin.backlog(plan_topic, "sub").msg_backlog == 1
-    third = PlanLog(client, plan_topic, "sub")
+    third = PlanLog(our_client, plan_topic, "sub")
     assert third.latest().state == ACKED
     third.close()
 
@@ -142,13 +143,13 @@ def read_all(client: Client, plan: IngestPlan) -> pa.Table:
 
 
 @pytest.mark.parametrize("batch", [1, 7], ids=["unbatched", "batched"])
-def test_cut_ranges_read_every_message_once(client: Client, topic_name: str, batch: int) -> None:
-    produce(client, topic_name, 100, batch)
-    with SubscriptionHold(client, [topic_name], "read") as hold:
+def test_cut_ranges_read_every_message_once(our_client: Client, topic_name: str, batch: int) -> None:
+    produce(our_client, topic_name, 100, batch)
+    with SubscriptionHold(our_client, [topic_name], "read") as hold:
         plan = plan_batch(hold.states(), "read", "t", min_partitions=4)
     assert plan is not None and len(plan.ranges) == 4
 
-    rows = read_all(client, plan)
+    rows = read_all(our_client, plan)
 
     assert sorted(rows.column("value").to_pylist()) == sorted(b"m%d" % i for i in range(100))
     first = rows.slice(0, 1).to_pylist()[0]
@@ -158,14 +159,14 @@ def test_cut_ranges_read_every_message_once(client: Client, topic_name: str, bat
     assert indexes == ({-1} if batch == 1 else set(range(7)))
 
 
-def test_a_budget_stops_before_the_entry_that_would_overrun_it(client: Client, topic_name: str) -> None:
-    produce(client, topic_name, 50, 10)  # five entries of ten
-    with SubscriptionHold(client, [topic_name], "budget") as hold:
+def test_a_budget_stops_before_the_entry_that_would_overrun_it(our_client: Client, topic_name: str) -> None:
+    produce(our_client, topic_name, 50, 10)  # five entries of ten
+    with SubscriptionHold(our_client, [topic_name], "budget") as hold:
         plan = plan_batch(hold.states(), "budget", "t", max_messages=25)
         small = plan_batch(hold.states(), "budget", "t", max_messages=3)
     assert plan is not None and small is not None
-    assert read_all(client, plan).num_rows == 20  # two whole entries; a third would make 30
-    assert read_all(client, small).num_rows == 10  # at least one entry
+    assert read_all(our_client, plan).num_rows == 20  # two whole entries; a third would make 30
+    assert read_all(our_client, small).num_rows == 10  # at least one entry
 
 
 def test_json_values_decode_with_corrupt_records_kept() -> None:
@@ -180,13 +181,13 @@ def test_json_values_decode_with_corrupt_records_kept() -> None:
     assert json.loads(b'{"id": 2,\n "extra": true}')["id"] == 2  # a newline is whitespace in JSON
 
 
-def test_a_range_whose_messages_never_come_fails_with_its_position(client: Client, topic_name: str) -> None:
-    produce(client, topic_name, 3, 1)
-    with SubscriptionHold(client, [topic_name], "gone") as hold:
+def test_a_range_whose_messages_never_come_fails_with_its_position(our_client: Client, topic_name: str) -> None:
+    produce(our_client, topic_name, 3, 1)
+    with SubscriptionHold(our_client, [topic_name], "gone") as hold:
         plan = plan_batch(hold.states(), "gone", "t")
     assert plan is not None
     # The range claims entries up to 9; the partition has entries 0..2.
     beyond = replace(plan.ranges[0], last=Position(plan.ranges[0].last.ledger_id, 9))
     builder = RowBatchBuilder(arrow_schema(BYTES_ROWS), "bytes", "src", -1, "b")
     with pytest.raises(RangeReadError, match=r"no message within 0.5 s reading .* \(3 read\)"):
-        list(read_range_batches(client, beyond, builder, 0.5))
+        list(read_range_batches(our_client, beyond, builder, 0.5))

@@ -68,7 +68,7 @@ def test_a_batch_splits_into_its_messages_with_their_ids_keys_and_properties() -
     assert [m.properties() for m in messages] == [{"n": "0"}, {"n": "1"}, {"n": "2"}]
     assert [m.message_id() for m in messages] == [MessageId(PARTITION, LEDGER, 11, i, 3) for i in range(3)]
     assert all(m.redelivery_count() == 2 and m.topic_name() == TOPIC for m in messages)
-    assert messages[0]._delivery.epoch == 4
+    assert messages[0].delivery.epoch == 4
 
 
 def test_a_single_message_entry_is_one_message_without_a_batch_index() -> None:
@@ -86,8 +86,8 @@ def test_a_redelivered_batch_leaves_out_what_its_ack_set_marks_acknowledged() ->
     assert [m.data() for m in messages] == [b"1", b"3"]
     assert permits == 4  # two of them come back to the broker as discarded
     # The batch's ack state starts from the ack_set, shared by its messages.
-    assert messages[0]._delivery.unacked.bits == still_unacked
-    assert entry_unpacker.acks.track_batch(LEDGER, 6, still_unacked) is messages[0]._delivery.unacked
+    assert messages[0].delivery.unacked.bits == still_unacked
+    assert entry_unpacker.acks.track_batch(LEDGER, 6, still_unacked) is messages[0].delivery.unacked
 
 
 @pytest.mark.parametrize("codec", [c for c in CompressionType if c != CompressionType.NONE], ids=lambda c: c.name)

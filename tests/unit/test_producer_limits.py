@@ -1,11 +1,12 @@
-"""Memory and pending limits: try, block with deadline, release, and the per-client attachment."""
+"""Memory and pending limits: try, block with deadline, release, and the client's own memory limit."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from airflow_pulsar.client.producer.limits import MemoryLimit, PendingLimit, memory_limit_of
+from airflow_pulsar.client import Client
+from airflow_pulsar.client.producer.limits import MemoryLimit, PendingLimit
 
 
 def test_try_acquire_respects_limit_and_release() -> None:
@@ -45,11 +46,8 @@ def test_blocking_acquire_wakes_on_release() -> None:
     assert limit.in_use == 5
 
 
-def test_memory_limit_attaches_once_per_client() -> None:
-    class FakeClient:
-        memory_limit_bytes = 1234
-
-    client = FakeClient()
-    first = memory_limit_of(client)
-    assert first is memory_limit_of(client) and first.limit == 1234
-    assert memory_limit_of(FakeClient()) is not first
+def test_each_client_owns_one_memory_limit() -> None:
+    with Client("pulsar://localhost:6650", memory_limit_bytes=1234) as client, Client("pulsar://localhost:6650") as other:
+        first = client.memory_limit
+        assert isinstance(first, MemoryLimit) and first is client.memory_limit and first.limit == 1234
+        assert other.memory_limit is not first

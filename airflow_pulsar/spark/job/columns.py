@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from airflow_pulsar.client.consumer import MessageFields
+
 from .spec import VALUE_BYTES, VALUE_JSON, VALUE_STRING, check_value_schema
 
 CORRUPT_RECORD = "_corrupt_record"
@@ -83,12 +85,12 @@ class RowBatchBuilder:
         self._reset()
 
     def _reset(self) -> None:
-        self._rows: list[tuple[Any, ...]] = []
+        self._rows: list[MessageFields] = []
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def add(self, fields: tuple[Any, ...]) -> None:
+    def add(self, fields: MessageFields) -> None:
         """Append one message, given as its ``Message.fields()``."""
         self._rows.append(fields)
 
@@ -98,7 +100,9 @@ class RowBatchBuilder:
         Columns are converted by pyarrow from the transposed rows, in C; no Python loop per row.
         """
         count = len(self._rows)
-        keys, values, ledgers, entries, indexes, publish, events, properties, redeliveries = zip(*self._rows, strict=True)
+        # Each field of MessageFields across the rows, by name.
+        field = dict(zip(MessageFields._fields, zip(*self._rows, strict=True), strict=True))
+        keys, values, properties = field["partition_key"], field["value"], field["properties"]
         self._reset()
         schema = self.schema
         columns: dict[str, pa.Array] = {"key": _null_if(pa.array(keys, pa.string()), "")}
@@ -113,13 +117,17 @@ class RowBatchBuilder:
                 "topic": pa.repeat(pa.scalar(self.source_topic, pa.string()), count),
                 "partition": pa.repeat(pa.scalar(self.partition, pa.int32()), count),
                 "message_id": pa.StructArray.from_arrays(
-                    [pa.array(ledgers, pa.int64()), pa.array(entries, pa.int64()), pa.array(indexes, pa.int32())],
+                    [
+                        pa.array(field["ledger_id"], pa.int64()),
+                        pa.array(field["entry_id"], pa.int64()),
+                        pa.array(field["batch_index"], pa.int32()),
+                    ],
                     fields=list(schema.field("message_id").type),
                 ),
-                "publish_time": _timestamps(pa.array(publish, pa.int64()), schema.field("publish_time").type),
-                "event_time": _timestamps(_null_if(pa.array(events, pa.int64()), 0), schema.field("event_time").type),
+                "publish_time": _timestamps(pa.array(field["publish_time"], pa.int64()), schema.field("publish_time").type),
+                "event_time": _timestamps(_null_if(pa.array(field["event_time"], pa.int64()), 0), schema.field("event_time").type),
                 "properties": pa.array(properties, schema.field("properties").type),
-                "redelivery_count": pa.array(redeliveries, pa.int32()),
+                "redelivery_count": pa.array(field["redelivery_count"], pa.int32()),
                 BATCH_ID: pa.repeat(pa.scalar(self.batch_id, pa.string()), count),
             }
         )

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .plan import BatchOutcome, IngestPlan
+
+if TYPE_CHECKING:
+    from airflow_pulsar.client import Client
 
 PLANNED = "planned"
 COMMITTED = "committed"
@@ -53,7 +56,7 @@ class PlanRecord:
         return cls(body["state"], IngestPlan.from_dict(body["plan"]), BatchOutcome.from_dict(outcome) if outcome else None)
 
 
-def publish_record(client: Any, plan_topic: str, record: PlanRecord) -> None:
+def publish_record(client: Client, plan_topic: str, record: PlanRecord) -> None:
     """Append a record (the Spark job's side: it only writes); returns once the broker stored it."""
     producer = client.create_producer(plan_topic, batching_enabled=False)
     try:

@@ -139,14 +139,14 @@ def read_range_batches(
                     f"{read_range.after} up to {read_range.last} ({taken} read)"
                 ) from None
             fields = message.fields()
-            position = (fields[2], fields[3])
+            position = (fields.ledger_id, fields.entry_id)
             if position <= after:
                 # A reader started after a whole entry may still get that entry's batched
                 # messages (the standalone broker starts at the entry itself): skip them.
                 continue
             if position > last:
                 break
-            index = fields[4]
+            index = fields.batch_index
             # An entry is taken whole: stop before one that would overrun the budget.
             if budget is not None and index <= 0 and taken and taken + max(message.message_id().batch_size(), 1) > budget:
                 break

@@ -71,7 +71,7 @@ def pieces_per_partition(entries: Sequence[int], min_pieces: int) -> list[int]:
     whose pieces are largest, while a piece holds more than one entry.
     """
     pieces = [1 if count > 0 else 0 for count in entries]
-    heap = [(-count, index) for index, count in enumerate(entries) if count > 1]
+    heap: list[tuple[float, int]] = [(-count, index) for index, count in enumerate(entries) if count > 1]
     heapq.heapify(heap)
     while sum(pieces) < min_pieces and heap:
         _, index = heapq.heappop(heap)

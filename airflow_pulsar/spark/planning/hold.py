@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-from airflow_pulsar.client import ConsumerType, InitialPosition, PulsarException, Result
+from airflow_pulsar.client import Client, Consumer, ConsumerType, InitialPosition, PulsarException, Result
 from airflow_pulsar.client.topic_name import TopicName
 
 from ..job.plan import Position
@@ -46,13 +45,13 @@ class SubscriptionHold:
 
     def __init__(
         self,
-        client: Any,
+        client: Client,
         topics: list[str],
         subscription: str,
         initial_position: InitialPosition = InitialPosition.Earliest,
     ):
         self.subscription = subscription
-        self._consumers: dict[str, tuple[str, int, Any]] = {}
+        self._consumers: dict[str, tuple[str, int, Consumer]] = {}
         try:
             for source in topics:
                 for topic in client.get_topic_partitions(source):
@@ -64,7 +63,7 @@ class SubscriptionHold:
             raise
         log.info("holding subscription %r on %d partition(s) of %s", subscription, len(self._consumers), ", ".join(topics))
 
-    def _subscribe(self, client: Any, topic: str, initial_position: InitialPosition) -> Any:
+    def _subscribe(self, client: Client, topic: str, initial_position: InitialPosition) -> Consumer:
         try:
             return client.subscribe(
                 topic,

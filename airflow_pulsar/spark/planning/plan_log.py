@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
-from airflow_pulsar.client import ConsumerType, InitialPosition, Timeout
+from airflow_pulsar.client import Client, ConsumerType, InitialPosition, Message, Producer, Timeout
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
 from ..job.plan import Position
@@ -38,7 +37,7 @@ def default_plan_topic(topic: str, subscription: str) -> str:
 class PlanLog:
     """The operator's side of the plan log: reads the newest record, appends, waits for the job's."""
 
-    def __init__(self, client: Any, plan_topic: str, subscription: str, receive_timeout_seconds: float = 10):
+    def __init__(self, client: Client, plan_topic: str, subscription: str, receive_timeout_seconds: float = 10):
         self.topic = str(TopicName.parse(plan_topic))
         self._client = client
         self._timeout_ms = int(receive_timeout_seconds * 1000)
@@ -50,8 +49,8 @@ class PlanLog:
             receiver_queue_size=100,
             ack_receipt_enabled=True,
         )
-        self._producer: Any = None
-        self._newest: tuple[Any, PlanRecord] | None = None
+        self._producer: Producer | None = None
+        self._newest: tuple[Message, PlanRecord] | None = None
         self._seen: Position | None = None
 
     def latest(self) -> PlanRecord | None:
@@ -92,7 +91,7 @@ class PlanLog:
             except Timeout:
                 raise TimeoutError(f"the plan log {self.topic} did not deliver its records up to {position}") from None
 
-    def _take(self, message: Any) -> None:
+    def _take(self, message: Message) -> None:
         self._seen = Position.of(message.message_id())
         try:
             record = PlanRecord.from_json(message.data())

@@ -1,0 +1,53 @@
+"""The settings of a subscription read for a user function, shared by the classes that take them.
+
+The await-message sensor and trigger and the message event trigger take the same arguments and
+keep them as attributes of the same names (the sensor templates some of them, and builds its
+trigger from them). Enums are kept by name and the function by dotted path, so the values stay
+plain JSON for the triggerer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_pulsar import arguments
+
+
+class MessageSourceSettings:
+    """Validated subscription settings as attributes; a bad argument raises ValueError naming it."""
+
+    topics: list[str]
+    subscription: str
+    apply_function: str | None
+    apply_function_args: Sequence[Any]
+    apply_function_kwargs: dict[str, Any]
+    subscription_type: str
+    initial_position: str
+    pulsar_conn_id: str
+
+    def _set_message_source(
+        self,
+        *,
+        topics: Any,
+        subscription: Any,
+        apply_function: Any,
+        apply_function_args: Any,
+        apply_function_kwargs: Any,
+        subscription_type: Any,
+        initial_position: Any,
+        pulsar_conn_id: Any,
+    ) -> None:
+        function_args, function_kwargs = arguments.function_arguments(
+            apply_function_args, apply_function_kwargs, "apply_function"
+        )
+        self.topics = arguments.topic_list(topics)
+        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        self.apply_function = arguments.function_reference(
+            apply_function, "apply_function", optional=True, allow_callable=False
+        )
+        self.apply_function_args = function_args
+        self.apply_function_kwargs = function_kwargs
+        self.subscription_type = arguments.consumer_type(subscription_type).name
+        self.initial_position = arguments.initial_position(initial_position).name
+        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
