@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
@@ -19,6 +19,9 @@ from airflow_pulsar.client import AuthenticationToken, Client, Consumer, Message
 from airflow_pulsar.client.aio import Client as AsyncClient
 from airflow_pulsar.client.services import Closeable
 from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
+
+if TYPE_CHECKING:  # at run time the admin client is imported on first use
+    from airflow_pulsar.client.admin import AsyncPulsarAdmin, PulsarAdmin
 
 DEFAULT_PORT = 6650
 DEFAULT_TLS_PORT = 6651
@@ -173,7 +176,7 @@ class PulsarHook(BaseHook):
         self.client_kwargs = dict(client_kwargs or {})
         self._config: PulsarConnectionConfig | None = None
         self._client: Client | None = None
-        self._admin: Any = None
+        self._admin: PulsarAdmin | None = None
         self._handlers: list[Closeable] = []
         self._lock = threading.RLock()
 
@@ -257,7 +260,7 @@ class PulsarHook(BaseHook):
         """A reader from ``start_message_id``; settings as ``pulsar.Client.create_reader``."""
         return self._track(self.get_client().create_reader(topic, start_message_id, **settings))
 
-    # ---- admin REST (client/admin.py, imported on first use) ----
+    # ---- admin REST (client/admin/, imported on first use) ----
 
     def _admin_kwargs(self) -> dict[str, Any]:
         config = self.config
@@ -269,7 +272,7 @@ class PulsarHook(BaseHook):
             "tls_validate_hostname": config.tls_validate_hostname,
         }
 
-    def get_admin(self) -> Any:
+    def get_admin(self) -> PulsarAdmin:
         """The hook's blocking ``PulsarAdmin`` on the admin URL, cached until ``close()``."""
         from airflow_pulsar.client.admin import PulsarAdmin
 
@@ -278,7 +281,7 @@ class PulsarHook(BaseHook):
                 self._admin = PulsarAdmin(self.admin_url, **self._admin_kwargs())
             return self._admin
 
-    def get_async_admin(self) -> Any:
+    def get_async_admin(self) -> AsyncPulsarAdmin:
         """A new ``AsyncPulsarAdmin`` on the admin URL; not cached (it belongs to the caller's event
         loop): use it as ``async with hook.get_async_admin() as admin:`` or ``await admin.aclose()``."""
         from airflow_pulsar.client.admin import AsyncPulsarAdmin

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, final
 
-from ..protocol.message_id import MessageId, _with_topic
+from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import MessageMetadata, SingleMessageMetadata
 from .ack_grouping import AckGroupingTracker, UnackedIndexes
 
@@ -158,7 +158,7 @@ class Message:
             delivery = self.delivery
             message_id = MessageId(delivery.partition, delivery.ledger_id, delivery.entry_id, self.batch_index, delivery.batch_size)
             if delivery.id_topic is not None:
-                _with_topic(message_id, delivery.id_topic)
+                with_topic(message_id, delivery.id_topic)
             self._id = message_id
         return message_id
 

@@ -21,7 +21,7 @@ from ..connection import Connection
 from ..exceptions import PulsarException, Timeout
 from ..protocol import commands
 from ..protocol.frames import encode_command
-from ..protocol.message_id import MessageId, _with_topic
+from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import BaseCommand, CommandSubscribe, KeyValue
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
 from .chunks import ChunkedMessageCollector
@@ -365,7 +365,7 @@ class PartitionConsumer:
         if response.HasField("consumer_mark_delete_position"):
             position = MessageId.from_proto(response.consumer_mark_delete_position)
             mark_delete = MessageId(self.partition, position.ledger_id(), position.entry_id())
-        return (last if self._id_topic is None else _with_topic(last, self._id_topic)), mark_delete
+        return (last if self._id_topic is None else with_topic(last, self._id_topic)), mark_delete
 
     def _connection_or_wait(self) -> Connection:
         return self.connection_handler.wait(self.client.operation_timeout)

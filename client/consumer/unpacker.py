@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..protocol.batch import BatchFormatError, read_batch, unacked_mask
+from ..protocol.batch import unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
 from ..protocol.frames import FrameError, split_entry
 from ..protocol.message_id import MessageId
-from ..protocol.wire import signed64
+from ..protocol.wire import BatchFormatError, read_batch, signed64
 from .ack_grouping import AckGroupingTracker
 from .chunks import ChunkedMessageCollector
 from .message import Delivery, DeliveryOwner, Message

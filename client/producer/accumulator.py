@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from ..protocol.batch import single_header, single_header_with
+from ..protocol.wire import single_header, single_header_with
 from .batch_container import BatchContainer, SendCallback
 from .config import ProducerConfig
 from .entry_builder import EntryBuilder

@@ -18,9 +18,10 @@ from ..exceptions import MessageTooBig
 from ..protocol.batch import set_message_fields
 from ..protocol.checksum import crc32c
 from ..protocol.compression import CompressionType, compress
-from ..protocol.frames import encode_entry, encode_plain_metadata
+from ..protocol.frames import encode_entry
 from ..protocol.PulsarApi_pb2 import CompressionType as WireCompression
 from ..protocol.PulsarApi_pb2 import MessageMetadata
+from ..protocol.wire import encode_plain_metadata
 from .batch_container import Batch
 from .chunking import chunk_size_for, split_into_chunks
 from .stats import ProducerStats

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..exceptions import PulsarException, Result
-from ..protocol import commands
 from ..protocol.frames import encode_payload_command
 from ..protocol.message_id import MessageId
+from ..protocol.wire import encode_send
 from .batch_container import SendCallback
 from .entry_builder import Entry
 
@@ -53,7 +53,7 @@ class OpSend:
 
     def frame(self, producer_id: int) -> bytes:
         """The SEND frame of this op for the producer registered as ``producer_id``."""
-        command = commands.encode_send(
+        command = encode_send(
             producer_id,
             self.sequence_id,
             self.num_messages,

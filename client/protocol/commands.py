@@ -2,8 +2,8 @@
 
 In Pulsar's schema every command's field number in BaseCommand equals its ``Type`` value, so the
 envelope field can be found from the type alone. The commands sent once per entry (SEND,
-SEND_RECEIPT, MESSAGE) are also written by hand in :mod:`.wire` (``encode_send`` and friends,
-re-exported here): the same bytes as :func:`make` gives, without building message objects.
+SEND_RECEIPT, MESSAGE) are also written by hand in :mod:`.wire` (``encode_send`` and friends):
+the same bytes as :func:`make` gives, without building message objects.
 """
 
 from __future__ import annotations
@@ -15,19 +15,6 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from .PulsarApi_pb2 import BaseCommand
-from .wire import encode_message, encode_send, encode_send_receipt
-
-__all__ = [
-    "PROTOCOL_VERSION",
-    "body",
-    "encode_message",
-    "encode_send",
-    "encode_send_receipt",
-    "field_name",
-    "make",
-    "text_fault",
-    "type_name",
-]
 
 PROTOCOL_VERSION = 20
 

@@ -5,8 +5,6 @@ adds, after the command, an optional ``[0x0e02][u32 size][BrokerEntryMetadata]``
 ``[0x0e01][u32 crc32c][u32 metadata size][MessageMetadata][payload]``, where the checksum covers
 everything from the metadata size to the end of the frame. We call that covered part the *entry
 region*: the broker stores it verbatim and forwards it with the same checksum.
-
-The metadata of an unkeyed entry is coded by hand in :mod:`.wire`; its encoder is re-exported here.
 """
 
 from __future__ import annotations
@@ -17,25 +15,6 @@ from dataclasses import dataclass
 from .checksum import crc32c
 from .compression import Buffer
 from .PulsarApi_pb2 import BaseCommand, MessageMetadata
-from .wire import encode_plain_metadata
-
-__all__ = [
-    "DEFAULT_MAX_MESSAGE_SIZE",
-    "FRAME_OVERHEAD",
-    "MAGIC_BROKER_ENTRY_METADATA",
-    "MAGIC_CRC32C",
-    "ChecksumError",
-    "Frame",
-    "FrameDecoder",
-    "FrameError",
-    "FrameTooLargeError",
-    "decode_frame",
-    "encode_command",
-    "encode_entry",
-    "encode_payload_command",
-    "encode_plain_metadata",
-    "split_entry",
-]
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -96,7 +75,7 @@ def encode_payload_command(
 ) -> bytes:
     """Encode a payload frame around an entry region; the checksum is computed when not given.
 
-    ``command`` may be given already serialized (see ``commands.encode_send``).
+    ``command`` may be given already serialized (see :func:`.wire.encode_send`).
     """
     if checksum is None:
         checksum = crc32c(entry)

@@ -9,7 +9,7 @@ from google.protobuf.message import DecodeError
 from .PulsarApi_pb2 import MessageIdData
 from .wire import U64_MASK, signed64
 
-__all__ = ["MessageId"]
+__all__ = ["MessageId", "with_topic"]
 
 _I64_MAX = (1 << 63) - 1
 _set = object.__setattr__
@@ -192,10 +192,15 @@ class MessageId:
             raise ValueError(f"not a serialized MessageId: {exc}") from exc
         if not message.IsInitialized():
             raise ValueError("not a serialized MessageId: ledger or entry id missing")
-        return _with_topic(cls.from_proto(message), topic)
+        return with_topic(cls.from_proto(message), topic)
 
 
-def _with_topic(message_id: MessageId, topic: str | None) -> MessageId:
+def with_topic(message_id: MessageId, topic: str | None) -> MessageId:
+    """``message_id``, now naming ``topic`` as its :meth:`~MessageId.topic_name` (None: left as it is).
+
+    The name is set in place, without a copy, for ids made per message: call it only on an id just
+    built and not yet handed out. It takes no part in equality, ordering or hashing.
+    """
     if topic is not None:
         _set(message_id, "_topic", topic)
     return message_id
@@ -205,7 +210,7 @@ def _restore_with_topic(
     partition: int, ledger_id: int, entry_id: int, batch_index: int, batch_size: int, topic: str
 ) -> MessageId:
     """Unpickle a MessageId that carries a topic name."""
-    return _with_topic(MessageId(partition, ledger_id, entry_id, batch_index, batch_size), topic)
+    return with_topic(MessageId(partition, ledger_id, entry_id, batch_index, batch_size), topic)
 
 
 MessageId.earliest = MessageId(-1, -1, -1)

@@ -8,13 +8,7 @@ from typing import Any, Protocol
 
 from ..protocol import commands
 from ..protocol.PulsarApi_pb2 import ServerError
-from ..protocol.wire import U64_MASK as U64
-from ..protocol.wire import signed64 as signed
 from .service import BrokerService
-
-# Message id fields are uint64 on the wire but signed in clients: the handlers mask a negative id
-# (-1: none) with ``U64`` on the way out and read one back with ``signed``.
-__all__ = ["U64", "Channel", "InProgress", "Rejected", "signed"]
 
 
 class Rejected(Exception):

@@ -27,9 +27,10 @@ from ..protocol.PulsarApi_pb2 import (
     FeatureFlags,
     ServerError,
 )
+from ..protocol.wire import U64_MASK
 from ..topic_name import InvalidTopicNameError
 from .authentication import METHOD_NAME, REFRESH_CHALLENGE, AuthenticationFailed, TokenAuthenticator, TokenSession
-from .channel import U64, Rejected
+from .channel import Rejected
 from .consumer_commands import ConsumerCommands
 from .lookup_commands import LookupCommands
 from .producer_commands import ProducerCommands
@@ -269,7 +270,7 @@ class ServerConnection(asyncio.Protocol):
     def _refuse_authentication(self, reason: str) -> None:
         log.warning("refusing connection from %s: %s", self.remote_address, reason)
         # request id -1, as Pulsar answers refused credentials
-        self.send(T.ERROR, request_id=U64, error=ServerError.AuthenticationError, message=reason)
+        self.send(T.ERROR, request_id=U64_MASK, error=ServerError.AuthenticationError, message=reason)
         self.close()
 
     def _on_ping(self, body: Any) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Coroutine
 from typing import Any
 
 from ..protocol import commands
-from ..protocol.commands import encode_message
 from ..protocol.frames import encode_payload_command
 from ..protocol.PulsarApi_pb2 import (
     BaseCommand,
@@ -27,8 +26,9 @@ from ..protocol.PulsarApi_pb2 import (
     MessageIdData,
     ServerError,
 )
+from ..protocol.wire import U64_MASK, encode_message, signed64
 from ..topic_name import TopicName
-from .channel import U64, Channel, InProgress, Rejected, signed
+from .channel import Channel, InProgress, Rejected
 from .consumer import ServerConsumer
 from .ledger import Ledger
 from .storage import StoredEntry
@@ -128,7 +128,7 @@ class ConsumerCommands:
         changed = False
         try:
             for message_id in body.message_id:
-                entry_id = signed(message_id.entryId)
+                entry_id = signed64(message_id.entryId)
                 # A cumulative ack of the entry before the first one arrives as entry -1; as Pulsar,
                 # acks past the last committed entry are ignored (they would skip messages to come).
                 if message_id.ledgerId != ledger_id or not 0 <= entry_id <= last_entry:
@@ -163,7 +163,7 @@ class ConsumerCommands:
         if found is None:
             return
         consumer, subscription, _ = found
-        ids = sorted({signed(m.entryId) for m in body.message_ids if m.ledgerId == subscription.ledger.ledger_id})
+        ids = sorted({signed64(m.entryId) for m in body.message_ids if m.ledgerId == subscription.ledger.ledger_id})
         subscription.redeliver(consumer, ids if body.message_ids else None)
 
     async def on_seek(self, body: CommandSeek) -> None:
@@ -317,7 +317,7 @@ def _entry_of(ledger: Ledger, message_id: MessageIdData) -> int:
     client drops what precedes its start id (inclusive or not, batch index included), as with Pulsar."""
     if message_id.ledgerId == _LATEST and message_id.entryId == _LATEST:
         return ledger.last_entry_id + 1
-    return max(signed(message_id.entryId), 0)
+    return max(signed64(message_id.entryId), 0)
 
 
 def _start_entry(ledger: Ledger, body: CommandSubscribe) -> int:
@@ -336,7 +336,7 @@ def _start_entry(ledger: Ledger, body: CommandSubscribe) -> int:
 
 def _message_id(ledger_id: int, entry_id: int, partition: int = -1, batch_index: int = -1) -> MessageIdData:
     """A MessageIdData; a negative ledger or entry (-1: none yet, or a duplicate) goes out as uint64."""
-    message_id = MessageIdData(ledgerId=ledger_id & U64, entryId=entry_id & U64)
+    message_id = MessageIdData(ledgerId=ledger_id & U64_MASK, entryId=entry_id & U64_MASK)
     if partition >= 0:
         message_id.partition = partition
     if batch_index >= 0:

@@ -9,22 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.wire import U64_MASK, signed64
+from ..protocol.batch import unacked_mask
 
 NO_ENTRY = -1
-
-
-def words_to_bits(words: list[int]) -> int:
-    """Turn ack_set int64 words (LSB first) into one Python int bitset."""
-    bits = 0
-    for i, word in enumerate(words):
-        bits |= (word & U64_MASK) << (64 * i)
-    return bits
-
-
-def bits_to_words(bits: int, size: int) -> list[int]:
-    """Turn a bitset of ``size`` indexes into signed int64 words for the wire."""
-    return [signed64(bits >> (64 * i) & U64_MASK) for i in range((size + 63) // 64)]
 
 
 class Cursor:
@@ -85,7 +72,7 @@ class Cursor:
             return False
         full = (1 << batch_size) - 1 if batch_size > 0 else -1
         before = self.batch_unacked.get(entry_id, full)
-        after = before & words_to_bits(unacked_words)
+        after = before & unacked_mask(unacked_words)
         # The official client leaves batch_size out: no bit left set then means all acknowledged.
         if after == 0 or (batch_size > 0 and after & full == 0):
             return self.ack(entry_id)

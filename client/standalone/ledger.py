@@ -13,6 +13,8 @@ import functools
 from array import array
 from collections.abc import Callable
 
+from ..protocol.PulsarApi_pb2 import BrokerEntryMetadata
+from ..protocol.wire import tag
 from .storage import Commit, Storage, StoredEntry
 
 # Tail entries kept in memory so consumers that keep up never touch the database.
@@ -23,14 +25,15 @@ DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 # backlogSize, internal stats sizes) include both, so the ledger's do too.
 CHECKSUM_HEADER_BYTES = 6
 _ENTRY_METADATA_HEADER_BYTES = 6
+_INDEX_TAG_BYTES = len(tag(BrokerEntryMetadata, "index"))
 
 
 def stored_size(data_size: int, index: int | None) -> int:
     """The bytes Pulsar stores for an entry of ``data_size``; ``index``: its broker entry index,
     None without the index interceptor."""
     size = data_size + CHECKSUM_HEADER_BYTES
-    if index is not None:  # BrokerEntryMetadata.index is field 2, a varint: one tag byte, then the value
-        size += _ENTRY_METADATA_HEADER_BYTES + 1 + max(1, (index.bit_length() + 6) // 7)
+    if index is not None:  # the broker's BrokerEntryMetadata holds only the index: its key, then its varint
+        size += _ENTRY_METADATA_HEADER_BYTES + _INDEX_TAG_BYTES + max(1, (index.bit_length() + 6) // 7)
     return size
 
 

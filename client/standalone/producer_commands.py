@@ -10,7 +10,6 @@ from collections.abc import Coroutine
 from typing import Any
 
 from ..protocol.checksum import crc32c
-from ..protocol.commands import encode_send_receipt
 from ..protocol.frames import Frame, FrameError, encode_command
 from ..protocol.PulsarApi_pb2 import (
     BaseCommand,
@@ -19,8 +18,9 @@ from ..protocol.PulsarApi_pb2 import (
     CommandSend,
     ServerError,
 )
+from ..protocol.wire import U64_MASK, encode_send_receipt, signed64
 from ..topic_name import TopicName
-from .channel import U64, Channel, InProgress, signed
+from .channel import Channel, InProgress
 from .topic import ServerProducer, Topic
 
 T = BaseCommand
@@ -70,7 +70,7 @@ class ProducerCommands:
 
         # A reconnecting producer names the topic epoch it had, so a fenced one stays fenced
         # (a Java long in Pulsar: taken signed, sent back as uint64).
-        epoch = signed(body.topic_epoch) if body.HasField("topic_epoch") else None
+        epoch = signed64(body.topic_epoch) if body.HasField("topic_epoch") else None
         await topic.add_producer(producer, epoch, queued)
         if channel.closed:
             topic.remove_producer(producer)
@@ -82,7 +82,7 @@ class ProducerCommands:
             producer_name=producer.name,
             last_sequence_id=topic.last_sequence_id(producer.name),
             # Left out until an exclusive producer came.
-            topic_epoch=None if topic.topic_epoch is None else topic.topic_epoch & U64,
+            topic_epoch=None if topic.topic_epoch is None else topic.topic_epoch & U64_MASK,
             producer_ready=True,
         )
 
@@ -115,7 +115,7 @@ class ProducerCommands:
 
         try:
             # Sequence ids are Java longs in Pulsar: dedup and storage take them signed (the receipt echoes them as sent).
-            topic.publish(producer, signed(sequence_id), signed(highest), body.num_messages, frame.checksum, frame.entry, done)
+            topic.publish(producer, signed64(sequence_id), signed64(highest), body.num_messages, frame.checksum, frame.entry, done)
         except FrameError as exc:
             self._send_error(producer_id, sequence_id, ServerError.UnknownError, f"malformed message: {exc}")
 

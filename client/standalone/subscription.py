@@ -20,11 +20,13 @@ import asyncio
 import time
 from typing import Any, Protocol
 
+from ..protocol.batch import ack_set_words
 from ..protocol.frames import split_entry
-from ..protocol.PulsarApi_pb2 import CommandSubscribe
+from ..protocol.PulsarApi_pb2 import CommandSubscribe, MessageMetadata
+from ..protocol.wire import tag
 from ..topic_name import TopicName
 from .consumer import ServerConsumer
-from .cursor import Cursor, bits_to_words
+from .cursor import Cursor
 from .ledger import Ledger
 from .rates import RateMeter
 from .selectors import KeySharedSelector, SingleActiveSelector, selector_for
@@ -44,8 +46,8 @@ _DELAYING = (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
 # consumer changes, dispatch (and the change notice) waits this long, so acknowledgements the
 # previous active consumer still has in flight land before the new one is given anything.
 FAILOVER_DELAY_SECONDS = 1.0
-# MessageMetadata.deliver_at_time is field 19, a varint: its tag encodes as these two bytes.
-_DELIVER_AT_TAG = b"\x98\x01"
+# The key protobuf writes before a MessageMetadata's deliver_at_time (two bytes).
+_DELIVER_AT_TAG = tag(MessageMetadata, "deliver_at_time")
 
 
 def estimated_backlog_size(total_bytes: int, entries: int, mark_delete: int) -> int:
@@ -332,7 +334,7 @@ class Subscription:
         if self.sub_type == CommandSubscribe.Key_Shared and not self._hold_key(entry, consumer):
             return False
         bits = self.cursor.unacked_bits(entry.entry_id)
-        ack_set = bits_to_words(bits, entry.num_messages) if bits is not None else None
+        ack_set = ack_set_words(bits, entry.num_messages, clip=False) if bits is not None else None
         self.holder[entry.entry_id] = consumer
         consumer.deliver(entry, self.ledger.ledger_id, self.redelivery_counts.get(entry.entry_id, 0), ack_set)
         self.msg_out += entry.num_messages

@@ -41,7 +41,7 @@ def _collector() -> tuple[list[Any], Any]:
 
 def test_memory_limit_holds_while_broker_is_stopped(our_client: Client, broker: Any, topic_name: str) -> None:
     producer = our_client.create_producer(topic_name, batching_max_publish_delay_ms=1)
-    memory = our_client.memory_limit  # attached by the producer
+    memory = our_client.memory_limit  # the client's, shared by all its producers
     results, callback = _collector()
     peak = 0
     with paused(broker):

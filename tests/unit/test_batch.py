@@ -8,15 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_pulsar.client.protocol.batch import (
-    BatchFormatError,
-    ack_set_words,
-    encode_single,
-    parse_single,
-    read_batch,
-    unacked_mask,
-)
+from airflow_pulsar.client.protocol.batch import ack_set_words, unacked_mask
 from airflow_pulsar.client.protocol.compression import CompressionType, compress, decompress
+from airflow_pulsar.client.protocol.wire import BatchFormatError, encode_single, parse_single, read_batch
 
 
 def batch_of(*payloads: bytes) -> bytes:
@@ -201,28 +195,58 @@ def test_garbage_only_ever_raises_batch_format_error(garbage, count):
         pass
 
 
-# ack_set.
+# ack_set: int64 words <-> one int bitset. A consumer reads a MESSAGE's words for a batch of known size
+# (bits at or above it dropped); the broker's cursor keeps the words' bits as a client sent them and
+# sends them back unclipped.
+
+int64s = st.integers(-(2**63), 2**63 - 1)
 
 
-def test_empty_ack_set_means_nothing_acknowledged():
-    assert unacked_mask([], 5) == 0b11111
+def test_no_words_hold_no_bits():
+    # A MESSAGE without an ack_set leaves its whole batch unacknowledged: its reader decides that
+    # before reading words (see test_consumer_unpacker).
+    assert unacked_mask([]) == 0
+    assert unacked_mask([], 5) == 0
     assert unacked_mask([], 0) == 0
+    assert ack_set_words(0, 0) == []
+    assert ack_set_words(0, 0, clip=False) == []
 
 
 def test_set_bit_means_unacknowledged():
     # Messages 0 and 2 of 4 still pending.
     assert unacked_mask([0b0101], 4) == 0b0101
+    assert unacked_mask([0b0101]) == 0b0101
 
 
 def test_bit_63_arrives_as_a_negative_word():
     assert unacked_mask([-(2**63)], 64) == 1 << 63
     assert unacked_mask([-1], 64) == 2**64 - 1
+    assert unacked_mask([-(2**63)]) == 1 << 63
+    assert unacked_mask([-1]) == 2**64 - 1
+    assert unacked_mask([-2]) == 2**64 - 2
 
 
 def test_second_word_covers_indexes_64_and_up():
     mask = unacked_mask([0, 0b10], 100)
     assert mask == 1 << 65
     assert mask >> 65 & 1 and not mask >> 64 & 1
+    assert unacked_mask([0, 1]) == 1 << 64
+
+
+def test_words_of_64_65_and_128_bits():
+    assert unacked_mask([-1], 64) == unacked_mask([-1]) == 2**64 - 1
+    assert unacked_mask([-1, -1], 64) == 2**64 - 1
+    assert unacked_mask([-1, -1], 65) == 2**65 - 1
+    assert unacked_mask([-1, -1], 128) == unacked_mask([-1, -1]) == 2**128 - 1
+    assert unacked_mask([0, -(2**63)], 128) == 1 << 127
+    assert unacked_mask([-1, -1, 3]) == 2**130 - 1
+    for clip in (True, False):
+        assert ack_set_words(2**64 - 1, 64, clip=clip) == [-1]
+        assert ack_set_words(1 << 64, 65, clip=clip) == [0, 1]
+        assert ack_set_words(2**65 - 1, 65, clip=clip) == [-1, 1]
+        assert ack_set_words(2**128 - 1, 128, clip=clip) == [-1, -1]
+        assert ack_set_words(1 << 127, 128, clip=clip) == [0, -(2**63)]
+        assert ack_set_words(2**130 - 1, 130, clip=clip) == [-1, -1, 3]
 
 
 def test_indexes_beyond_the_words_count_as_acknowledged():
@@ -232,21 +256,50 @@ def test_indexes_beyond_the_words_count_as_acknowledged():
 
 def test_mask_ignores_bits_at_or_above_count():
     assert unacked_mask([0b1111], 2) == 0b11
+    assert unacked_mask([0b1111]) == 0b1111
 
 
 def test_ack_set_words_signed_and_sized():
     assert ack_set_words(1 << 63, 64) == [-(2**63)]
     assert ack_set_words(0b101, 3) == [0b101]
+    # Always ceil(size / 64) words, so a fully acknowledged batch is zeros, not an empty list.
     assert ack_set_words(0, 130) == [0, 0, 0]
+    assert ack_set_words(0, 130, clip=False) == [0, 0, 0]
     assert ack_set_words(1 << 65, 70) == [0, 2]
     assert ack_set_words(0b1111, 2) == [0b11]
-    assert ack_set_words(0, 0) == []
 
 
-@given(st.integers(min_value=1, max_value=300), st.data())
+def test_unclipped_words_keep_the_bits_past_the_size_in_the_last_word():
+    assert ack_set_words(0b1111, 2, clip=False) == [0b1111]
+    assert ack_set_words(1 << 65, 65, clip=False) == [0, 2]
+    assert ack_set_words(1 << 65, 65) == [0, 0]
+    # Past the last word nothing is written either way.
+    assert ack_set_words(1 << 64 | 1, 64, clip=False) == [1]
+
+
+@given(st.lists(int64s, max_size=5))
+def test_words_round_trip_including_negative_words(words):
+    bits = unacked_mask(words)
+    assert 0 <= bits < 2 ** (64 * len(words))
+    for clip in (True, False):
+        assert ack_set_words(bits, 64 * len(words), clip=clip) == words
+    if words:
+        assert unacked_mask(words, 64 * len(words)) == bits
+
+
+@given(st.integers(min_value=0, max_value=300), st.data())
 def test_ack_set_round_trip(count, data):
     mask = data.draw(st.integers(min_value=0, max_value=(1 << count) - 1))
     words = ack_set_words(mask, count)
     assert len(words) == (count + 63) // 64
     assert all(-(2**63) <= w < 2**63 for w in words)
+    assert ack_set_words(mask, count, clip=False) == words
     assert unacked_mask(words, count) == mask
+    assert unacked_mask(words) == mask
+
+
+@given(st.integers(min_value=0, max_value=300), st.integers(min_value=0, max_value=2**320 - 1))
+def test_bits_past_the_size_survive_unclipped_up_to_the_last_word(count, bits):
+    whole_words = (1 << 64 * ((count + 63) // 64)) - 1
+    assert unacked_mask(ack_set_words(bits, count, clip=False)) == bits & whole_words
+    assert unacked_mask(ack_set_words(bits, count)) == bits & ((1 << count) - 1)

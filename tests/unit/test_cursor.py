@@ -10,61 +10,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from airflow_pulsar.client.protocol.batch import ack_set_words, unacked_mask
-from airflow_pulsar.client.standalone.cursor import NO_ENTRY, Cursor, bits_to_words, words_to_bits
-
-int64s = st.integers(-(2**63), 2**63 - 1)
+from airflow_pulsar.client.standalone.cursor import NO_ENTRY, Cursor
 
 
 def ack_words(acked_indexes: set[int], size: int) -> list[int]:
     """The ack_set a client sends: bits set for every index it has not acknowledged."""
-    return bits_to_words(sum(1 << i for i in range(size) if i not in acked_indexes), size)
+    return ack_set_words(sum(1 << i for i in range(size) if i not in acked_indexes), size)
 
 
 def snapshot(cursor: Cursor) -> tuple:
     return (cursor.name, cursor.durable, cursor.mark_delete, set(cursor.acked), dict(cursor.batch_unacked))
-
-
-# ------------------------------------------------------------------------------ words and bits
-
-
-def test_words_to_bits_examples():
-    assert words_to_bits([]) == 0
-    assert words_to_bits([5]) == 0b101
-    assert words_to_bits([-1]) == 2**64 - 1
-    assert words_to_bits([-(2**63)]) == 1 << 63
-    assert words_to_bits([0, 1]) == 1 << 64
-    assert words_to_bits([-1, -1, 3]) == 2**130 - 1
-
-
-def test_bits_to_words_examples():
-    assert bits_to_words(0, 0) == []
-    assert bits_to_words(0b101, 3) == [5]
-    assert bits_to_words(2**64 - 1, 64) == [-1]
-    assert bits_to_words(1 << 63, 64) == [-(2**63)]
-    assert bits_to_words(1 << 64, 65) == [0, 1]
-    assert bits_to_words(2**130 - 1, 130) == [-1, -1, 3]
-    # Always ceil(size / 64) words, so a fully acknowledged batch is zeros, not an empty list.
-    assert bits_to_words(0, 130) == [0, 0, 0]
-
-
-@given(st.lists(int64s, max_size=5))
-def test_words_round_trip_including_negative_words(words):
-    bits = words_to_bits(words)
-    assert 0 <= bits < 2 ** (64 * len(words))
-    assert bits_to_words(bits, 64 * len(words)) == words
-    assert all(-(2**63) <= w < 2**63 for w in bits_to_words(bits, 64 * len(words)))
-
-
-@given(st.integers(0, 300).flatmap(lambda size: st.tuples(st.just(size), st.integers(0, 2**size - 1))))
-def test_bits_round_trip_for_any_batch_size(sized):
-    size, bits = sized
-    words = bits_to_words(bits, size)
-    assert len(words) == (size + 63) // 64
-    assert words_to_bits(words) == bits
-    # The client's codec (protocol.batch) reads and writes the same words.
-    assert ack_set_words(bits, size) == words
-    if size:
-        assert unacked_mask(words, size) == bits
 
 
 # ------------------------------------------------------------------------- individual acks
@@ -155,11 +110,11 @@ def test_batch_index_acks_across_several_words():
     size = 130
     cursor = Cursor("sub", True)
     assert cursor.ack_batch_indexes(0, ack_words({63}, size), size)
-    words = bits_to_words(cursor.unacked_bits(0), size)
+    words = ack_set_words(cursor.unacked_bits(0), size)
     assert words[0] == 2**63 - 1  # sign bit (index 63) cleared
     assert cursor.ack_batch_indexes(0, ack_words({64, 129}, size), size)
     assert cursor.unacked_bits(0) == (2**130 - 1) & ~(1 << 63 | 1 << 64 | 1 << 129)
-    assert bits_to_words(cursor.unacked_bits(0), size) == [2**63 - 1, -2, 1]
+    assert ack_set_words(cursor.unacked_bits(0), size) == [2**63 - 1, -2, 1]
     rest = set(range(size)) - {63, 64, 129}
     assert cursor.ack_batch_indexes(0, ack_words(rest, size), size)
     assert cursor.is_acked(0) and cursor.mark_delete == 0
@@ -343,7 +298,7 @@ class CursorAgainstModel(RuleBasedStateMachine):
         spare = 64 * len(words) - size
         if spare and data.draw(st.booleans()):
             junk = data.draw(st.integers(1, 2**spare - 1)) << size
-            words = bits_to_words(words_to_bits(words) | junk, 64 * len(words))
+            words = ack_set_words(unacked_mask(words) | junk, 64 * len(words))
         expected = self.ack_pairs({(entry, i) for i in indexes})
         assert self.cursor.ack_batch_indexes(entry, words, size) == expected
 
