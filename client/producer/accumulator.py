@@ -54,9 +54,10 @@ class MessageAccumulator:
         """Messages waiting in the batch."""
         return len(self._batch) if self._batch is not None else 0
 
-    def connected(self, producer_name: str, max_message_size: int) -> None:
-        """Build entries for the producer the broker accepted, within its connection's max message size."""
-        self._entries.connected(producer_name, max_message_size)
+    def connected(self, producer_name: str, max_message_size: int, schema_version: bytes = b"") -> None:
+        """Build entries for the producer the broker accepted, within its connection's max message size,
+        stamped with its schema version."""
+        self._entries.connected(producer_name, max_message_size, schema_version)
         if self._batch is not None:
             self._batch.max_bytes = min(self._max_batch_bytes, max(1, max_message_size - _BATCH_HEADROOM))
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.compression import CompressionType
+from ..schema import BytesSchema, Schema
 from .routers import HashingScheme, PartitionsRoutingMode
 
 __all__ = ["BatchingType", "ProducerAccessMode", "ProducerConfig"]
@@ -40,6 +41,8 @@ class ProducerConfig:
     """Validated producer settings; build with :meth:`from_settings`."""
 
     producer_name: str | None = None
+    # Encodes what ``send`` takes; declared on PRODUCER when the broker keeps its type.
+    schema: Schema[Any] = field(default_factory=BytesSchema)
     initial_sequence_id: int | None = None
     send_timeout_millis: int = 30_000
     compression_type: CompressionType = CompressionType.NONE
@@ -83,6 +86,8 @@ class ProducerConfig:
             "batching_partition_switch_frequency_by_publish_delay",
         ):
             _check_int(values, name, minimum=1)
+        if "schema" in values and not isinstance(values["schema"], Schema):
+            raise InvalidConfiguration(f"schema must be a Schema (airflow_pulsar.client.schema), got {values['schema']!r}")
         if "producer_name" in values and not isinstance(values["producer_name"], str):
             raise InvalidConfiguration(f"producer_name must be a str, got {values['producer_name']!r}")
         for name, kind in (

@@ -98,6 +98,9 @@ class PartitionProducer:
         self._next_sequence_id = initial + 1 if initial is not None else 0
         self._last_published = initial if initial is not None else -1
         self._metadata = [KeyValue(key=k, value=v) for k, v in config.properties.items()]
+        schema_info = config.schema.schema_info()
+        # Only the types the broker keeps are declared, as the official client does.
+        self._schema = schema_info.to_proto() if schema_info.declared_to_broker else None
         self._closing = False
         self._closed = threading.Event()
         self._failure: PulsarException | None = None
@@ -123,6 +126,7 @@ class PartitionProducer:
                 user_provided_producer_name=self._config.producer_name is not None,
                 producer_access_mode=int(self._config.access_mode),
                 metadata=self._metadata or None,
+                schema=self._schema,
                 epoch=self._epoch,
             )
         except BaseException as exc:
@@ -147,7 +151,7 @@ class PartitionProducer:
                 self._next_sequence_id = max(self._next_sequence_id, broker_last + 1)
             self._connection = connection
             self._producer_id = producer_id
-            self._accumulator.connected(self._name, connection.max_message_size)
+            self._accumulator.connected(self._name, connection.max_message_size, response.schema_version)
             self._unsent = []  # for the old connection: every pending op goes out again below
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
