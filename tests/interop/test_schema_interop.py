@@ -62,7 +62,7 @@ COUNT = 5
 
 @pytest.fixture
 def our_client(broker: Any) -> Iterator[Client]:
-    with Client(broker.service_url, operation_timeout_seconds=5) as made:
+    with Client(broker.service_url, operation_timeout_seconds=30) as made:
         yield made
 
 
@@ -165,9 +165,9 @@ class ItemV1(our_schema.Record):
 
 
 class ItemV2(our_schema.Record):
-    # A new optional field ahead of the old ones: read without the writer's schema, v2 bytes
-    # would be misread, so passing means the reader resolved v2 to v1.
-    note = our_schema.String(default=None)
+    # A new optional field (default null, so FULL compatibility holds) ahead of the old ones: read
+    # without the writer's schema, v2 bytes would be misread, so passing means v2 was resolved to v1.
+    note = our_schema.String(required_default=True)
     name = our_schema.String()
     count = our_schema.Integer()
 
