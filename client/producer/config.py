@@ -14,7 +14,7 @@ from typing import Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.compression import CompressionType
-from ..schema import BytesSchema, Schema
+from ..schema import BytesSchema, KeyValueEncodingType, KeyValueSchema, Schema
 from .routers import HashingScheme, PartitionsRoutingMode
 
 __all__ = ["BatchingType", "ProducerAccessMode", "ProducerConfig"]
@@ -121,6 +121,13 @@ class ProducerConfig:
         if config.batching_enabled and config.chunking_enabled:
             raise InvalidConfiguration("batching_enabled and chunking_enabled cannot both be True")
         return config
+
+    @property
+    def key_value_separated(self) -> bool:
+        """Whether the schema carries each message's key in the message key, base64-encoded (a
+        SEPARATED key/value schema), as the Java client does."""
+        schema = self.schema
+        return isinstance(schema, KeyValueSchema) and schema.encoding is KeyValueEncodingType.SEPARATED
 
     @property
     def send_timeout(self) -> float | None:

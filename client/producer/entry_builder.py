@@ -46,9 +46,11 @@ class EntryBuilder:
     :meth:`connected` sets them each time the producer is accepted, before anything is built.
     """
 
-    __slots__ = ("producer_name", "max_message_size", "schema_version", "_schema_field", "_compression", "_chunking", "_stats")
+    __slots__ = (
+        "producer_name", "max_message_size", "schema_version", "_schema_field", "_compression", "_chunking", "_stats", "_key_b64"
+    )
 
-    def __init__(self, compression: CompressionType, chunking_enabled: bool, stats: ProducerStats) -> None:
+    def __init__(self, compression: CompressionType, chunking_enabled: bool, stats: ProducerStats, key_b64: bool = False) -> None:
         self.producer_name = ""
         self.max_message_size = 0
         self.schema_version = b""
@@ -58,6 +60,8 @@ class EntryBuilder:
         self._compression = compression
         self._chunking = chunking_enabled
         self._stats = stats
+        # Partition keys are base64 (the keys of a SEPARATED key/value schema): flagged so in the metadata.
+        self._key_b64 = key_b64
 
     def connected(self, producer_name: str, max_message_size: int, schema_version: bytes = b"") -> None:
         """Take the name the broker accepted the producer under, its connection's max message size and
@@ -122,6 +126,8 @@ class EntryBuilder:
         set_message_fields(full, properties, partition_key, ordering_key, event_timestamp)
         if self.schema_version:
             full.schema_version = self.schema_version
+        if self._key_b64 and partition_key is not None:
+            full.partition_key_b64_encoded = True
         if len(payload) <= limit:
             return [_entry(full, payload)]
         if not self._chunking:

@@ -8,6 +8,7 @@ A non-partitioned topic has a single partition producer and no router.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import InvalidConfiguration, PulsarException, Result, exception_for
 from ..protocol.message_id import MessageId
-from ..schema import BytesSchema
+from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
 from .config import ProducerConfig
 from .limits import PendingLimit
@@ -186,7 +187,13 @@ class Producer:
         event_timestamp: int | None,
         flush: bool,
     ) -> None:
-        if not self._plain:
+        if self._config.key_value_separated:
+            # The key travels as the message key, base64, as the Java client sends it.
+            assert isinstance(self._schema, KeyValueSchema)
+            key, value = self._schema.encode_parts(content)
+            content = value or b""
+            partition_key = None if key is None else base64.b64encode(key).decode("ascii")
+        elif not self._plain:
             content = self._schema.encode(content)  # a value of the wrong type raises here, as the official client's
         if not isinstance(content, (bytes, bytearray, memoryview)):
             raise TypeError(f"content must be bytes, got {type(content).__name__}")
