@@ -11,14 +11,19 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, final
+from typing import Any, NamedTuple, Protocol, final
 
 from ..protocol.message_id import MessageId, _with_topic
 from ..protocol.PulsarApi_pb2 import MessageMetadata, SingleMessageMetadata
+from ..schema import Schema
 from .ack_grouping import AckGroupingTracker, UnackedIndexes
 
-if TYPE_CHECKING:
-    from .settings import ConsumerSettings
+
+class DecodingSettings(Protocol):
+    """A consumer's settings, as its messages read them: the schema that decodes ``value()``."""
+
+    @property
+    def schema(self) -> Schema[Any]: ...
 
 
 class DeliveryOwner(Protocol):
@@ -28,7 +33,9 @@ class DeliveryOwner(Protocol):
 
     topic: str
     acks: AckGroupingTracker
-    settings: ConsumerSettings
+
+    @property
+    def settings(self) -> DecodingSettings: ...
 
     def acknowledge(self, target: Message | MessageId) -> None: ...
 

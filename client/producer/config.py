@@ -14,6 +14,7 @@ from typing import Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.compression import CompressionType
+from ..protocol.PulsarApi_pb2 import Schema as SchemaPb
 from ..schema import BytesSchema, KeyValueEncodingType, KeyValueSchema, Schema
 from .routers import HashingScheme, PartitionsRoutingMode
 
@@ -121,6 +122,12 @@ class ProducerConfig:
         if config.batching_enabled and config.chunking_enabled:
             raise InvalidConfiguration("batching_enabled and chunking_enabled cannot both be True")
         return config
+
+    @property
+    def declared_schema(self) -> SchemaPb | None:
+        """The schema PRODUCER declares; None for the types the official client does not declare (bytes)."""
+        info = self.schema.schema_info()
+        return info.to_proto() if info.declared_to_broker else None
 
     @property
     def key_value_separated(self) -> bool:

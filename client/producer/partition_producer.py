@@ -98,9 +98,6 @@ class PartitionProducer:
         self._next_sequence_id = initial + 1 if initial is not None else 0
         self._last_published = initial if initial is not None else -1
         self._metadata = [KeyValue(key=k, value=v) for k, v in config.properties.items()]
-        schema_info = config.schema.schema_info()
-        # Only the types the broker keeps are declared, as the official client does.
-        self._schema = schema_info.to_proto() if schema_info.declared_to_broker else None
         self._closing = False
         self._closed = threading.Event()
         self._failure: PulsarException | None = None
@@ -126,7 +123,7 @@ class PartitionProducer:
                 user_provided_producer_name=self._config.producer_name is not None,
                 producer_access_mode=int(self._config.access_mode),
                 metadata=self._metadata or None,
-                schema=self._schema,
+                schema=self._config.declared_schema,
                 epoch=self._epoch,
             )
         except BaseException as exc:
