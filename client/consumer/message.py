@@ -204,10 +204,10 @@ class Message:
         """The name of the producer that sent it."""
         return self.delivery.metadata.producer_name
 
-    def schema_version(self) -> bytes:
-        """The schema version the producer set (as the broker numbered it: 8 bytes, big-endian), or
-        empty bytes; the official client returns the same bytes."""
-        return self.delivery.metadata.schema_version
+    def schema_version(self) -> str:
+        """The schema version the producer set (the broker's 8 big-endian bytes), or ``""``. A string, one
+        character per byte, as the official client returns it; ``.encode("latin-1")`` gives the bytes."""
+        return self.delivery.metadata.schema_version.decode("latin-1")
 
     def has_null_value(self) -> bool:
         """Whether the producer sent a null value (a tombstone)."""

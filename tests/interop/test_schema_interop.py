@@ -106,6 +106,8 @@ def test_schema_version_is_the_one_the_official_client_reads(our_client: Client,
     assert theirs[0].schema_version() == theirs[1].schema_version()
     assert ours[0].schema_version() == ours[1].schema_version()
     assert ours[0].value() == _our_order(1) and ours[1].value() == _our_order(2)
+    # Message by message, both clients give the same version.
+    assert [m.schema_version() for m in ours] == [m.schema_version() for m in theirs]
 
 
 def test_wrong_value_type_raises_as_the_official_producer_does(our_client: Client, official: pulsar.Client, topic_name: str) -> None:
