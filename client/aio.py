@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .client import Client as SyncClient
-from .consumer import Consumer, Message, MessageId, Reader
+from .consumer import Consumer, ConsumerType, Message, MessageId, Reader
 from .consumer.reader import mark_read
 from .exceptions import Timeout
+from .schema import Schema
 
 R = TypeVar("R")
 
@@ -148,13 +149,23 @@ class Client:
     def __init__(self, service_url: str, **settings: Any):
         self.sync = SyncClient(service_url, **settings)
 
-    async def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **settings: Any) -> AsyncConsumer:
-        """As ``pulsar.Client.subscribe``."""
-        return AsyncConsumer(await _blocking(self.sync.subscribe, topic, subscription_name, **settings))
+    async def subscribe(
+        self,
+        topic: str | list[str] | re.Pattern[str],
+        subscription_name: str,
+        consumer_type: ConsumerType = ConsumerType.Exclusive,
+        schema: Schema[Any] | None = None,
+        **settings: Any,
+    ) -> AsyncConsumer:
+        """As ``pulsar.asyncio.Client.subscribe``: ``value()`` of its messages decodes with ``schema``."""
+        consumer = await _blocking(self.sync.subscribe, topic, subscription_name, consumer_type, schema, **settings)
+        return AsyncConsumer(consumer)
 
-    async def create_reader(self, topic: str, start_message_id: MessageId, **settings: Any) -> AsyncReader:
-        """As ``pulsar.Client.create_reader``."""
-        return AsyncReader(await _blocking(self.sync.create_reader, topic, start_message_id, **settings))
+    async def create_reader(
+        self, topic: str, start_message_id: MessageId, schema: Schema[Any] | None = None, **settings: Any
+    ) -> AsyncReader:
+        """As ``pulsar.asyncio.Client.create_reader``: ``value()`` of its messages decodes with ``schema``."""
+        return AsyncReader(await _blocking(self.sync.create_reader, topic, start_message_id, schema, **settings))
 
     # create_producer(...) -> AsyncProducer goes here (producer side).
 

@@ -18,12 +18,13 @@ from urllib.parse import urlsplit
 from .auth import Authentication
 from .backoff import Backoff
 from .connection import Connection
-from .consumer import Consumer, Reader, create_reader, subscribe
+from .consumer import Consumer, ConsumerType, Reader, create_reader, subscribe
 from .exceptions import RETRYABLE, AlreadyClosed, InvalidConfiguration, PulsarException, Result, exception_for
 from .producer import Producer, create_producer
 from .producer.limits import MemoryLimit
 from .protocol.message_id import MessageId
 from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
+from .schema import Schema, SchemaInfo
 from .services import Closeable
 from .timer import Timer
 from .topic_name import TopicName
@@ -186,19 +187,50 @@ class Client:
         count = self.partition_count(str(name))
         return [str(name.partition_name(i)) for i in range(count)] if count else [str(name)]
 
+    def get_schema_info(self, topic: str, version: int) -> SchemaInfo:
+        """The schema ``topic`` registered under ``version`` (GET_SCHEMA); consumers' schemas ask for the
+        schema a message was written with."""
+        name = str(TopicName.parse(topic))
+
+        def ask() -> SchemaInfo:
+            response = self.lookup(name).call(
+                T.GET_SCHEMA, self.operation_timeout, topic=name, schema_version=version.to_bytes(8, "big", signed=True)
+            )
+            return SchemaInfo.from_proto(response.schema)
+
+        return self.with_retries(f"schema version {version} of {name}", ask)
+
     # ---- factories ----
 
-    def create_producer(self, topic: str, **settings: Any) -> Producer:
-        """A producer on ``topic`` (partitioned or not); settings as ``pulsar.Client.create_producer``."""
-        return create_producer(self, topic, **settings)
+    def create_producer(
+        self, topic: str, producer_name: str | None = None, schema: Schema[Any] | None = None, **settings: Any
+    ) -> Producer:
+        """A producer on ``topic`` (partitioned or not) sending values encoded by ``schema`` (default: bytes);
+        settings as ``pulsar.Client.create_producer``, in its order."""
+        return create_producer(self, topic, producer_name=producer_name, schema=schema, **settings)
 
-    def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **settings: Any) -> Consumer:
-        """A consumer on a topic, a list of topics or a regex pattern; settings as ``pulsar.Client.subscribe``."""
-        return subscribe(self, topic, subscription_name, **settings)
+    def subscribe(
+        self,
+        topic: str | list[str] | re.Pattern[str],
+        subscription_name: str,
+        consumer_type: ConsumerType = ConsumerType.Exclusive,
+        schema: Schema[Any] | None = None,
+        **settings: Any,
+    ) -> Consumer:
+        """A consumer on a topic, a list of topics or a regex pattern, whose messages' ``value()`` decodes
+        with ``schema`` (default: bytes); settings as ``pulsar.Client.subscribe``, in its order."""
+        if isinstance(schema, Schema):  # anything else is refused, by name, with the other settings
+            schema.attach_client(self)
+        return subscribe(self, topic, subscription_name, consumer_type=consumer_type, schema=schema, **settings)
 
-    def create_reader(self, topic: str, start_message_id: MessageId, **settings: Any) -> Reader:
-        """A reader from ``start_message_id``; settings as ``pulsar.Client.create_reader``."""
-        return create_reader(self, topic, start_message_id, **settings)
+    def create_reader(
+        self, topic: str, start_message_id: MessageId, schema: Schema[Any] | None = None, **settings: Any
+    ) -> Reader:
+        """A reader from ``start_message_id`` decoding with ``schema`` (default: bytes); settings as
+        ``pulsar.Client.create_reader``, in its order."""
+        if isinstance(schema, Schema):  # anything else is refused, by name, with the other settings
+            schema.attach_client(self)
+        return create_reader(self, topic, start_message_id, schema, **settings)
 
     # ---- lifecycle ----
 

@@ -424,6 +424,7 @@ _SERVER_ERRORS: dict[int, Result] = {
     ServerError.ConsumerAssignError: Result.ConsumerAssignError,
     ServerError.NotAllowedError: Result.NotAllowedError,
     ServerError.ProducerFenced: Result.ProducerFenced,
+    ServerError.IncompatibleSchema: Result.IncompatibleSchema,
 }
 
 

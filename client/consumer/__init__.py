@@ -6,12 +6,14 @@ arguments, with the same names and defaults.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.message_id import MessageId
+from ..schema import Schema
 from ..topic_name import TopicName
 from .consumer import Consumer
 from .dead_letter import ConsumerDeadLetterPolicy
@@ -77,6 +79,7 @@ def create_reader(
     client: ClientServices,
     topic: str,
     start_message_id: MessageId,
+    schema: Schema[Any] | None = None,
     reader_listener: Callable[[Reader, Message], None] | None = None,
     receiver_queue_size: int = 1000,
     reader_name: str | None = None,
@@ -89,6 +92,8 @@ def create_reader(
     if not isinstance(topic, str) or not topic:
         raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
     config = reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive)
+    if schema is not None:
+        config = dataclasses.replace(config, schema=schema)  # replace() validates it again
     if reader_listener is not None and not callable(reader_listener):
         raise InvalidConfiguration(f"reader_listener must be callable, got {reader_listener!r}")
     if len(partitions_of(client, topic)) > 1 and start not in (MessageId.earliest, MessageId.latest):

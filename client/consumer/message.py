@@ -8,20 +8,34 @@ bytes until a key, property or timestamp is asked for. The MessageId is built on
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, final
 
 from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import MessageMetadata, SingleMessageMetadata
+from ..schema import Schema
 from .ack_grouping import AckGroupingTracker, UnackedIndexes
+
+
+class DecodingSettings(Protocol):
+    """A consumer's settings, as its messages read them: the schema that decodes ``value()``."""
+
+    @property
+    def schema(self) -> Schema[Any]: ...
 
 
 class DeliveryOwner(Protocol):
     """The partition consumer an entry was delivered to, as the holders of its messages use it:
-    the user facade routes an ack by ``topic``, a reader acknowledges cumulatively through ``acks``."""
+    the user facade routes an ack by ``topic``, a reader acknowledges cumulatively through ``acks``,
+    ``Message.value()`` decodes with ``settings.schema``."""
 
     topic: str
     acks: AckGroupingTracker
+
+    @property
+    def settings(self) -> DecodingSettings: ...
 
     def acknowledge(self, target: Message | MessageId) -> None: ...
 
@@ -128,8 +142,11 @@ class Message:
         return self._data
 
     def value(self) -> Any:
-        """The payload decoded by the schema; only bytes are supported, so the payload itself."""
-        return self._data
+        """The payload decoded by the consumer's schema (the payload itself with the default BytesSchema)."""
+        owner = self.delivery.owner
+        if owner is None:
+            return self._data
+        return owner.settings.schema.decode_message(self)
 
     def properties(self) -> dict[str, str]:
         """The application-defined properties."""
@@ -138,6 +155,19 @@ class Message:
     def partition_key(self) -> str:
         """The key used for routing and Key_Shared dispatch, or ``""``."""
         return self._source().partition_key
+
+    def key_bytes(self) -> bytes | None:
+        """The partition key as bytes, base64-decoded when the producer encoded it so (a SEPARATED
+        key/value key); None when the message has no key."""
+        source = self._source()
+        if not source.HasField("partition_key"):
+            return None
+        if not source.partition_key_b64_encoded:
+            return source.partition_key.encode("utf-8")
+        try:
+            return base64.b64decode(source.partition_key, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"partition key {source.partition_key!r} is flagged base64 but is not: {exc}") from None
 
     def ordering_key(self) -> str:
         """The ordering key (Key_Shared takes it before the partition key), or ``""``."""
@@ -174,9 +204,10 @@ class Message:
         """The name of the producer that sent it."""
         return self.delivery.metadata.producer_name
 
-    def schema_version(self) -> bytes:
-        """The schema version the producer set, or empty bytes."""
-        return self.delivery.metadata.schema_version
+    def schema_version(self) -> str:
+        """The schema version the producer set (the broker's 8 big-endian bytes), or ``""``. A string, one
+        character per byte, as the official client returns it; ``.encode("latin-1")`` gives the bytes."""
+        return self.delivery.metadata.schema_version.decode("latin-1")
 
     def has_null_value(self) -> bool:
         """Whether the producer sent a null value (a tombstone)."""

@@ -454,4 +454,7 @@ def _subscribe_fields(
         fields["keySharedMeta"] = settings.key_shared_policy.to_wire()
     if start is not None:
         fields["start_message_id"] = id_data(start.ledger_id(), start.entry_id())
+    schema_info = settings.schema.schema_info()
+    if schema_info.declared_to_broker:
+        fields["schema"] = schema_info.to_proto()
     return fields

@@ -7,12 +7,13 @@ does not expose (ack grouping, ack receipts) come after them with the Java clien
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.PulsarApi_pb2 import CommandSubscribe
 from ..protocol.PulsarApi_pb2 import KeySharedMode as _WireKeySharedMode
+from ..schema import BytesSchema, Schema
 
 DEFAULT_BATCH_RECEIVE_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BATCH_RECEIVE_TIMEOUT_MS = 100
@@ -101,6 +102,8 @@ class ConsumerSettings:
 
     subscription_name: str
     consumer_type: ConsumerType = ConsumerType.Exclusive
+    # Decodes ``Message.value()``; declared on SUBSCRIBE when the broker keeps its type.
+    schema: Schema[Any] = field(default_factory=BytesSchema)
     message_listener: Any = None
     receiver_queue_size: int = 1000
     max_total_receiver_queue_size_across_partitions: int = 50000
@@ -129,6 +132,9 @@ class ConsumerSettings:
             "subscription_name", "a non-empty str", self.subscription_name,
         )
         self.consumer_type = _enum(ConsumerType, self.consumer_type, "consumer_type")
+        if self.schema is None:
+            self.schema = BytesSchema()
+        _check(isinstance(self.schema, Schema), "schema", "a Schema (airflow_pulsar.client.schema)", self.schema)
         self.initial_position = _enum(InitialPosition, self.initial_position, "initial_position")
         _check(
             self.message_listener is None or callable(self.message_listener), "message_listener", "callable", self.message_listener

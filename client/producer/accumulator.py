@@ -36,11 +36,13 @@ class MessageAccumulator:
     ``queue`` receives each op as it is formed; ``batch_delay`` is the max publish delay in seconds.
     """
 
-    __slots__ = ("_queue", "_entries", "_batch", "_max_batch_bytes", "batch_delay", "_send_timeout")
+    __slots__ = ("_queue", "_entries", "_key_b64", "_batch", "_max_batch_bytes", "batch_delay", "_send_timeout")
 
     def __init__(self, config: ProducerConfig, stats: ProducerStats, queue: Callable[[OpSend], None]):
         self._queue = queue
-        self._entries = EntryBuilder(config.compression_type, config.chunking_enabled, stats)
+        self._entries = EntryBuilder(config.compression_type, config.chunking_enabled, stats, config.key_value_separated)
+        # Partition keys are base64 (the keys of a SEPARATED key/value schema).
+        self._key_b64 = config.key_value_separated
         self._batch = (
             BatchContainer(config.batching_max_messages, config.batching_max_allowed_size_in_bytes)
             if config.batching_enabled
@@ -54,9 +56,10 @@ class MessageAccumulator:
         """Messages waiting in the batch."""
         return len(self._batch) if self._batch is not None else 0
 
-    def connected(self, producer_name: str, max_message_size: int) -> None:
-        """Build entries for the producer the broker accepted, within its connection's max message size."""
-        self._entries.connected(producer_name, max_message_size)
+    def connected(self, producer_name: str, max_message_size: int, schema_version: bytes = b"") -> None:
+        """Build entries for the producer the broker accepted, within its connection's max message size,
+        stamped with its schema version."""
+        self._entries.connected(producer_name, max_message_size, schema_version)
         if self._batch is not None:
             self._batch.max_bytes = min(self._max_batch_bytes, max(1, max_message_size - _BATCH_HEADROOM))
 
@@ -84,7 +87,9 @@ class MessageAccumulator:
             if properties is None and partition_key is None and ordering_key is None and event_timestamp is None:
                 header = single_header(size, sequence_id)
             else:
-                header = single_header_with(size, sequence_id, properties, partition_key, ordering_key, event_timestamp)
+                header = single_header_with(
+                    size, sequence_id, properties, partition_key, ordering_key, event_timestamp, self._key_b64 and partition_key is not None
+                )
             if not batch.has_space(len(header) + size):
                 self.flush()
             # Past its max delay the batch goes now, from the sender's thread, rather than on the timer's.

@@ -14,6 +14,8 @@ from typing import Any
 
 from ..exceptions import InvalidConfiguration
 from ..protocol.compression import CompressionType
+from ..protocol.PulsarApi_pb2 import Schema as SchemaPb
+from ..schema import BytesSchema, KeyValueEncodingType, KeyValueSchema, Schema
 from .routers import HashingScheme, PartitionsRoutingMode
 
 __all__ = ["BatchingType", "ProducerAccessMode", "ProducerConfig"]
@@ -40,6 +42,8 @@ class ProducerConfig:
     """Validated producer settings; build with :meth:`from_settings`."""
 
     producer_name: str | None = None
+    # Encodes what ``send`` takes; declared on PRODUCER when the broker keeps its type.
+    schema: Schema[Any] = field(default_factory=BytesSchema)
     initial_sequence_id: int | None = None
     send_timeout_millis: int = 30_000
     compression_type: CompressionType = CompressionType.NONE
@@ -83,6 +87,8 @@ class ProducerConfig:
             "batching_partition_switch_frequency_by_publish_delay",
         ):
             _check_int(values, name, minimum=1)
+        if "schema" in values and not isinstance(values["schema"], Schema):
+            raise InvalidConfiguration(f"schema must be a Schema (airflow_pulsar.client.schema), got {values['schema']!r}")
         if "producer_name" in values and not isinstance(values["producer_name"], str):
             raise InvalidConfiguration(f"producer_name must be a str, got {values['producer_name']!r}")
         for name, kind in (
@@ -116,6 +122,19 @@ class ProducerConfig:
         if config.batching_enabled and config.chunking_enabled:
             raise InvalidConfiguration("batching_enabled and chunking_enabled cannot both be True")
         return config
+
+    @property
+    def declared_schema(self) -> SchemaPb | None:
+        """The schema PRODUCER declares; None for the types the official client does not declare (bytes)."""
+        info = self.schema.schema_info()
+        return info.to_proto() if info.declared_to_broker else None
+
+    @property
+    def key_value_separated(self) -> bool:
+        """Whether the schema carries each message's key in the message key, base64-encoded (a
+        SEPARATED key/value schema), as the Java client does."""
+        schema = self.schema
+        return isinstance(schema, KeyValueSchema) and schema.encoding is KeyValueEncodingType.SEPARATED
 
     @property
     def send_timeout(self) -> float | None:

@@ -21,12 +21,14 @@ from ..protocol.compression import CompressionType, compress
 from ..protocol.frames import encode_entry
 from ..protocol.PulsarApi_pb2 import CompressionType as WireCompression
 from ..protocol.PulsarApi_pb2 import MessageMetadata
-from ..protocol.wire import encode_plain_metadata
+from ..protocol.wire import encode_plain_metadata, tag, varint
 from .batch_container import Batch
 from .chunking import chunk_size_for, split_into_chunks
 from .stats import ProducerStats
 
 __all__ = ["Entry", "EntryBuilder"]
+
+_SCHEMA_VERSION = tag(MessageMetadata, "schema_version")
 
 
 @dataclass(slots=True, frozen=True)
@@ -40,23 +42,34 @@ class Entry:
 class EntryBuilder:
     """Builds the entries of one partition producer and records their sizes in its stats.
 
-    ``producer_name`` and ``max_message_size`` come from the broker: :meth:`connected` sets them
-    each time the producer is accepted, before anything is built.
+    ``producer_name``, ``max_message_size`` and ``schema_version`` come from the broker:
+    :meth:`connected` sets them each time the producer is accepted, before anything is built.
     """
 
-    __slots__ = ("producer_name", "max_message_size", "_compression", "_chunking", "_stats")
+    __slots__ = (
+        "producer_name", "max_message_size", "schema_version", "_schema_field", "_compression", "_chunking", "_stats", "_key_b64"
+    )
 
-    def __init__(self, compression: CompressionType, chunking_enabled: bool, stats: ProducerStats) -> None:
+    def __init__(self, compression: CompressionType, chunking_enabled: bool, stats: ProducerStats, key_b64: bool = False) -> None:
         self.producer_name = ""
         self.max_message_size = 0
+        self.schema_version = b""
+        # The schema_version field, encoded once; appended to the hand-coded metadata (protobuf
+        # readers accept fields in any order).
+        self._schema_field = b""
         self._compression = compression
         self._chunking = chunking_enabled
         self._stats = stats
+        # Partition keys are base64 (the keys of a SEPARATED key/value schema): flagged so in the metadata.
+        self._key_b64 = key_b64
 
-    def connected(self, producer_name: str, max_message_size: int) -> None:
-        """Take the name the broker accepted the producer under and its connection's max message size."""
+    def connected(self, producer_name: str, max_message_size: int, schema_version: bytes = b"") -> None:
+        """Take the name the broker accepted the producer under, its connection's max message size and
+        the version the broker gave the producer's schema (empty for none), which every entry carries."""
         self.producer_name = producer_name
         self.max_message_size = max_message_size
+        self.schema_version = schema_version
+        self._schema_field = _SCHEMA_VERSION + varint(len(schema_version)) + schema_version if schema_version else b""
 
     def batch_entry(self, batch: Batch) -> Entry:
         """The entry of a drained batch: its messages' headers and payloads, compressed as one."""
@@ -72,7 +85,7 @@ class EntryBuilder:
             count,
             # Written only for more than one sequence id, as the official clients do.
             batch.last_sequence_id if batch.last_sequence_id > batch.first_sequence_id else None,
-        )
+        ) + self._schema_field
         self._stats.record_written(count, len(batch.payload), len(payload), True)
         return _entry(metadata, payload)
 
@@ -102,7 +115,7 @@ class EntryBuilder:
         ):
             metadata = encode_plain_metadata(
                 self.producer_name, sequence_id, int(time.time() * 1000), int(compression), size
-            )
+            ) + self._schema_field
             return [_entry(metadata, payload)]
         full = MessageMetadata(
             producer_name=self.producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
@@ -111,6 +124,10 @@ class EntryBuilder:
             full.compression = WireCompression.ValueType(compression)
             full.uncompressed_size = size
         set_message_fields(full, properties, partition_key, ordering_key, event_timestamp)
+        if self.schema_version:
+            full.schema_version = self.schema_version
+        if self._key_b64 and partition_key is not None:
+            full.partition_key_b64_encoded = True
         if len(payload) <= limit:
             return [_entry(full, payload)]
         if not self._chunking:

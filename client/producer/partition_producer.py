@@ -123,6 +123,7 @@ class PartitionProducer:
                 user_provided_producer_name=self._config.producer_name is not None,
                 producer_access_mode=int(self._config.access_mode),
                 metadata=self._metadata or None,
+                schema=self._config.declared_schema,
                 epoch=self._epoch,
             )
         except BaseException as exc:
@@ -147,7 +148,7 @@ class PartitionProducer:
                 self._next_sequence_id = max(self._next_sequence_id, broker_last + 1)
             self._connection = connection
             self._producer_id = producer_id
-            self._accumulator.connected(self._name, connection.max_message_size)
+            self._accumulator.connected(self._name, connection.max_message_size, response.schema_version)
             self._unsent = []  # for the old connection: every pending op goes out again below
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))

@@ -8,6 +8,7 @@ A non-partitioned topic has a single partition producer and no router.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import InvalidConfiguration, PulsarException, Result, exception_for
 from ..protocol.message_id import MessageId
+from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
 from .config import ProducerConfig
 from .limits import PendingLimit
@@ -55,6 +57,9 @@ class Producer:
             raise exception_for(Result.InvalidTopicName, str(exc)) from None
         self._topic = str(name)
         self._config = config
+        self._schema = config.schema
+        # Bytes under the default schema need no encoding: the send fast path takes them as they are.
+        self._plain = type(config.schema) is BytesSchema
         self._client = client
         self._stats = ProducerStats()
         count = client.partition_count(self._topic)
@@ -108,7 +113,7 @@ class Producer:
 
     def send_async(
         self,
-        content: bytes,
+        content: Any,
         callback: Callable[[Result, MessageId | None], None] | None,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
@@ -125,7 +130,8 @@ class Producer:
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(result, message_id), got {callback!r}")
         if (
-            type(content) is bytes
+            self._plain
+            and type(content) is bytes
             and properties is None
             and partition_key is None
             and ordering_key is None
@@ -144,7 +150,7 @@ class Producer:
 
     def send(
         self,
-        content: bytes,
+        content: Any,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: str | None = None,
@@ -158,7 +164,7 @@ class Producer:
 
     def send_future(
         self,
-        content: bytes,
+        content: Any,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: str | None = None,
@@ -172,7 +178,7 @@ class Producer:
 
     def _dispatch(
         self,
-        content: bytes,
+        content: Any,
         callback: SendCallback | None,
         properties: Mapping[str, str] | None,
         partition_key: str | None,
@@ -181,8 +187,17 @@ class Producer:
         event_timestamp: int | None,
         flush: bool,
     ) -> None:
+        if self._config.key_value_separated:
+            # The key travels as the message key, base64, as the Java client sends it.
+            assert isinstance(self._schema, KeyValueSchema)
+            key, value = self._schema.encode_parts(content)
+            content = value or b""
+            partition_key = None if key is None else base64.b64encode(key).decode("ascii")
+        elif not self._plain:
+            content = self._schema.encode(content)  # a value of the wrong type raises here, as the official client's
         if not isinstance(content, (bytes, bytearray, memoryview)):
             raise TypeError(f"content must be bytes, got {type(content).__name__}")
+        content = bytes(content) if not isinstance(content, bytes) else content
         _check_fields(properties, partition_key, ordering_key, sequence_id, event_timestamp)
         if self._interceptors:
             message = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
@@ -197,7 +212,7 @@ class Producer:
             routed = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
             target = self._partitions[self._router.choose_partition(routed, self._num_partitions)]
         target.send_async(
-            bytes(content) if not isinstance(content, bytes) else content,
+            content,
             callback,
             properties,
             partition_key,

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any, TypeVar, overload
 
 import fastavro
+from fastavro.schema import SchemaParseException
 
 from .base import EncodedMessage, Schema, SchemaSource, schema_version_number
 from .info import SchemaType
@@ -43,6 +44,15 @@ def _avro_value(value: Any) -> Any:
     return value
 
 
+def _parse(definition: dict[str, Any]) -> Any:
+    """fastavro's parsed form of ``definition``; a field without a type is a SchemaParseException
+    in every fastavro version (before 1.13 it was a bare KeyError)."""
+    try:
+        return fastavro.parse_schema(copy.deepcopy(definition))
+    except KeyError as missing:
+        raise SchemaParseException(f"invalid Avro schema: a definition lacks its {missing} key") from None
+
+
 class AvroSchema(Schema[T]):
     """Avro for instances of ``record_cls``, or for dicts when only ``schema_definition`` is given.
 
@@ -67,7 +77,7 @@ class AvroSchema(Schema[T]):
             raise ValueError("AvroSchema needs a record_cls or a schema_definition; both are None")
         super().__init__(record_cls, SchemaType.AVRO, definition, "AVRO")
         self._definition = definition
-        self._parsed = fastavro.parse_schema(copy.deepcopy(definition))
+        self._parsed = _parse(definition)
         # Writer schemas by (topic, schema version), parsed and named as this schema.
         self._writer_schemas: dict[tuple[str, int], Any] = {}
 
@@ -115,7 +125,7 @@ class AvroSchema(Schema[T]):
             # Resolution matches records by name; the writer's may differ from ours and still be compatible.
             if "name" in self._definition:
                 writer["name"] = self._definition["name"]
-            parsed = self._writer_schemas[(topic, version)] = fastavro.parse_schema(writer)
+            parsed = self._writer_schemas[(topic, version)] = _parse(writer)
         return parsed
 
     def _read(self, data: bytes, writer_schema: Any) -> Any:

@@ -31,8 +31,9 @@ class EncodedMessage(Protocol):
         """The topic (partition) it came from."""
         ...
 
-    def schema_version(self) -> bytes:
-        """The version of the schema it was written with (8 bytes, big-endian), or empty bytes."""
+    def schema_version(self) -> str:
+        """The version of the schema it was written with (the broker's 8 big-endian bytes, one character
+        each, as the official client returns them), or an empty string."""
         ...
 
     def key_bytes(self) -> bytes | None:
@@ -50,9 +51,10 @@ class SchemaSource(Protocol):
     def get_schema_info(self, topic: str, version: int) -> SchemaInfo: ...
 
 
-def schema_version_number(version: bytes) -> int:
-    """A schema version as a number (the broker sends a big-endian 64-bit integer); -1 for none."""
-    return int.from_bytes(version, "big", signed=True) if version else -1
+def schema_version_number(version: str) -> int:
+    """A schema version (``Message.schema_version()``) as a number (the broker sends a big-endian 64-bit
+    integer); -1 for none."""
+    return int.from_bytes(version.encode("latin-1"), "big", signed=True) if version else -1
 
 
 class Schema(ABC, Generic[T]):

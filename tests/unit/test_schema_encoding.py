@@ -324,7 +324,7 @@ def test_key_value_declaration_packs_both_definitions_and_names_them() -> None:
 class FakeMessage:
     """A received message as schemas read it."""
 
-    def __init__(self, data: bytes, key: bytes | None = None, version: bytes = b"", null_value: bool = False, topic: str = "t"):
+    def __init__(self, data: bytes, key: bytes | None = None, version: str = "", null_value: bool = False, topic: str = "t"):
         self._data, self._key, self._version, self._null, self._topic = data, key, version, null_value, topic
 
     def data(self) -> bytes:
@@ -333,7 +333,7 @@ class FakeMessage:
     def topic_name(self) -> str:
         return self._topic
 
-    def schema_version(self) -> bytes:
+    def schema_version(self) -> str:
         return self._version
 
     def key_bytes(self) -> bytes | None:
@@ -398,8 +398,8 @@ class Registry:
         return self.schemas[version]
 
 
-def _version(n: int) -> bytes:
-    return struct.pack(">q", n)
+def _version(n: int) -> str:
+    return struct.pack(">q", n).decode("latin-1")  # as Message.schema_version() gives it
 
 
 def test_avro_reads_a_message_with_the_schema_version_it_was_written_with() -> None:
