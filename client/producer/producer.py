@@ -108,7 +108,7 @@ class Producer:
 
     def send_async(
         self,
-        content: bytes,
+        content: bytes | None,
         callback: Callable[[Result, MessageId | None], None] | None,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
@@ -144,7 +144,7 @@ class Producer:
 
     def send(
         self,
-        content: bytes,
+        content: bytes | None,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: str | None = None,
@@ -158,7 +158,7 @@ class Producer:
 
     def send_future(
         self,
-        content: bytes,
+        content: bytes | None,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: str | None = None,
@@ -172,7 +172,7 @@ class Producer:
 
     def _dispatch(
         self,
-        content: bytes,
+        content: bytes | None,
         callback: SendCallback | None,
         properties: Mapping[str, str] | None,
         partition_key: str | None,
@@ -181,8 +181,9 @@ class Producer:
         event_timestamp: int | None,
         flush: bool,
     ) -> None:
-        if not isinstance(content, (bytes, bytearray, memoryview)):
-            raise TypeError(f"content must be bytes, got {type(content).__name__}")
+        # None is a null value (a tombstone for compaction), as the official client sends it.
+        if content is not None and not isinstance(content, (bytes, bytearray, memoryview)):
+            raise TypeError(f"content must be bytes or None, got {type(content).__name__}")
         _check_fields(properties, partition_key, ordering_key, sequence_id, event_timestamp)
         if self._interceptors:
             message = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
@@ -197,7 +198,7 @@ class Producer:
             routed = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
             target = self._partitions[self._router.choose_partition(routed, self._num_partitions)]
         target.send_async(
-            bytes(content) if not isinstance(content, bytes) else content,
+            content if content is None or isinstance(content, bytes) else bytes(content),
             callback,
             properties,
             partition_key,
