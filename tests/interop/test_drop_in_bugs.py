@@ -1,0 +1,76 @@
+"""Behaviours where our client once differed from the official ``pulsar-client``: each scenario
+runs with both clients on the same broker and ours must match what the official one does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulsar
+import pytest
+
+from airflow_pulsar.client import Client, MessageId
+from interop_helpers import OPERATION_TIMEOUT, RECEIVE_TIMEOUT_MS
+
+
+@pytest.fixture
+def ours(broker: Any) -> Any:
+    """Our client on the module's broker, closed after the test."""
+    with Client(broker.service_url, operation_timeout_seconds=OPERATION_TIMEOUT) as client:
+        yield client
+
+
+def _seen(message: Any) -> tuple[Any, Any, bool]:
+    return message.data(), message.value(), message.has_null_value()
+
+
+@pytest.mark.parametrize("batching", [False, True])
+def test_null_values_cross_both_ways(official: pulsar.Client, ours: Any, topic_name: str, batching: bool) -> None:
+    """``send(None)`` sends a null value (a tombstone) from either client; both consumers see the
+    same data, value and null flag for it as for an empty and a plain payload."""
+    theirs_in = official.subscribe(topic_name, "official")
+    ours_in = ours.subscribe(topic_name, "ours")
+    sent = [None, b"", b"plain"]
+    for producer in (
+        official.create_producer(topic_name, batching_enabled=batching),
+        ours.create_producer(topic_name, batching_enabled=batching),
+    ):
+        for content in sent:
+            producer.send_async(content, None)
+        producer.flush()
+    seen_by_official = [_seen(theirs_in.receive(RECEIVE_TIMEOUT_MS)) for _ in range(2 * len(sent))]
+    seen_by_ours = [_seen(ours_in.receive(RECEIVE_TIMEOUT_MS)) for _ in range(2 * len(sent))]
+    assert seen_by_ours == seen_by_official
+    assert [seen[2] for seen in seen_by_official] == [True, False, False] * 2
+
+
+def _reader_after_seek_to_latest(client: Any, ids: Any, topic: str) -> list[Any]:
+    producer = client.create_producer(topic, batching_enabled=False)
+    for number in range(3):
+        producer.send(b"m%d" % number)
+    reader = client.create_reader(topic, ids.earliest)
+    steps: list[Any] = [reader.read_next(RECEIVE_TIMEOUT_MS).data()]
+    reader.seek(ids.latest)
+    steps.append(reader.has_message_available())
+    producer.send(b"after the seek")
+    steps += [reader.has_message_available(), reader.read_next(RECEIVE_TIMEOUT_MS).data()]
+    reader.close()
+    return steps
+
+
+def _inclusive_reader_at_latest(client: Any, ids: Any, topic: str) -> list[Any]:
+    producer = client.create_producer(topic, batching_enabled=False)
+    for number in range(3):
+        producer.send(b"m%d" % number)
+    reader = client.create_reader(topic, ids.latest, start_message_id_inclusive=True)
+    steps: list[Any] = [reader.has_message_available(), reader.read_next(RECEIVE_TIMEOUT_MS).data()]
+    steps.append(reader.has_message_available())
+    reader.close()
+    return steps
+
+
+@pytest.mark.parametrize("scenario", [_reader_after_seek_to_latest, _inclusive_reader_at_latest])
+def test_reader_at_latest(official: pulsar.Client, ours: Any, topic_name: str, scenario: Any) -> None:
+    """A reader seeking to ``latest`` has nothing available until a new message comes; one
+    created at ``latest`` with ``start_message_id_inclusive`` reads the last message."""
+    expected = scenario(official, pulsar.MessageId, topic_name + "-official")
+    assert scenario(ours, MessageId, topic_name + "-ours") == expected
