@@ -3,11 +3,13 @@ runs with both clients on the same broker and ours must match what the official 
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import pulsar
 import pytest
 
+import airflow_pulsar.client as our_module
 from airflow_pulsar.client import Client, MessageId
 from interop_helpers import OPERATION_TIMEOUT, RECEIVE_TIMEOUT_MS
 
@@ -74,3 +76,31 @@ def test_reader_at_latest(official: pulsar.Client, ours: Any, topic_name: str, s
     created at ``latest`` with ``start_message_id_inclusive`` reads the last message."""
     expected = scenario(official, pulsar.MessageId, topic_name + "-official")
     assert scenario(ours, MessageId, topic_name + "-ours") == expected
+
+
+def _rewound_past_the_limit(client: Any, api: ModuleType, topic: str) -> list[Any]:
+    dlq = topic + "-DLQ"
+    dead = client.subscribe(dlq, "dead")
+    policy = api.ConsumerDeadLetterPolicy(max_redeliver_count=2, dead_letter_topic=dlq)
+    consumer = client.subscribe(topic, "sub", consumer_type=api.ConsumerType.Shared, dead_letter_policy=policy)
+    client.create_producer(topic).send(b"poison", properties={"k": "v"})
+    counts: list[Any] = []
+    for _ in range(5):
+        try:
+            counts.append(consumer.receive(2000).redelivery_count())
+        except api.Timeout:
+            counts.append("nothing")
+            break
+        consumer.redeliver_unacknowledged_messages()
+    moved = dead.receive(RECEIVE_TIMEOUT_MS)
+    return [counts, moved.data(), moved.properties()["k"], moved.properties()["REAL_TOPIC"].endswith(topic)]
+
+
+def test_redeliver_all_moves_a_message_past_the_limit_to_the_dead_letter_topic(
+    official: pulsar.Client, ours: Any, topic_name: str
+) -> None:
+    """A message brought back by ``redeliver_unacknowledged_messages()`` more often than
+    ``max_redeliver_count`` goes to the dead-letter topic instead of to the application."""
+    expected = _rewound_past_the_limit(official, pulsar, topic_name + "-official")
+    assert expected[0] == [0, 1, 2, "nothing"]
+    assert _rewound_past_the_limit(ours, our_module, topic_name + "-ours") == expected
