@@ -3,6 +3,7 @@ runs with both clients on the same broker and ours must match what the official 
 
 from __future__ import annotations
 
+import time
 from types import ModuleType
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 import airflow_pulsar.client as our_module
 from airflow_pulsar.client import Client, MessageId
-from interop_helpers import OPERATION_TIMEOUT, RECEIVE_TIMEOUT_MS
+from interop_helpers import OPERATION_TIMEOUT, RECEIVE_TIMEOUT_MS, data_of, read_n
 
 
 @pytest.fixture
@@ -104,3 +105,30 @@ def test_redeliver_all_moves_a_message_past_the_limit_to_the_dead_letter_topic(
     expected = _rewound_past_the_limit(official, pulsar, topic_name + "-official")
     assert expected[0] == [0, 1, 2, "nothing"]
     assert _rewound_past_the_limit(ours, our_module, topic_name + "-ours") == expected
+
+
+def test_a_fenced_waiting_producer_gets_back_in(official: pulsar.Client, topic_name: str) -> None:
+    """As in Apache Pulsar: a WaitForExclusive producer fenced by ExclusiveWithFencing queues on
+    its reconnect (an Exclusive newcomer is fenced, a Shared one busy meanwhile) and, once the
+    fencing producer is gone, is promoted and its messages stored."""
+    modes = pulsar.ProducerAccessMode
+    owner = official.create_producer(topic_name, access_mode=modes.WaitForExclusive, batching_enabled=False)
+    owner.send(b"first")
+    fencer = official.create_producer(topic_name, access_mode=modes.ExclusiveWithFencing)
+    fencer.send(b"from the fencer")
+    with pytest.raises(pulsar.ProducerFenced):
+        official.create_producer(topic_name, access_mode=modes.Exclusive)
+    with pytest.raises(pulsar.ProducerBusy):
+        official.create_producer(topic_name)
+    # A send makes the fenced producer reconnect while the fencer holds the topic, so it queues
+    # (reconnecting to a free topic instead, it would meet the epoch check and stay fenced).
+    results: list[pulsar.Result] = []
+    owner.send_async(b"back in", lambda result, _id: results.append(result))
+    time.sleep(2)
+    fencer.close()
+    owner.flush()
+    assert results == [pulsar.Result.Ok]
+    with pytest.raises(pulsar.ProducerFenced):
+        official.create_producer(topic_name, access_mode=modes.Exclusive)
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
+    assert data_of(read_n(reader, 3)) == [b"first", b"from the fencer", b"back in"]
