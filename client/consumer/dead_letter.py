@@ -2,8 +2,10 @@
 
 A message that arrives with ``redelivery_count >= max_redeliver_count`` is remembered. When it is
 due for redelivery again (nack or ack timeout), it is published to the dead-letter topic with
-``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` properties and acknowledged instead. The broker only
-counts redeliveries (Shared and Key_Shared subscriptions).
+``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` properties and acknowledged instead. One that arrives
+with a higher count (``redeliver_unacknowledged_messages`` rewinds everything, past that check)
+goes there on arrival, never reaching the application, as in the official clients. The broker
+only counts redeliveries (Shared and Key_Shared subscriptions).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class DeadLetterProcessor:
         self._subscribe_initial = subscribe_initial
         self._ack = ack
         self._lock = threading.Lock()
+        self._sending = threading.Lock()  # one divert at a time: they share the producer
         self._last_chance: dict[tuple[int, int], list[Message]] = {}
         self._producer: DeadLetterSender | None = None
         self.diverted = 0
@@ -75,6 +78,11 @@ class DeadLetterProcessor:
         if redelivery_count >= self.policy.max_redeliver_count and messages:
             with self._lock:
                 self._last_chance[(ledger, entry)] = messages
+
+    def past_limit(self, redelivery_count: int) -> bool:
+        """Whether a message came back more often than the policy allows, so it goes to the
+        dead-letter topic instead of to the application."""
+        return redelivery_count > self.policy.max_redeliver_count
 
     def forget(self, ledger: int, entry: int) -> None:
         """The entry was acknowledged after all."""
@@ -96,6 +104,10 @@ class DeadLetterProcessor:
 
     def divert(self, messages: list[Message]) -> None:
         """Publish to the dead-letter topic and acknowledge the originals (blocking)."""
+        with self._sending:
+            self._divert(messages)
+
+    def _divert(self, messages: list[Message]) -> None:
         try:
             producer = self._producer_for_topic()
             for message in messages:

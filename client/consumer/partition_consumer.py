@@ -193,14 +193,25 @@ class PartitionConsumer:
     def unpack(self, item: QueuedEntry) -> list[Message]:
         """Turn one queued entry into the messages the application should see."""
         messages, permits = self.unpacker.unpack(self, self.epoch, item.command, item.entry)
+        if messages and self.dead_letter is not None:
+            messages = self._past_dead_letter_check(self.dead_letter, messages)
         if permits > len(messages):
             self.permits.returned(permits - len(messages))
-        if messages:
-            if self.dead_letter is not None:
-                message_id = messages[0].message_id()
-                self.dead_letter.remember(message_id.ledger_id(), message_id.entry_id(), messages, messages[0].redelivery_count())
-            self.received += len(messages)
+        self.received += len(messages)
         return messages
+
+    def _past_dead_letter_check(self, dead_letter: DeadLetterProcessor, messages: list[Message]) -> list[Message]:
+        """The entry's messages the application may still see: none once they are past the limit."""
+        message_id = messages[0].message_id()
+        ledger, entry = message_id.ledger_id(), message_id.entry_id()
+        redelivery_count = messages[0].redelivery_count()
+        if not dead_letter.past_limit(redelivery_count):
+            dead_letter.remember(ledger, entry, messages, redelivery_count)
+            return messages
+        dead_letter.forget(ledger, entry)
+        # Publishing blocks; the receiving thread must not.
+        threading.Thread(target=dead_letter.divert, args=(messages,), daemon=True).start()
+        return []
 
     def taken(self, message: Message) -> None:
         """The application took a message: a permit comes back, and the ack-timeout clock starts."""

@@ -27,8 +27,10 @@ class Reader:
     """
 
     def __init__(self, open_consumer: Callable[[Reader], Consumer], start_message_id: MessageId):
-        self._start = start_message_id
         self._consumer = open_consumer(self)
+        if start_message_id == MessageId.latest:
+            for child in self._consumer.partition_consumers:
+                _include_last_message(child)
 
     @property
     def consumer(self) -> Consumer:
@@ -47,9 +49,12 @@ class Reader:
 
     def has_message_available(self) -> bool:
         """Whether a read_next would find a message now (asks the broker for the last message id)."""
-        if self._consumer.receiver_queue.has_messages():
+        children = self._consumer.partition_consumers
+        queue = self._consumer.receiver_queue
+        # Entries queued before a seek are stale: they will be dropped, not read.
+        if any(sum(queue.counts(child)) for child in children):
             return True
-        return any(_child_has_more(child, self._start) for child in self._consumer.partition_consumers)
+        return any(_child_has_more(child) for child in children)
 
     def seek(self, messageid: MessageId | int) -> None:
         """Read from a message id or a publish timestamp (ms) next."""
@@ -88,12 +93,23 @@ def mark_read(message: Message) -> None:
         owner.acks.add_cumulative_message(delivery.ledger_id, delivery.entry_id, message.batch_index, delivery.batch_size)
 
 
-def _child_has_more(child: PartitionConsumer, start: MessageId) -> bool:
+def _include_last_message(child: PartitionConsumer) -> None:
+    """A reader at ``latest`` with ``start_message_id_inclusive`` starts at the last message, as the
+    official client does: the broker's ``latest`` is past it, so the reader seeks to its id."""
+    if not child.start.inclusive:
+        return
+    last, _ = child.get_last_message_id()
+    if last.entry_id() >= 0:
+        child.seek(last)
+
+
+def _child_has_more(child: PartitionConsumer) -> bool:
     last, mark_delete = child.get_last_message_id()
     if last.entry_id() < 0:
         return False
     dequeued = child.last_dequeued
-    if dequeued is None and start == MessageId.latest:
+    # The start a seek set, if any, else the reader's own.
+    if dequeued is None and child.start.message_id == MessageId.latest:
         return mark_delete is not None and (last.ledger_id(), last.entry_id()) > (mark_delete.ledger_id(), mark_delete.entry_id())
     reference = dequeued or child.start.message_id or MessageId.earliest
     if dequeued is None and child.start.inclusive:

@@ -173,10 +173,6 @@ class ReceiverQueue:
                 self._waiters.append((loop, future))
         return future
 
-    def has_messages(self) -> bool:
-        """Whether a message or a (possibly stale) entry is queued."""
-        return self._ready_pos < len(self._ready) or bool(self._entries)
-
     def counts(self, owner: QueueOwner | None = None) -> tuple[int, int]:
         """(entries still packed, messages unpacked and ready), for one owner or for all."""
         with self._cond:

@@ -44,9 +44,7 @@ class MessageAccumulator:
         # Partition keys are base64 (the keys of a SEPARATED key/value schema).
         self._key_b64 = config.key_value_separated
         self._batch = (
-            BatchContainer(config.batching_max_messages, config.batching_max_allowed_size_in_bytes)
-            if config.batching_enabled
-            else None
+            BatchContainer(config.batching_max_messages, config.batching_max_allowed_size_in_bytes) if config.batching_enabled else None
         )
         self._max_batch_bytes = config.batching_max_allowed_size_in_bytes
         self.batch_delay = config.batching_max_publish_delay_ms / 1000
@@ -65,7 +63,7 @@ class MessageAccumulator:
 
     def add(
         self,
-        content: bytes,
+        content: bytes | None,
         callback: SendCallback | None,
         sequence_id: int,
         properties: Mapping[str, str] | None,
@@ -76,35 +74,40 @@ class MessageAccumulator:
     ) -> bool:
         """Take one message; True when it waits in the batch (the batch timer must be running).
 
-        ``flush`` sends the batch at once (a sync send has nothing to wait for).
+        ``content`` None is a null value: an empty payload flagged ``null_value``. ``flush`` sends
+        the batch at once (a sync send has nothing to wait for).
 
         Raises:
             MessageTooBig: an unbatched message exceeds the max message size and chunking is off.
         """
+        null_value = content is None
+        if content is None:
+            content = b""
         size = len(content)
         batch = self._batch
         if batch is not None and batch.accepts(size):
-            if properties is None and partition_key is None and ordering_key is None and event_timestamp is None:
+            if properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value:
                 header = single_header(size, sequence_id)
             else:
                 header = single_header_with(
-                    size, sequence_id, properties, partition_key, ordering_key, event_timestamp, self._key_b64 and partition_key is not None
+                    size,
+                    sequence_id,
+                    properties,
+                    partition_key,
+                    ordering_key,
+                    event_timestamp,
+                    self._key_b64 and partition_key is not None,
+                    null_value,
                 )
             if not batch.has_space(len(header) + size):
                 self.flush()
             # Past its max delay the batch goes now, from the sender's thread, rather than on the timer's.
-            if (
-                batch.add(header, content, callback, sequence_id)
-                or flush
-                or time.monotonic() - batch.first_added >= self.batch_delay
-            ):
+            if batch.add(header, content, callback, sequence_id) or flush or time.monotonic() - batch.first_added >= self.batch_delay:
                 self.flush()
                 return False
             return True
         self.flush()  # keep order: the batch was sent first
-        entries = self._entries.message_entries(
-            content, sequence_id, properties, partition_key, ordering_key, event_timestamp
-        )
+        entries = self._entries.message_entries(content, sequence_id, properties, partition_key, ordering_key, event_timestamp, null_value)
         now = time.monotonic()
         deadline = self._deadline(now)
         last = len(entries) - 1

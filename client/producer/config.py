@@ -1,8 +1,9 @@
 """Producer settings: the official ``create_producer`` keyword names, validated once.
 
 Every setting defaults as in ``pulsar.Client.create_producer`` except ``batching_enabled``, which
-is on here (the official sync API turns it off; ours is the primary path and batches). ``None``
-means "not set", so 0 can mean 0.
+is on here (the official sync API turns it off; ours is the primary path and batches) unless
+``chunking_enabled`` is set, since the two cannot be on together. ``None`` means "not set", so 0
+can mean 0.
 """
 
 from __future__ import annotations
@@ -118,9 +119,12 @@ class ProducerConfig:
         if interval is not None and not (isinstance(interval, (int, float)) and interval > 0):
             raise InvalidConfiguration(f"stats_log_interval_seconds must be a positive number, got {interval!r}")
         values["interceptors"] = tuple(values.get("interceptors", ()))
+        if values.get("chunking_enabled"):
+            # Batching is on only by our default; chunking asked for explicitly wins over it.
+            if values.get("batching_enabled"):
+                raise InvalidConfiguration("batching_enabled and chunking_enabled cannot both be True")
+            values["batching_enabled"] = False
         config = cls(**values)
-        if config.batching_enabled and config.chunking_enabled:
-            raise InvalidConfiguration("batching_enabled and chunking_enabled cannot both be True")
         return config
 
     @property

@@ -97,6 +97,7 @@ class EntryBuilder:
         partition_key: str | None = None,
         ordering_key: bytes | None = None,
         event_timestamp: int | None = None,
+        null_value: bool = False,
     ) -> list[Entry]:
         """The entry of one unbatched message, or its chunks in order when it exceeds the max message size.
 
@@ -111,7 +112,7 @@ class EntryBuilder:
         self._stats.record_written(1, size, len(payload), False)
         limit = self.max_message_size
         if len(payload) <= limit and (
-            properties is None and partition_key is None and ordering_key is None and event_timestamp is None
+            properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value
         ):
             metadata = encode_plain_metadata(
                 self.producer_name, sequence_id, int(time.time() * 1000), int(compression), size
@@ -128,6 +129,8 @@ class EntryBuilder:
             full.schema_version = self.schema_version
         if self._key_b64 and partition_key is not None:
             full.partition_key_b64_encoded = True
+        if null_value:
+            full.null_value = True
         if len(payload) <= limit:
             return [_entry(full, payload)]
         if not self._chunking:

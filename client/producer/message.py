@@ -19,7 +19,7 @@ class OutgoingMessage:
 
     def __init__(
         self,
-        content: bytes,
+        content: bytes | None,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
         ordering_key: str | None = None,
@@ -33,8 +33,8 @@ class OutgoingMessage:
         self.event_time = event_timestamp
         self.seq = sequence_id
 
-    def data(self) -> bytes:
-        """The payload."""
+    def data(self) -> bytes | None:
+        """The payload; None for a null value."""
         return self.content
 
     def properties(self) -> dict[str, str]:

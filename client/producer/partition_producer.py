@@ -209,7 +209,7 @@ class PartitionProducer:
 
     def send_async(
         self,
-        content: bytes,
+        content: bytes | None,
         callback: SendCallback | None,
         properties: Mapping[str, str] | None = None,
         partition_key: str | None = None,
@@ -222,7 +222,7 @@ class PartitionProducer:
 
         ``flush`` sends the batch at once (a sync send has nothing to wait for).
         """
-        size = len(content)
+        size = 0 if content is None else len(content)
         error = self._quota.reserve(size)
         if error is not None:
             fail_callback(callback, error)

@@ -187,7 +187,9 @@ class Producer:
         event_timestamp: int | None,
         flush: bool,
     ) -> None:
-        if self._config.key_value_separated:
+        if content is None:
+            pass  # a null value (a tombstone for compaction), as the official client sends it
+        elif self._config.key_value_separated:
             # The key travels as the message key, base64, as the Java client sends it.
             assert isinstance(self._schema, KeyValueSchema)
             key, value = self._schema.encode_parts(content)
@@ -195,9 +197,10 @@ class Producer:
             partition_key = None if key is None else base64.b64encode(key).decode("ascii")
         elif not self._plain:
             content = self._schema.encode(content)  # a value of the wrong type raises here, as the official client's
-        if not isinstance(content, (bytes, bytearray, memoryview)):
-            raise TypeError(f"content must be bytes, got {type(content).__name__}")
-        content = bytes(content) if not isinstance(content, bytes) else content
+        if content is not None:
+            if not isinstance(content, (bytes, bytearray, memoryview)):
+                raise TypeError(f"content must be bytes or None, got {type(content).__name__}")
+            content = bytes(content) if not isinstance(content, bytes) else content
         _check_fields(properties, partition_key, ordering_key, sequence_id, event_timestamp)
         if self._interceptors:
             message = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)

@@ -135,17 +135,22 @@ class Topic:
                 raise SubscriptionError("ProducerFenced", f"Topic has an existing exclusive producer: {holder}")
             if self.producers:
                 raise SubscriptionError("ProducerFenced", "Topic has existing shared producers")
+            self._check_epoch(epoch)
         elif mode == ProducerAccessMode.ExclusiveWithFencing:
             if self._exclusive is not None or self.producers:
                 self._fence_everyone()
-        else:  # WaitForExclusive: queued until the topic is free
-            if (self._exclusive is not None or self.producers) and queued is not None:
+            self._check_epoch(epoch)
+        elif self._exclusive is None and not self.producers:  # WaitForExclusive, the topic free
+            self._check_epoch(epoch)
+        else:
+            # WaitForExclusive, queued until the topic is free. As in Pulsar, a queued producer is
+            # promoted with the epoch it brings, unchecked: a fenced one waits and gets back in.
+            if queued is not None:
                 queued()
             while self._exclusive is not None or self.producers:
                 waiter = asyncio.get_running_loop().create_future()
                 self._exclusive_waiters.append(waiter)
                 await waiter  # raises when fenced out meanwhile
-        self._check_epoch(epoch)
         self._exclusive = producer
         self.topic_epoch = epoch if epoch is not None else (-1 if self.topic_epoch is None else self.topic_epoch) + 1
         self.producers.append(producer)

@@ -30,6 +30,14 @@ def test_zero_means_zero_and_none_means_default() -> None:
     assert config.batching_max_publish_delay_ms == 10
 
 
+def test_chunking_turns_default_batching_off() -> None:
+    # Batching is on by our default only; asking for chunking alone must not fail on it.
+    chunked = ProducerConfig.from_settings(chunking_enabled=True)
+    assert chunked.chunking_enabled and not chunked.batching_enabled
+    assert ProducerConfig.from_settings(chunking_enabled=True, batching_enabled=None).batching_enabled is False
+    assert ProducerConfig.from_settings(chunking_enabled=False).batching_enabled
+
+
 def test_official_enums_are_accepted() -> None:
     config = ProducerConfig.from_settings(
         compression_type=pulsar.CompressionType.ZSTD,
