@@ -153,9 +153,9 @@ def measure(messages: int, repeat: int, workdir: Path) -> dict[str, Any]:
 
 def _arrow_files(rows: pa.Table, schema: StructType, workdir: Path) -> list[str]:
     """The written rows as one Arrow file per topic partition, in the data source's schema."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from airflow_pulsar.spark.job.source import arrow_schema
 
-    arrow = to_arrow_schema(schema, timezone="UTC")
+    arrow = arrow_schema(schema)
     rows = rows.select(arrow.names).cast(arrow)
     files = []
     for index in range(PARTITIONS):
