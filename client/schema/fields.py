@@ -69,7 +69,27 @@ def _invalid_type(name: str, val: object, expected: PythonType) -> TypeError:
     return TypeError(f"Field '{name}' expects {_type_name(expected)}, got {type(val).__name__}: {val!r}")
 
 
-class Field(ABC):
+class FieldOptions:
+    """What a field is declared with, shared by the field types and by a record used as a field."""
+
+    _default: Any
+    _required: bool
+    _required_default: bool
+
+    def default(self) -> Any:
+        """The value of the field when none is given."""
+        return self._default
+
+    def required_default(self) -> bool:
+        """Whether the schema states this field's default."""
+        return self._required_default
+
+    def is_required(self) -> bool:
+        """Whether the field may not be None (its Avro type is then not a union with null)."""
+        return self._required
+
+
+class Field(FieldOptions, ABC):
     """Base of the field types: a default (checked like any value), ``required`` and ``required_default``."""
 
     def __init__(self, default: Any = None, required: bool = False, required_default: bool = False):
@@ -103,18 +123,6 @@ class Field(ABC):
     def schema_info(self, defined_names: set[str]) -> AvroType:
         """This field's Avro type inside a schema where ``defined_names`` are already defined."""
         return self.type()
-
-    def default(self) -> Any:
-        """The value of the field when none is given."""
-        return self._default
-
-    def required_default(self) -> bool:
-        """Whether the schema states this field's default."""
-        return self._required_default
-
-    def is_required(self) -> bool:
-        """Whether the field may not be None (its Avro type is then not a union with null)."""
-        return self._required
 
 
 class Null(Field):

@@ -25,7 +25,7 @@ import copy
 from enum import Enum
 from typing import Any, ClassVar
 
-from .fields import Array, AvroType, CustomEnum, Field, FieldType, Map, PythonType
+from .fields import Array, AvroType, CustomEnum, Field, FieldOptions, FieldType, Map, PythonType
 
 __all__ = ["Record", "RecordMeta", "field_values", "require_record_class"]
 
@@ -58,7 +58,7 @@ def _declared_fields(namespace: dict[str, Any]) -> dict[str, FieldType]:
     return fields
 
 
-class Record(metaclass=RecordMeta):
+class Record(FieldOptions, metaclass=RecordMeta):
     """Base of user-declared records; an instance is also the field type of a nested record.
 
     As a nested field, ``default``, ``required`` and ``required_default`` mean what they mean
@@ -68,10 +68,7 @@ class Record(metaclass=RecordMeta):
     _avro_namespace: ClassVar[str | None] = None
     _sorted_fields: ClassVar[bool] = False
     _fields: ClassVar[dict[str, FieldType]] = {}
-    # What the record is as a nested field; set on every instance (see _RESERVED).
-    _required_default: bool
-    _default: Any
-    _required: bool
+    # What the record is as a nested field (FieldOptions) is set on every instance (see _RESERVED).
 
     # *args is accepted, and ignored, so the signature is the official one.
     def __init__(self, default: Any = None, required_default: bool = False, required: bool = False, *args: Any, **kwargs: Any):
@@ -145,18 +142,6 @@ class Record(metaclass=RecordMeta):
         if not isinstance(val, type(self)):
             raise TypeError(f"Field '{name}' expects a {type(self).__name__} record, got {type(val).__name__}: {val!r}")
         return val
-
-    def default(self) -> Any:
-        """The nested field's default when set to None."""
-        return self._default
-
-    def required_default(self) -> bool:
-        """Whether the schema states the nested field's default."""
-        return self._required_default
-
-    def is_required(self) -> bool:
-        """Whether the nested field may not be None."""
-        return self._required
 
 
 def field_values(record: Record) -> dict[str, Any]:
