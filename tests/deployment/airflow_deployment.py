@@ -161,7 +161,8 @@ class AirflowDeployment:
         for task_id, state in self.task_states(dag_id, run_id).items():
             if state in ("failed", "upstream_failed"):
                 path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/1"
-                texts.append(f"--- {task_id}\n{self._http.get(path, headers={'Accept': 'text/plain'}).text[-3000:]}")
+                # This API answers JSON only (a text/plain request is refused with 406).
+                texts.append(f"--- {task_id}\n{self._http.get(path, headers={'Accept': 'application/json'}).text[-3000:]}")
         return "\n".join(texts)
 
     def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any:
