@@ -131,9 +131,13 @@ class ProducerCommands:
         self.channel.send(T.SUCCESS, request_id=body.request_id)
 
     def close_producer(self, producer_id: int) -> None:
-        """The broker closes a producer (fenced by an exclusive one): tell the client."""
+        """The broker closes a producer (its topic is going away): tell the client."""
         if self.producers.pop(producer_id, None) is not None:
             self.channel.send(T.CLOSE_PRODUCER, producer_id=producer_id, request_id=self.channel.next_request_id())
+
+    def drop_producer(self, producer_id: int) -> None:
+        """The broker drops a producer (fenced out) without telling the client."""
+        self.producers.pop(producer_id, None)
 
     def detach_all(self) -> None:
         """The connection is gone: take every producer off its topic."""

@@ -25,6 +25,8 @@ class ProducerSink(Protocol):
 
     def close_producer(self, producer_id: int) -> None: ...
 
+    def drop_producer(self, producer_id: int) -> None: ...
+
     @property
     def remote_address(self) -> str: ...
 
@@ -163,14 +165,19 @@ class Topic:
             )
 
     def _fence_everyone(self) -> None:
-        """ExclusiveWithFencing: fail the queued exclusive producers and close every producer."""
+        """ExclusiveWithFencing: fail the queued exclusive producers and drop every producer.
+
+        As Pulsar does, the dropped producers' clients are not told: one told would reconnect at
+        once and, were it ExclusiveWithFencing too, fence the newcomer back. A fenced producer
+        learns it at its next SEND, which fails and makes it reconnect into the epoch check.
+        """
         waiters, self._exclusive_waiters = self._exclusive_waiters, []
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_exception(SubscriptionError("ProducerFenced", "Fenced out"))
         for other in list(self.producers):
             self.remove_producer(other)
-            other.sink.close_producer(other.producer_id)
+            other.sink.drop_producer(other.producer_id)
 
     def remove_producer(self, producer: ServerProducer) -> None:
         """Detach a producer; once none is left, the first queued exclusive producer gets in."""

@@ -132,3 +132,21 @@ def test_a_fenced_waiting_producer_gets_back_in(official: pulsar.Client, topic_n
         official.create_producer(topic_name, access_mode=modes.Exclusive)
     reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     assert data_of(read_n(reader, 3)) == [b"first", b"from the fencer", b"back in"]
+
+
+def test_a_fenced_producer_learns_it_at_its_next_send(official: pulsar.Client, topic_name: str) -> None:
+    """As in Apache Pulsar: ExclusiveWithFencing drops the producers it fences without telling
+    their clients, so a fenced producer does not reconnect at once (and, being ExclusiveWithFencing
+    itself, fence the newer one in turn); its next send finds it fenced and is not stored."""
+    modes = pulsar.ProducerAccessMode
+    first = official.create_producer(topic_name, access_mode=modes.ExclusiveWithFencing, batching_enabled=False)
+    first.send(b"first")
+    second = official.create_producer(topic_name, access_mode=modes.ExclusiveWithFencing, batching_enabled=False)
+    time.sleep(1)
+    assert first.is_connected() and second.is_connected()
+    with pytest.raises(pulsar.ProducerFenced):
+        first.send(b"fenced")
+    second.send(b"second")
+    assert not first.is_connected() and second.is_connected()
+    reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
+    assert data_of(read_n(reader, 2)) == [b"first", b"second"]
