@@ -86,15 +86,20 @@ class ConnectionHandler:
                 self.reconnects += 1
             self._ready.set()
 
-    def lost(self) -> None:
-        """The connection dropped or the broker closed the consumer: subscribe again."""
+    def lost(self, broker_closed: bool = False) -> None:
+        """The connection dropped or (``broker_closed``) the broker closed the consumer: subscribe again.
+
+        After a broker close the first attempt waits one backoff step, as the official clients do:
+        Pulsar removes a reader's subscription asynchronously after a seek, and a subscribe that
+        lands in between joins the dying subscription (no messages, or a cursor past the seek).
+        """
         with self._lock:
             self._ready.clear()
             self.connection = None
             if self.closing or self._reconnecting:
                 return  # the running (re)subscribe sees the loss and goes round again
             self._reconnecting = True
-        self._start_reconnect()
+        self._start_reconnect(broker_closed)
 
     def wait(self, timeout: float) -> Connection:
         """The connection, once subscribed; AlreadyClosed, or Timeout after ``timeout`` seconds."""
@@ -111,8 +116,8 @@ class ConnectionHandler:
         self._ready.clear()
         self.connection = None
 
-    def _start_reconnect(self) -> None:
-        threading.Thread(target=self._reconnect, name=f"pulsar-reconnect-{self.consumer_id}", daemon=True).start()
+    def _start_reconnect(self, wait_first: bool = False) -> None:
+        threading.Thread(target=self._reconnect, args=(wait_first,), name=f"pulsar-reconnect-{self.consumer_id}", daemon=True).start()
 
     def _settled(self) -> bool:
         """After a subscribe: end the reconnect, unless the connection was lost meanwhile."""
@@ -122,8 +127,10 @@ class ConnectionHandler:
             self._reconnecting = False
             return True
 
-    def _reconnect(self) -> None:
+    def _reconnect(self, wait_first: bool) -> None:
         backoff = Backoff()
+        if wait_first:
+            self._closed.wait(backoff.next())
         while not self.closing:
             try:
                 self._subscribe(True)

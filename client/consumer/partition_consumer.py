@@ -171,7 +171,7 @@ class PartitionConsumer:
 
     def handle_broker_close(self) -> None:
         """The broker closed this consumer (seek, unload): subscribe again."""
-        self.connection_handler.lost()
+        self.connection_handler.lost(broker_closed=True)
 
     def connection_lost(self, connection: Connection) -> None:
         """The connection dropped: subscribe again once a broker answers."""
