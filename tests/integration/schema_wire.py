@@ -24,6 +24,7 @@ _ANSWERS = {
     T.SUBSCRIBE: T.SUCCESS,
     T.CLOSE_PRODUCER: T.SUCCESS,
     T.CLOSE_CONSUMER: T.SUCCESS,
+    T.LOOKUP: T.LOOKUP_RESPONSE,
 }
 
 
@@ -84,6 +85,7 @@ class WireSession:
 
     def producer(self, topic: str, schema: Schema | None = None) -> tuple[int, Any]:
         """PRODUCER (closed again once answered with success): (response type, body)."""
+        self.call(T.LOOKUP, topic=topic, authoritative=False)  # Pulsar serves a topic once it was looked up
         producer_id = self._next_id()
         kind, body = self.call(T.PRODUCER, topic=topic, producer_id=producer_id, schema=schema)
         if kind == T.PRODUCER_SUCCESS:
@@ -92,6 +94,7 @@ class WireSession:
 
     def subscribe(self, topic: str, subscription: str, schema: Schema | None = None) -> tuple[int, Any]:
         """SUBSCRIBE (Exclusive, closed again once answered with success): (response type, body)."""
+        self.call(T.LOOKUP, topic=topic, authoritative=False)
         consumer_id = self._next_id()
         kind, body = self.call(
             T.SUBSCRIBE, topic=topic, subscription=subscription, subType=CommandSubscribe.Exclusive,
