@@ -137,7 +137,8 @@ class LookupCommands:
         """GET_OR_CREATE_SCHEMA: the version of a schema on an existing topic (or partition),
         registered as a producer's would be; an empty version for a schema of type NONE."""
         service = self.channel.service
-        error, message = ServerError.TopicNotFound, f"Topic not found {body.topic}"
+        error: int | None = ServerError.TopicNotFound
+        message = f"Topic not found {body.topic}"
         version = b""
         try:
             name = TopicName.parse(body.topic, strict=False)

@@ -71,7 +71,7 @@ def schema_from_wire(proto: SchemaPb) -> SchemaData:
 def schema_to_wire(sid: str, schema: SchemaData) -> SchemaPb:
     """The ``Schema`` of a GET_SCHEMA answer: named by the schema id, as Pulsar names it."""
     properties = [KeyValuePb(key=key, value=value) for key, value in sorted(schema.properties.items())]
-    return SchemaPb(name=sid, schema_data=schema.data, type=max(int(schema.schema_type), 0), properties=properties)
+    return SchemaPb(name=sid, schema_data=schema.data, type=SchemaPb.Type.ValueType(max(int(schema.schema_type), 0)), properties=properties)
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from schema_wire import WireSession, wire_schema
 
 from airflow_pulsar.client.admin import AdminConflictError, AdminNotFoundError, PulsarAdmin
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, Schema, ServerError
+from schema_wire import WireSession, wire_schema
 
 T = BaseCommand
 AVRO, STRING, AUTO_CONSUME = Schema.Type.Value("Avro"), Schema.Type.Value("String"), Schema.Type.Value("AutoConsume")
