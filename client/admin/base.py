@@ -11,7 +11,7 @@ import httpx
 from ..auth import Authentication
 from ..exceptions import AlreadyClosed, InvalidConfiguration
 from . import backlog as backlog_operations
-from . import operations
+from . import operations, schemas
 from .calls import NO_BODY, AdminCall, Operation, T
 from .exchange import Exchange, display_url
 from .method import AdminMethod
@@ -113,3 +113,11 @@ class AdminBase:
     peek_message = AdminMethod(operations.peek_message)
     get_message_by_id = AdminMethod(operations.get_message_by_id)
     examine_message = AdminMethod(operations.examine_message)
+
+    # ---- schemas ----
+    get_schema = AdminMethod(schemas.get_schema)
+    get_all_schemas = AdminMethod(schemas.get_all_schemas)
+    create_schema = AdminMethod(schemas.create_schema)
+    delete_schema = AdminMethod(schemas.delete_schema)
+    namespace_schema_compatibility_strategy = AdminMethod(schemas.namespace_schema_compatibility_strategy)
+    set_namespace_schema_compatibility_strategy = AdminMethod(schemas.set_namespace_schema_compatibility_strategy)

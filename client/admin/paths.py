@@ -36,3 +36,8 @@ def namespace_path(namespace: str, *suffix: str) -> str:
 def namespace_policy_path(namespace: str, *suffix: str) -> str:
     """``/admin/v2/namespaces/{tenant}/{namespace}/...``: the namespace's own resource."""
     return "/admin/v2/namespaces/" + _segments((*_namespace_parts(namespace), *suffix))
+
+
+def schema_path(name: TopicName, *suffix: str) -> str:
+    """``/admin/v2/schemas/{tenant}/{namespace}/{topic}/...``: the topic's schema registry entry."""
+    return "/admin/v2/schemas/" + _segments((name.tenant, name.namespace, name.local_name, *suffix))

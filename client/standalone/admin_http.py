@@ -7,8 +7,8 @@ request body must be JSON: a PUT or POST carrying another content type is answer
 
 This module is the HTTP side (the application, its middlewares and the route table); the paths
 are served by resources of their own: ``admin_namespaces`` (cluster, tenants, namespaces),
-``admin_topics`` (lookup, topics, partitions, stats) and ``admin_subscriptions`` (subscriptions
-and message reads).
+``admin_topics`` (lookup, topics, partitions, stats), ``admin_subscriptions`` (subscriptions
+and message reads) and ``admin_schemas`` (the schema registry and the schema policies).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from aiohttp.typedefs import Middleware
 from ..topic_name import InvalidTopicNameError
 from .admin_namespaces import Namespaces, Tenants
 from .admin_resource import error
+from .admin_schemas import Schemas
 from .admin_subscriptions import Subscriptions
 from .admin_topics import PersistentTopics, TopicLookup
 from .authentication import TokenAuthenticator
@@ -72,5 +73,5 @@ class AdminApi:
         self.service = service
         guards: list[Middleware] = [authenticator.http_middleware()] if authenticator is not None else []
         self.app = web.Application(middlewares=[*guards, _json_only, _errors])
-        resources = (TopicLookup, Tenants, Namespaces, PersistentTopics, Subscriptions)
+        resources = (TopicLookup, Tenants, Namespaces, PersistentTopics, Subscriptions, Schemas)
         self.app.add_routes([route for resource in resources for route in resource(service).routes()])

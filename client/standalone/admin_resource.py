@@ -121,3 +121,14 @@ class AdminResource(ABC):
         if parts == [name] and str(name) not in self.service.topics:
             raise TopicNotFoundError(f"Topic {name} not found")
         return [await self.service.get_topic(part) for part in parts]
+
+    def policy_topic(self, request: web.Request) -> TopicName | web.Response:
+        """The topic a topic-policy path names, or Pulsar's error: policies belong to whole topics."""
+        name = self.topic_name(request)
+        if name.partition >= 0:
+            return error(412, "Not allowed to set/get topic policy for a partition")
+        if not self.service.namespace_exists(name.namespace_name):
+            return error(404, "Namespace not found")
+        if str(name) not in self.service.topics and not self.service.partitions_of(name):
+            return error(404, f"Topic {name} not found")
+        return name

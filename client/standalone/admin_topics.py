@@ -163,7 +163,7 @@ class PersistentTopics(AdminResource):
 
     async def get_deduplication(self, request: web.Request) -> web.Response:
         """The topic's own policy, or with ``applied=true`` the one in force."""
-        name = self._policy_topic(request)
+        name = self.policy_topic(request)
         if isinstance(name, web.Response):
             return name
         if request.query.get("applied", "false").lower() == "true":
@@ -172,24 +172,13 @@ class PersistentTopics(AdminResource):
 
     async def set_deduplication(self, request: web.Request) -> web.Response:
         """POST sets the topic's policy (body ``true`` or ``false``), DELETE removes it."""
-        name = self._policy_topic(request)
+        name = self.policy_topic(request)
         if isinstance(name, web.Response):
             return name
         policies = self.service.policies
         return await self.update_flag_policy(
             request, lambda value: policies.set_topic_policy(name, DEDUPLICATION, value)
         )
-
-    def _policy_topic(self, request: web.Request) -> TopicName | web.Response:
-        """The topic a topic-policy path names, or Pulsar's error: policies belong to whole topics."""
-        name = self.topic_name(request)
-        if name.partition >= 0:
-            return error(412, "Not allowed to set/get topic policy for a partition")
-        if not self.service.namespace_exists(name.namespace_name):
-            return error(404, "Namespace not found")
-        if str(name) not in self.service.topics and not self.service.partitions_of(name):
-            return error(404, f"Topic {name} not found")
-        return name
 
     # ---- stats ----
 

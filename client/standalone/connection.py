@@ -34,6 +34,7 @@ from .channel import Rejected
 from .consumer_commands import ConsumerCommands
 from .lookup_commands import LookupCommands
 from .producer_commands import ProducerCommands
+from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError
 from .service import BrokerService, TopicNotFoundError
 from .subscription import SubscriptionError
 
@@ -76,6 +77,7 @@ class ServerConnection(asyncio.Protocol):
             T.PARTITIONED_METADATA: lookups.on_partitioned_metadata,
             T.GET_TOPICS_OF_NAMESPACE: lookups.on_get_topics_of_namespace,
             T.GET_SCHEMA: lookups.on_get_schema,
+            T.GET_OR_CREATE_SCHEMA: lookups.on_get_or_create_schema,
             T.PRODUCER: producers.on_producer,
             T.CLOSE_PRODUCER: producers.on_close_producer,
             T.SUBSCRIBE: consumers.on_subscribe,
@@ -217,6 +219,8 @@ class ServerConnection(asyncio.Protocol):
             self._refuse(request_id, ServerError.InvalidTopicName, exc)
         except TopicNotFoundError as exc:
             self._refuse(request_id, ServerError.TopicNotFound, exc)
+        except (IncompatibleSchemaError, InvalidSchemaError) as exc:
+            self._refuse(request_id, ServerError.IncompatibleSchema, exc)
 
     def _refuse(self, request_id: int, error: int, reason: Exception) -> None:
         self.send(T.ERROR, request_id=request_id, error=error, message=str(reason))

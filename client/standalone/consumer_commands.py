@@ -27,10 +27,12 @@ from ..protocol.PulsarApi_pb2 import (
     ServerError,
 )
 from ..protocol.wire import U64_MASK, encode_message, signed64
+from ..schema.info import SchemaType
 from ..topic_name import TopicName
 from .channel import Channel, InProgress, Rejected
 from .consumer import ServerConsumer
 from .ledger import Ledger
+from .schema_registry import schema_from_wire
 from .storage import StoredEntry
 from .subscription import SUB_TYPE_NAMES, Subscription, SubscriptionError
 from .topic import Topic
@@ -77,6 +79,10 @@ class ConsumerCommands:
             return
         name = TopicName.parse(body.topic, strict=False)
         topic = await channel.service.get_topic(name, create=body.force_topic_creation)
+        if body.HasField("schema"):
+            schema = schema_from_wire(body.schema)
+            if schema.schema_type != SchemaType.AUTO_CONSUME:  # it reads whatever the topic has
+                await channel.service.add_consumer_schema(topic, schema)
         durable = body.durable
         sub_type = body.subType
         existing = topic.subscriptions.get(body.subscription)

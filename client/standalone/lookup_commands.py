@@ -1,10 +1,11 @@
 """The lookup commands of one client connection: LOOKUP, PARTITIONED_METADATA,
-GET_TOPICS_OF_NAMESPACE and GET_SCHEMA."""
+GET_TOPICS_OF_NAMESPACE, and the schema registry's GET_SCHEMA and GET_OR_CREATE_SCHEMA."""
 
 from __future__ import annotations
 
 from ..protocol.PulsarApi_pb2 import (
     BaseCommand,
+    CommandGetOrCreateSchema,
     CommandGetSchema,
     CommandGetTopicsOfNamespace,
     CommandLookupTopic,
@@ -13,8 +14,11 @@ from ..protocol.PulsarApi_pb2 import (
     CommandPartitionedTopicMetadataResponse,
     ServerError,
 )
+from ..schema.info import SchemaType
 from ..topic_name import InvalidTopicNameError, TopicName
-from .channel import Channel
+from .channel import Channel, Rejected
+from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError
+from .schema_registry import schema_from_wire, schema_id, schema_to_wire, version_bytes, version_from_bytes
 from .service import TopicNotFoundError
 
 T = BaseCommand
@@ -96,10 +100,60 @@ class LookupCommands:
         self.channel.send(T.GET_TOPICS_OF_NAMESPACE_RESPONSE, request_id=body.request_id, topics=topics, filtered=False)
 
     def on_get_schema(self, body: CommandGetSchema) -> None:
-        """GET_SCHEMA: topics here carry raw bytes; Pulsar answers "no schema" the same way."""
-        self.channel.send(
+        """GET_SCHEMA: a version of the topic's schema, or without one the newest (as with Pulsar,
+        the marker of a deletion when the schema was deleted last: type NONE, no definition)."""
+        channel = self.channel
+        try:
+            sid = schema_id(TopicName.parse(body.topic, strict=False))
+            if not body.HasField("schema_version"):
+                stored = channel.service.schemas.latest(sid)
+            elif not body.schema_version:
+                raise Rejected(ServerError.IncompatibleSchema, "Empty schema version")
+            else:
+                stored = channel.service.schemas.version(sid, version_from_bytes(body.schema_version))
+        except InvalidTopicNameError as exc:
+            self._schema_error(body.request_id, ServerError.InvalidTopicName, str(exc))
+            return
+        except Rejected as exc:
+            self._schema_error(body.request_id, exc.error, str(exc))
+            return
+        except ValueError as exc:
+            self._schema_error(body.request_id, ServerError.UnknownError, str(exc))
+            return
+        if stored is None:
+            self._schema_error(body.request_id, ServerError.TopicNotFound, f"Topic not found or no-schema {body.topic}")
+            return
+        channel.send(
             T.GET_SCHEMA_RESPONSE,
             request_id=body.request_id,
-            error_code=ServerError.TopicNotFound,
-            error_message=f"no schema for topic {body.topic}",
+            schema=schema_to_wire(sid, stored.schema),
+            schema_version=version_bytes(stored.version),
         )
+
+    def _schema_error(self, request_id: int, error: int, message: str) -> None:
+        self.channel.send(T.GET_SCHEMA_RESPONSE, request_id=request_id, error_code=error, error_message=message)
+
+    async def on_get_or_create_schema(self, body: CommandGetOrCreateSchema) -> None:
+        """GET_OR_CREATE_SCHEMA: the version of a schema on an existing topic (or partition),
+        registered as a producer's would be; an empty version for a schema of type NONE."""
+        service = self.channel.service
+        error: int | None = ServerError.TopicNotFound
+        message = f"Topic not found {body.topic}"
+        version = b""
+        try:
+            name = TopicName.parse(body.topic, strict=False)
+            if str(name) in service.topics:
+                schema = schema_from_wire(body.schema)
+                if schema.schema_type != SchemaType.NONE:
+                    version = version_bytes(await service.add_schema(name, schema))
+                error = None
+        except InvalidTopicNameError as exc:
+            error, message = ServerError.InvalidTopicName, str(exc)
+        except (IncompatibleSchemaError, InvalidSchemaError) as exc:
+            error, message = ServerError.IncompatibleSchema, str(exc)
+        if error is None:
+            self.channel.send(T.GET_OR_CREATE_SCHEMA_RESPONSE, request_id=body.request_id, schema_version=version)
+        else:
+            self.channel.send(
+                T.GET_OR_CREATE_SCHEMA_RESPONSE, request_id=body.request_id, error_code=error, error_message=message
+            )

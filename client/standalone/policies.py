@@ -1,4 +1,5 @@
-"""Namespaces, and the policies of namespaces and topics, as Pulsar keeps them (deduplication only).
+"""Namespaces, and the policies of namespaces and topics, as Pulsar keeps them (deduplication and
+the schema policies).
 
 Pulsar applies a topic's own policy, else its namespace's, else the broker's setting
 (``brokerDeduplicationEnabled``; here ``--dedup``). Topic policies belong to the partitioned topic,
@@ -13,12 +14,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..topic_name import TopicName
+from .schema_compatibility import DEFAULT_STRATEGY, SchemaCompatibilityStrategy
 from .storage import Storage
 
-__all__ = ["DEDUPLICATION", "Policies"]
+__all__ = ["AUTO_UPDATE_SCHEMA", "DEDUPLICATION", "NAMESPACE_SCHEMA_STRATEGY", "TOPIC_SCHEMA_STRATEGY", "Policies"]
 
 # Pulsar's field name, in namespace and topic policies alike.
 DEDUPLICATION = "deduplicationEnabled"
+# Pulsar's field names of the schema compatibility strategy: in a namespace's Policies, in TopicPolicies.
+NAMESPACE_SCHEMA_STRATEGY = "schema_compatibility_strategy"
+TOPIC_SCHEMA_STRATEGY = "schemaCompatibilityStrategy"
+# Whether producers may register new schema versions (namespace policy; Pulsar's broker default is true).
+AUTO_UPDATE_SCHEMA = "is_allow_auto_update_schema"
 # As in Pulsar standalone: its default namespace, and the one its system topics live in.
 _BUILT_IN = ("public/default", "pulsar/system")
 
@@ -103,6 +110,22 @@ class Policies:
             if value is not None:
                 return bool(value)
         return self.broker_deduplication
+
+    def schema_compatibility_strategy(self, topic: TopicName) -> SchemaCompatibilityStrategy:
+        """The strategy a topic's schemas are checked with: the topic's, else its namespace's (an
+        UNDEFINED one does not count), else the broker's default, FULL."""
+        for value in (
+            self.topic_policy(topic.base, TOPIC_SCHEMA_STRATEGY),
+            self.namespace_policy(topic.namespace_name, NAMESPACE_SCHEMA_STRATEGY),
+        ):
+            if value is not None and value != SchemaCompatibilityStrategy.UNDEFINED.value:
+                return SchemaCompatibilityStrategy(value)
+        return DEFAULT_STRATEGY
+
+    def allow_auto_update_schema(self, topic: TopicName) -> bool:
+        """Whether producers may add schema versions to ``topic`` (its namespace's policy)."""
+        value = self.namespace_policy(topic.namespace_name, AUTO_UPDATE_SCHEMA)
+        return True if value is None else bool(value)
 
 
 def _put(policies: dict[str, Any], key: str, value: Any) -> None:

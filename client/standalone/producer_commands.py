@@ -1,4 +1,5 @@
-"""The producer commands of one client connection: PRODUCER, SEND and CLOSE_PRODUCER.
+"""The producer commands of one client connection: PRODUCER (its schema registered or refused
+first), SEND and CLOSE_PRODUCER.
 
 A SEND whose checksum fails is answered with a SEND_ERROR and the connection carries on, as
 with Pulsar; so is a SEND for a producer this connection does not have open.
@@ -21,6 +22,7 @@ from ..protocol.PulsarApi_pb2 import (
 from ..protocol.wire import U64_MASK, encode_send_receipt, signed64
 from ..topic_name import TopicName
 from .channel import Channel, InProgress
+from .schema_registry import schema_from_wire, version_bytes
 from .topic import ServerProducer, Topic
 
 T = BaseCommand
@@ -48,17 +50,26 @@ class ProducerCommands:
         if body.producer_id in self.producers:
             producer, _ = self.producers[body.producer_id]
             channel.send(
-                T.PRODUCER_SUCCESS, request_id=body.request_id, producer_name=producer.name, producer_ready=True
+                T.PRODUCER_SUCCESS,
+                request_id=body.request_id,
+                producer_name=producer.name,
+                schema_version=producer.schema_version or None,
+                producer_ready=True,
             )
             return
         name = TopicName.parse(body.topic, strict=False)
         topic = await channel.service.get_topic(name)
+        # As Pulsar: the schema is registered (or refused) before the producer joins the topic.
+        schema_version = b""
+        if body.HasField("schema"):
+            schema_version = version_bytes(await channel.service.add_schema(name, schema_from_wire(body.schema)))
         producer_name = body.producer_name if body.HasField("producer_name") and body.producer_name else None
         producer = ServerProducer(
             self,
             body.producer_id,
             producer_name or channel.service.new_producer_name(),
             body.producer_access_mode,
+            schema_version,
         )
 
         def queued() -> None:
@@ -83,6 +94,7 @@ class ProducerCommands:
             last_sequence_id=topic.last_sequence_id(producer.name),
             # Left out until an exclusive producer came.
             topic_epoch=None if topic.topic_epoch is None else topic.topic_epoch & U64_MASK,
+            schema_version=schema_version or None,
             producer_ready=True,
         )
 

@@ -11,6 +11,8 @@ from .config import BrokerConfig
 from .data_dir import DataDirLock
 from .ledger import Ledger
 from .policies import Policies
+from .schema_compatibility import IncompatibleSchemaError, SchemaData
+from .schema_registry import SchemaRegistry, schema_id
 from .storage import Storage
 from .tenants import Tenants
 from .topic import Topic
@@ -41,6 +43,7 @@ class BrokerService:
         self.storage = Storage(config.data_dir, fsync=config.fsync)
         self.policies = Policies(self.storage, config.dedup)
         self.tenants = Tenants(self.storage)
+        self.schemas = SchemaRegistry(self.storage)
         self.topics: dict[str, Topic] = {}
         self.partitioned: dict[str, int] = {}
         self._ledger_ids: dict[str, int] = {}
@@ -56,6 +59,7 @@ class BrokerService:
         self.storage.start(loop)
         self.policies.load()
         self.tenants.load()
+        self.schemas.load()
         self.partitioned = self.storage.load_partitioned_topics()
         self._ledger_ids = self.storage.load_topics()
         self._next_ledger_id = max(self._ledger_ids.values(), default=0) + 1
@@ -197,6 +201,34 @@ class BrokerService:
             del self.partitioned[key]
             await self.storage.delete_partitioned(key)
         await self.policies.forget_topic(name)
+        if name.partition < 0:  # as Pulsar: a topic's schema history goes with it, not with one partition
+            await self.schemas.drop(schema_id(name))
+
+    # ---- schemas ----
+
+    async def add_schema(self, name: TopicName, schema: SchemaData) -> int:
+        """The version of a producer's schema on ``name``, registered if new and allowed by the
+        topic's compatibility strategy and its namespace's auto-update policy."""
+        policies = self.policies
+        return await self.schemas.add_schema(
+            schema_id(name), schema, policies.schema_compatibility_strategy(name), policies.allow_auto_update_schema(name)
+        )
+
+    async def add_consumer_schema(self, topic: Topic, schema: SchemaData) -> None:
+        """A consumer's schema, as Pulsar takes it: registered while the topic is idle (no schema,
+        producer, consumer or data yet), otherwise checked against what the topic has."""
+        sid = schema_id(topic.name)
+        has_consumers = any(subscription.consumers for subscription in topic.subscriptions.values())
+        if self.schemas.current(sid) is None and not topic.producers and not has_consumers and not topic.ledger.total_bytes:
+            await self.add_schema(topic.name, schema)
+            return
+        try:
+            self.schemas.check_consumer(sid, schema, self.policies.schema_compatibility_strategy(topic.name))
+        except LookupError:
+            raise IncompatibleSchemaError(
+                "Failed to add schema to an active topic with empty(BYTES) schema: "
+                f"new schema type {schema.schema_type.name}"
+            ) from None
 
     def list_topics(self, tenant: str, namespace: str) -> list[str]:
         """Every persistent topic (partitions included) in a namespace, sorted."""

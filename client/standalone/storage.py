@@ -65,6 +65,16 @@ CREATE TABLE IF NOT EXISTS tenants (
     name TEXT PRIMARY KEY,
     info TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS schemas (
+    schema_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    type INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    properties TEXT NOT NULL,
+    timestamp INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    PRIMARY KEY (schema_id, version)
+);
 """
 
 _INSERT_ENTRY = (
@@ -215,6 +225,13 @@ class Storage:
         rows = self._reader.execute("SELECT name, policies FROM topic_policies")
         return {name: json.loads(policies) for name, policies in rows}
 
+    def load_schemas(self) -> list[tuple[str, int, int, bytes, dict[str, str], int, bool]]:
+        """Every schema version: (schema id, version, type, definition, properties, timestamp, deleted), in order."""
+        rows = self._reader.execute(
+            "SELECT schema_id, version, type, data, properties, timestamp, deleted FROM schemas ORDER BY schema_id, version"
+        )
+        return [(sid, version, kind, data, json.loads(props), stamp, bool(gone)) for sid, version, kind, data, props, stamp, gone in rows]
+
     def load_cursors(self, ledger_id: int) -> dict[str, dict[str, Any]]:
         """Every durable cursor of a ledger with its saved state."""
         rows = self._reader.execute("SELECT name, state FROM cursors WHERE ledger_id = ?", (ledger_id,))
@@ -328,6 +345,20 @@ class Storage:
         return self._submit(
             "INSERT OR REPLACE INTO topic_policies (name, policies) VALUES (?, ?)", (name, json.dumps(policies))
         )
+
+    def save_schema(
+        self, schema_id: str, version: int, schema_type: int, data: bytes, properties: dict[str, str], timestamp: int, deleted: bool
+    ) -> asyncio.Future[None]:
+        """Queue one schema version (a deletion marker when ``deleted``)."""
+        return self._submit(
+            "INSERT OR REPLACE INTO schemas (schema_id, version, type, data, properties, timestamp, deleted)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (schema_id, version, schema_type, data, json.dumps(properties), timestamp, int(deleted)),
+        )
+
+    def delete_schemas(self, schema_id: str) -> asyncio.Future[None]:
+        """Queue the removal of every version of a schema."""
+        return self._submit("DELETE FROM schemas WHERE schema_id = ?", (schema_id,))
 
     def delete_partitioned(self, name: str) -> asyncio.Future[None]:
         """Queue the removal of a partitioned topic's metadata."""

@@ -39,6 +39,8 @@ class ServerProducer:
     producer_id: int
     name: str
     access_mode: int = ProducerAccessMode.Shared
+    # The version of the schema it declared (Pulsar's 8 bytes), empty without one.
+    schema_version: bytes = b""
     connected_since: float = field(default_factory=time.time)
     msg_in: int = 0
     bytes_in: int = 0

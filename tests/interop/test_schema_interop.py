@@ -2,8 +2,8 @@
 
 Each schema type travels official producer -> our consumer and our producer -> official consumer,
 and the decoded values must equal what was sent. Registry behaviour (refusing an incompatible
-schema, resolving an older reader against a newer writer) is Apache Pulsar's; where our broker has
-no registry yet, those cases are marked to fail strictly, so they flip when it lands.
+schema, resolving an older reader against a newer writer) is Apache Pulsar's, and both brokers
+must show it.
 """
 
 from __future__ import annotations
@@ -22,9 +22,6 @@ from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
 
 pytestmark = pytest.mark.interop
-
-NO_REGISTRY = "our broker has no schema registry yet (issue 14)"
-
 
 class OurOrder(our_schema.Record):
     _avro_namespace = "airflow.pulsar.test"
@@ -65,11 +62,6 @@ COUNT = 5
 def our_client(broker: Any) -> Iterator[Client]:
     with Client(broker.service_url, operation_timeout_seconds=30) as made:
         yield made
-
-
-def _xfail_without_registry(broker: Any, request: pytest.FixtureRequest) -> None:
-    if broker.name == "embedded":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=NO_REGISTRY))
 
 
 @pytest.mark.parametrize("case", SCHEMAS, ids=lambda case: case[0])
@@ -161,10 +153,7 @@ class OfficialItemRenumbered(official_schema.Record):
 OurItem.__name__ = OurItemRenumbered.__name__ = OfficialItem.__name__ = OfficialItemRenumbered.__name__ = "Item"
 
 
-def test_incompatible_schema_refused_as_for_the_official_client(
-    our_client: Client, official: pulsar.Client, topic_name: str, broker: Any, request: pytest.FixtureRequest
-) -> None:
-    _xfail_without_registry(broker, request)
+def test_incompatible_schema_refused_as_for_the_official_client(our_client: Client, official: pulsar.Client, topic_name: str) -> None:
     official.create_producer(topic_name, schema=official_schema.AvroSchema(OfficialItem)).send(OfficialItem(name="a"))
     with pytest.raises(pulsar.IncompatibleSchema) as official_error:
         official.create_producer(topic_name, schema=official_schema.AvroSchema(OfficialItemRenumbered))
@@ -189,8 +178,7 @@ class ItemV2(our_schema.Record):
 ItemV1.__name__ = ItemV2.__name__ = "EvolvingItem"
 
 
-def test_v1_consumer_reads_v2_records(our_client: Client, topic_name: str, broker: Any, request: pytest.FixtureRequest) -> None:
-    _xfail_without_registry(broker, request)
+def test_v1_consumer_reads_v2_records(our_client: Client, topic_name: str) -> None:
     consumer = our_client.subscribe(topic_name, "sub", schema=our_schema.AvroSchema(ItemV1), initial_position=InitialPosition.Earliest)
     our_client.create_producer(topic_name, schema=our_schema.AvroSchema(ItemV1)).send(ItemV1(name="old", count=1))
     our_client.create_producer(topic_name, schema=our_schema.AvroSchema(ItemV2)).send(ItemV2(note="new", name="new", count=2))

@@ -1,0 +1,240 @@
+"""Schema compatibility as Pulsar's registry decides it: the strategies and the checks by type.
+
+A new schema is checked against the latest version (BACKWARD, FORWARD, FULL) or against every
+version since the last deletion (the ``_TRANSITIVE`` ones). A change of type is refused unless
+the strategy is ALWAYS_COMPATIBLE; the same definition again is always compatible with the latest
+version. AVRO and JSON definitions are Avro schemas and are checked by Avro resolution
+(:mod:`.schema_avro`): BACKWARD means the new schema reads data written with the old one, FORWARD
+the old ones read data written with the new one, FULL both. A KEY_VALUE schema is checked side
+by side, each side by its own type. The other types (STRING, PROTOBUF_NATIVE and the primitives)
+have no definition to evolve, and only ALWAYS_INCOMPATIBLE refuses a new one, as with Pulsar's
+default check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from ..schema.info import SchemaType
+from ..schema.key_value import unpack
+from .schema_avro import AvroSchema, AvroSchemaError, parse_avro, read_error
+
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "IncompatibleSchemaError",
+    "InvalidSchemaError",
+    "SchemaCompatibilityStrategy",
+    "SchemaData",
+    "check_compatible",
+    "check_with_all",
+    "check_with_latest",
+    "validate",
+]
+
+
+class SchemaCompatibilityStrategy(Enum):
+    """Pulsar's ``SchemaCompatibilityStrategy`` names; UNDEFINED defers to the next level's."""
+
+    UNDEFINED = "UNDEFINED"
+    ALWAYS_INCOMPATIBLE = "ALWAYS_INCOMPATIBLE"
+    ALWAYS_COMPATIBLE = "ALWAYS_COMPATIBLE"
+    BACKWARD = "BACKWARD"
+    FORWARD = "FORWARD"
+    FULL = "FULL"
+    BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"
+    FORWARD_TRANSITIVE = "FORWARD_TRANSITIVE"
+    FULL_TRANSITIVE = "FULL_TRANSITIVE"
+
+    @property
+    def transitive(self) -> bool:
+        """Whether a new schema is checked against every version, not only the latest."""
+        return self.name.endswith("_TRANSITIVE")
+
+    @classmethod
+    def parse(cls, value: object) -> SchemaCompatibilityStrategy:
+        """The strategy named ``value``; ValueError naming the valid ones otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(strategy.value for strategy in cls)
+            raise ValueError(f"schema compatibility strategy must be one of {names}; got {value!r}") from None
+
+
+# Pulsar's broker default (broker.conf ``schemaCompatibilityStrategy``).
+DEFAULT_STRATEGY = SchemaCompatibilityStrategy.FULL
+# The types whose definition is an Avro schema.
+_AVRO_TYPES = (SchemaType.AVRO, SchemaType.JSON)
+
+
+class IncompatibleSchemaError(Exception):
+    """A schema the strategy refuses; the message says why."""
+
+
+class InvalidSchemaError(ValueError):
+    """A definition that is not what its type declares (an AVRO schema that is no Avro schema)."""
+
+
+@dataclass(frozen=True)
+class SchemaData:
+    """A schema as the registry keeps it: its type, definition bytes and properties."""
+
+    schema_type: SchemaType
+    data: bytes
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def same_definition(self, other: SchemaData) -> bool:
+        """Whether ``other`` is this schema again: the same type and definition (Avro definitions
+        compared parsed, as Pulsar compares them, so spacing does not matter)."""
+        if self.schema_type != other.schema_type:
+            return False
+        if self.data == other.data:
+            return True
+        if self.schema_type in _AVRO_TYPES:
+            try:
+                return bool(json.loads(self.data) == json.loads(other.data))
+            except ValueError:
+                return False
+        return False
+
+
+def validate(schema: SchemaData) -> None:
+    """Refuse (InvalidSchemaError) an AVRO schema whose definition is not an Avro schema, as
+    Pulsar's schema data validator does before registering it."""
+    if schema.schema_type == SchemaType.AVRO:
+        try:
+            parse_avro(schema.data)
+        except AvroSchemaError:
+            raise InvalidSchemaError("Invalid schema definition data for AVRO schema") from None
+
+
+def check_compatible(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    """Check ``new`` against the versions a producer's schema is checked against: every one for a
+    transitive strategy, else the latest. ``versions`` run oldest first; none means compatible."""
+    if not versions:
+        return
+    if strategy.transitive:
+        check_with_all(versions, new, strategy)
+    else:
+        check_with_latest(versions[-1], new, strategy)
+
+
+def check_with_latest(latest: SchemaData, new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    """IncompatibleSchemaError unless ``new`` may follow ``latest`` under ``strategy``."""
+    if strategy == SchemaCompatibilityStrategy.ALWAYS_COMPATIBLE:
+        return
+    _check_type(latest, new)
+    if latest.data != new.data:
+        _check_by_type([latest], new, strategy)
+
+
+def check_with_all(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    """IncompatibleSchemaError unless ``new`` may follow every one of ``versions`` under ``strategy``."""
+    if strategy == SchemaCompatibilityStrategy.ALWAYS_COMPATIBLE:
+        return
+    for version in versions:
+        _check_type(version, new)
+    _check_by_type(versions, new, strategy)
+
+
+def _check_type(existing: SchemaData, new: SchemaData) -> None:
+    if existing.schema_type != new.schema_type:
+        raise IncompatibleSchemaError(
+            f"Incompatible schema: exists schema type {existing.schema_type.name}, new schema type {new.schema_type.name}"
+        )
+
+
+def _check_by_type(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    if new.schema_type == SchemaType.AVRO:
+        _check_avro(versions, new, strategy)
+    elif new.schema_type == SchemaType.JSON:
+        _check_json(versions, new, strategy)
+    elif new.schema_type == SchemaType.KEY_VALUE:
+        _check_key_value(versions, new, strategy)
+    elif strategy == SchemaCompatibilityStrategy.ALWAYS_INCOMPATIBLE:
+        raise IncompatibleSchemaError("Schema compatibility strategy is ALWAYS_INCOMPATIBLE")
+
+
+def _refusal(strategy: SchemaCompatibilityStrategy, reason: str) -> IncompatibleSchemaError:
+    return IncompatibleSchemaError(f"Error during schema compatibility check with strategy {strategy.value}: {reason}")
+
+
+def _check_avro(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    try:
+        written = [parse_avro(version.data) for version in versions]
+        schema = parse_avro(new.data)
+    except AvroSchemaError as exc:
+        raise _refusal(strategy, str(exc)) from None
+    _check_avro_parsed(written, schema, strategy)
+
+
+def _check_avro_parsed(versions: Sequence[AvroSchema], new: AvroSchema, strategy: SchemaCompatibilityStrategy) -> None:
+    name = strategy.name.removesuffix("_TRANSITIVE")
+    if name not in ("BACKWARD", "FORWARD", "FULL"):  # ALWAYS_INCOMPATIBLE (or an unresolved UNDEFINED)
+        raise _refusal(strategy, "no new schema is allowed")
+    # Newest first, as Avro's validators report the first version that fails.
+    for number, old in reversed(list(enumerate(versions))):
+        which = "the latest schema" if len(versions) == 1 else f"schema {number} of {len(versions)} checked"
+        if name in ("BACKWARD", "FULL") and (error := read_error(new, old)) is not None:
+            raise _refusal(strategy, f"the new schema cannot read data written with {which}: {error}")
+        if name in ("FORWARD", "FULL") and (error := read_error(old, new)) is not None:
+            raise _refusal(strategy, f"{which} cannot read data written with the new schema: {error}")
+
+
+def _check_json(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    """As Pulsar: Avro definitions on both sides are checked as Avro; an old definition that is no
+    Avro schema (an early JSON-schema format) may be replaced; a new one must be a JSON object."""
+    try:
+        schema = parse_avro(new.data)
+    except AvroSchemaError:
+        if not _is_json_object(new.data):
+            raise IncompatibleSchemaError("Unknown schema format") from None
+        return
+    written = []
+    for version in versions:
+        try:
+            written.append(parse_avro(version.data))
+        except AvroSchemaError:
+            continue
+    if written:
+        _check_avro_parsed(written, schema, strategy)
+
+
+def _is_json_object(data: bytes) -> bool:
+    try:
+        return isinstance(json.loads(data), dict)
+    except ValueError:
+        return False
+
+
+def _check_key_value(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    new_key, new_value = _sides(new)
+    keys, values = [], []
+    for version in versions:
+        key, value = _sides(version)
+        if (key.schema_type, value.schema_type) != (new_key.schema_type, new_value.schema_type):
+            raise IncompatibleSchemaError(
+                "Key schemas or Value schemas are different schema type, from key schema type is "
+                f"{key.schema_type.name} and to key schema is {new_key.schema_type.name}, from value schema is "
+                f"{value.schema_type.name} and to value schema is {new_value.schema_type.name}"
+            )
+        keys.append(key)
+        values.append(value)
+    _check_by_type(keys, new_key, strategy)
+    _check_by_type(values, new_value, strategy)
+
+
+def _sides(schema: SchemaData) -> tuple[SchemaData, SchemaData]:
+    """The key and the value schema a KEY_VALUE schema packs (types named in its properties)."""
+    try:
+        key, value = unpack(schema.data)
+        sides = []
+        for side, data in (("key", key), ("value", value)):
+            type_name = schema.properties.get(f"{side}.schema.type", "BYTES")
+            properties = json.loads(schema.properties.get(f"{side}.schema.properties") or "{}")
+            sides.append(SchemaData(SchemaType[type_name], data or b"", properties))
+    except (ValueError, KeyError) as exc:
+        raise IncompatibleSchemaError(f"not a KEY_VALUE schema definition: {exc}") from None
+    return sides[0], sides[1]
