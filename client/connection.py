@@ -185,6 +185,15 @@ class Connection:
             response=AuthData(auth_method_name=self._auth.auth_method_name, auth_data=self._auth.auth_data()),
         )
 
+    def _answer_challenge(self) -> None:
+        try:
+            response = self._auth_response()
+        except PulsarException as exc:
+            # The broker closes the connection when no answer comes; the reconnect then fails with this.
+            log.warning("cannot answer the authentication challenge of %s: %s", self.address, exc)
+            return
+        self.send_command(response)
+
     def close(self) -> None:
         """Close the socket; the reader thread then fails what is pending."""
         with self._lock:
@@ -391,7 +400,8 @@ class Connection:
             if consumer is not None:
                 consumer.handle_end_of_topic()
         elif kind == T.AUTH_CHALLENGE and self._auth is not None:
-            self.send_command(self._auth_response())
+            # Fresh credentials may take a request to an OAuth2 issuer: not on the reader thread.
+            threading.Thread(target=self._answer_challenge, name=f"pulsar-auth-{self.address}", daemon=True).start()
         else:
             log.warning("ignoring unexpected %s from %s", commands.type_name(kind), self.address)
 
