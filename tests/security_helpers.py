@@ -24,7 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from airflow_pulsar.client.standalone.tokens import create_secret_key, create_token
+from airflow_pulsar.client.standalone.token_keys import create_secret_key
+from airflow_pulsar.client.standalone.tokens import create_token
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,8 @@ from pathlib import Path
 import jwt
 import pytest
 
-from airflow_pulsar.client.standalone.tokens import (
-    TokenError,
-    create_secret_key,
-    create_token,
-    read_secret_key,
-    verify_token,
-)
+from airflow_pulsar.client.standalone.token_keys import create_secret_key, read_secret_key
+from airflow_pulsar.client.standalone.tokens import TokenError, create_token, verify_token
 
 KEY = bytes(range(32))
 
