@@ -239,10 +239,11 @@ class ServerConnection(asyncio.Protocol):
                 grace=self.service.config.keepalive_seconds,
             )
             try:
-                self._auth.authenticate(body.auth_method_name, body.auth_data)
+                role = self._auth.authenticate(body.auth_method_name, body.auth_data)
             except AuthenticationFailed as exc:
                 self._refuse_authentication(str(exc))
                 return
+            log.info("%s authenticated with method %r as role %r", self.remote_address, body.auth_method_name, role.name)
         self.connected = True
         version = min(body.protocol_version, PROTOCOL_VERSION)
         self.send(

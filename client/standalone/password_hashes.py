@@ -26,9 +26,9 @@ def check_hash_format(hashed: str) -> None:
         if len(hashed.split("$")) != 4:
             raise UnsupportedHash("an $apr1$ hash must be $apr1$<salt>$<hash>")
     elif len(hashed) != 13 or any(c not in _ALPHABET for c in hashed):
-        kind = "a $" + hashed.split("$")[1] + "$ hash" if hashed.startswith("$") and "$" in hashed[1:] else "not a hash"
+        kind = f"a ${hashed.split('$')[1]}$ hash" if hashed.startswith("$") and "$" in hashed[1:] else "no hash"
         raise UnsupportedHash(
-            f"{kind} Pulsar's basic authentication checks: use $apr1$ MD5 (htpasswd -m) or crypt DES (htpasswd -d)"
+            f"{kind}: Pulsar's basic authentication checks $apr1$ MD5 (htpasswd -m) and crypt DES (htpasswd -d) only"
         )
 
 
