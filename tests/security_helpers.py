@@ -30,7 +30,6 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.client.standalone.token_keys import create_secret_key
 from airflow_pulsar.client.standalone.tokens import create_token
 
-
 CLIENT_CN = "tls-user"
 
 

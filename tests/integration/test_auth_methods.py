@@ -136,7 +136,8 @@ def test_the_role_is_the_certificate_cn_and_the_oauth2_client_id(
 ) -> None:
     # The broker logs the role each connection authenticated as.
     before = broker.process.log_path.stat().st_size
-    for authentication in (AuthenticationTLS(str(pki.client_cert), str(pki.client_key)), AuthenticationOauth2(issuer.params(key_file, AUDIENCE))):
+    tls, oauth2 = AuthenticationTLS(str(pki.client_cert), str(pki.client_key)), AuthenticationOauth2(issuer.params(key_file, AUDIENCE))
+    for authentication in (tls, oauth2):
         with _ours(broker, authentication) as client:
             client.create_producer(topic_name)
     log = broker.process.log_path.read_text()[before:]
