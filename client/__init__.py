@@ -16,7 +16,13 @@ from .dependencies import CLIENT_DEPENDENCIES, check
 check(CLIENT_DEPENDENCIES)
 
 from . import exceptions  # noqa: E402
-from .auth import Authentication, AuthenticationToken
+from .auth import (
+    Authentication,
+    AuthenticationBasic,
+    AuthenticationOauth2,
+    AuthenticationTLS,
+    AuthenticationToken,
+)
 from .client import Client
 from .consumer import (
     Consumer,
@@ -43,6 +49,9 @@ from .protocol.message_id import MessageId
 
 __all__ = [
     "Authentication",
+    "AuthenticationBasic",
+    "AuthenticationOauth2",
+    "AuthenticationTLS",
     "AuthenticationToken",
     "BatchingType",
     "Client",

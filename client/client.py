@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .auth import Authentication
+from .auth import Authentication, load_client_certificate
 from .backoff import Backoff
 from .connection import Connection
 from .consumer import Consumer, ConsumerType, Reader, create_reader, subscribe
@@ -94,6 +94,7 @@ class Client:
                 tls_validate_hostname,
                 tls_certificate_file_path,
                 tls_private_key_file_path,
+                authentication,
             )
             if self.use_tls
             else None
@@ -273,6 +274,7 @@ def _tls_context(
     validate_hostname: bool,
     cert_file: str | None,
     key_file: str | None,
+    authentication: Authentication | None,
 ) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=trust_certs)
     if allow_insecure:
@@ -280,6 +282,5 @@ def _tls_context(
         context.verify_mode = ssl.CERT_NONE
     else:
         context.check_hostname = validate_hostname
-    if cert_file:
-        context.load_cert_chain(cert_file, key_file)
+    load_client_certificate(context, authentication, cert_file, key_file)
     return context

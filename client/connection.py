@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from google.protobuf.message import Message
 
 from .auth import Authentication
-from .exceptions import ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
+from .exceptions import AuthenticationError, ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
 from .protocol import commands
 from .protocol.commands import PROTOCOL_VERSION
 from .protocol.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command
@@ -127,6 +127,13 @@ class Connection:
                 stream.handshake()
             stream.sendall(encode_command(self._connect_command()))
             connected = self._await_connected(stream, deadline)
+        except ssl.SSLError as exc:
+            sock.close()
+            presented = self._auth is not None and self._auth.tls_certificate_files() is not None
+            if presented and not isinstance(exc, ssl.SSLCertVerificationError):
+                # The broker's alert (unknown CA, bad or expired certificate) refuses our credentials.
+                raise AuthenticationError(f"{self.address} refused the TLS client certificate: {exc}") from exc
+            raise ConnectError(f"handshake with {self.address} failed: {exc}") from exc
         except (OSError, FrameError) as exc:
             sock.close()
             raise ConnectError(f"handshake with {self.address} failed: {exc}") from exc
@@ -163,7 +170,11 @@ class Connection:
             sock.settimeout(remaining)
             data = sock.recv(_RECV_SIZE)
             if not data:
-                raise ConnectError(f"{self.address} closed the connection during the handshake")
+                hint = ""
+                if self._tls_context is not None and self._auth is not None and self._auth.tls_certificate_files():
+                    # A TLS broker drops a client certificate it does not trust right after the handshake.
+                    hint = " (it may not trust the TLS client certificate)"
+                raise ConnectError(f"{self.address} closed the connection during the handshake{hint}")
             for frame in self._decoder.feed(data):
                 command = frame.command
                 if command.type == T.CONNECTED:
@@ -184,6 +195,15 @@ class Connection:
             protocol_version=PROTOCOL_VERSION,
             response=AuthData(auth_method_name=self._auth.auth_method_name, auth_data=self._auth.auth_data()),
         )
+
+    def _answer_challenge(self) -> None:
+        try:
+            response = self._auth_response()
+        except PulsarException as exc:
+            # The broker closes the connection when no answer comes; the reconnect then fails with this.
+            log.warning("cannot answer the authentication challenge of %s: %s", self.address, exc)
+            return
+        self.send_command(response)
 
     def close(self) -> None:
         """Close the socket; the reader thread then fails what is pending."""
@@ -391,7 +411,8 @@ class Connection:
             if consumer is not None:
                 consumer.handle_end_of_topic()
         elif kind == T.AUTH_CHALLENGE and self._auth is not None:
-            self.send_command(self._auth_response())
+            # Fresh credentials may take a request to an OAuth2 issuer: not on the reader thread.
+            threading.Thread(target=self._answer_challenge, name=f"pulsar-auth-{self.address}", daemon=True).start()
         else:
             log.warning("ignoring unexpected %s from %s", commands.type_name(kind), self.address)
 

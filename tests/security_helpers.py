@@ -3,14 +3,16 @@
 The fixtures built on them (``pki``, ``token_broker``, ``tls_token_broker``, ``wrong_host_broker``)
 are in tests/conftest.py, fresh for each module that uses them.
 
-A test CA signs a server certificate for 127.0.0.1 and localhost, and another one for a host the
-tests never connect to (so hostname verification has something to refuse).
+A test CA signs a server certificate for 127.0.0.1 and localhost, another one for a host the
+tests never connect to (so hostname verification has something to refuse), and a client
+certificate for TLS authentication; another CA signs a client certificate no broker trusts.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import secrets
 import ssl
 import time
 from collections.abc import Iterator
@@ -23,19 +25,28 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from airflow_pulsar.client.standalone.password_hashes import apr1_md5_crypt, des_crypt
 from airflow_pulsar.client.standalone.process import BrokerProcess
-from airflow_pulsar.client.standalone.tokens import create_secret_key, create_token
+from airflow_pulsar.client.standalone.token_keys import create_secret_key
+from airflow_pulsar.client.standalone.tokens import create_token
+
+CLIENT_CN = "tls-user"
 
 
 @dataclass(frozen=True)
 class Pki:
-    """PEM files: the CA to trust, and two server certificates with their keys."""
+    """PEM files: the CA to trust, two server certificates with their keys, a client certificate
+    (CN ``CLIENT_CN``) signed by the CA, and one signed by another CA the broker does not trust."""
 
     ca: Path
     cert: Path
     key: Path
     wrong_host_cert: Path
     wrong_host_key: Path
+    client_cert: Path
+    client_key: Path
+    untrusted_client_cert: Path
+    untrusted_client_key: Path
 
 
 def _name(common_name: str) -> x509.Name:
@@ -50,7 +61,12 @@ def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
 
 
 def _certificate(
-    subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, issuer_key: ec.EllipticCurvePrivateKey, sans: list
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: str,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    sans: list,
+    usage: x509.ObjectIdentifier = x509.oid.ExtendedKeyUsageOID.SERVER_AUTH,
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.timezone.utc)
     builder = (
@@ -63,14 +79,15 @@ def _certificate(
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
     )
-    if sans:
+    if sans or usage != x509.oid.ExtendedKeyUsageOID.SERVER_AUTH:
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         builder = (
-            builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
             )
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         )
     else:
         builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True).add_extension(
@@ -105,7 +122,21 @@ def make_pki(directory: Path) -> Pki:
         cert = _certificate(label, key, "airflow-pulsar test CA", ca_key, sans)
         (directory / f"{label}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         files[label] = (directory / f"{label}.pem", _write_key(key, directory / f"{label}-key.pem"))
+    other_ca_key = ec.generate_private_key(ec.SECP256R1())
+    client = x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH
+    for label, common_name, signer, signer_key in (
+        ("client", CLIENT_CN, "airflow-pulsar test CA", ca_key),
+        ("untrusted-client", CLIENT_CN, "a CA nobody trusts", other_ca_key),
+    ):
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = _certificate(common_name, key, signer, signer_key, [], usage=client)
+        (directory / f"{label}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        files[label] = (directory / f"{label}.pem", _write_key(key, directory / f"{label}-key.pem"))
     return Pki(
+        client_cert=files["client"][0],
+        client_key=files["client"][1],
+        untrusted_client_cert=files["untrusted-client"][0],
+        untrusted_client_key=files["untrusted-client"][1],
         ca=directory / "ca.pem",
         cert=files["server"][0],
         key=files["server"][1],
@@ -149,20 +180,48 @@ class SecuredBroker:
         return ssl.create_default_context(cafile=str(self.pki.ca))
 
 
+def write_users_file(path: Path, users: dict[str, str]) -> Path:
+    """An htpasswd file for ``--basic-auth-conf``: the first user's hash in $apr1$ MD5, the others'
+    in crypt DES, the two forms Pulsar's basic provider checks."""
+    lines = []
+    for index, (user, password) in enumerate(users.items()):
+        salt = secrets.token_hex(4)
+        hashed = apr1_md5_crypt(password.encode(), salt.encode()) if index == 0 else des_crypt(password.encode(), salt[:2])
+        lines.append(f"{user}:{hashed}\n")
+    path.write_text("".join(lines))
+    return path
+
+
 @contextmanager
 def secured_broker(
-    directory: Path, *, tokens: bool = False, pki: Pki | None = None, wrong_host: bool = False
+    directory: Path,
+    *,
+    tokens: bool = False,
+    pki: Pki | None = None,
+    wrong_host: bool = False,
+    token_public_key: Path | None = None,
+    basic_users: dict[str, str] | None = None,
+    client_certificates: bool = False,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[SecuredBroker]:
-    """Run a broker with ``--token-secret-file`` (``tokens``) and/or TLS with ``pki``'s server
-    certificate (its wrong-host one if ``wrong_host``); stopped (by pid) on exit."""
-    args: list[str] = []
+    """Run a broker with ``--token-secret-file`` (``tokens``) or ``--token-public-key``, basic
+    authentication for ``basic_users`` (name -> password), and/or TLS with ``pki``'s server
+    certificate (its wrong-host one if ``wrong_host``), trusting client certificates from ``pki``'s
+    CA if ``client_certificates``; stopped (by pid) on exit."""
+    args: list[str] = list(extra_args)
     secret = None
     if tokens:
         secret = write_secret_key(directory / "secret.key")
         args += ["--token-secret-file", str(directory / "secret.key")]
+    if token_public_key is not None:
+        args += ["--token-public-key", str(token_public_key)]
+    if basic_users:
+        args += ["--basic-auth-conf", str(write_users_file(directory / "users.htpasswd", basic_users))]
     if pki is not None:
         cert, key = (pki.wrong_host_cert, pki.wrong_host_key) if wrong_host else (pki.cert, pki.key)
         args += ["--tls-cert-file", str(cert), "--tls-key-file", str(key)]
+        if client_certificates:
+            args += ["--tls-trust-certs-file", str(pki.ca)]
     process = BrokerProcess(directory / "data", *args).start()
     try:
         yield SecuredBroker(process, secret, pki)

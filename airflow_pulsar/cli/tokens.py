@@ -17,13 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from airflow_pulsar.client.standalone.tokens import (
-    TokenError,
-    create_secret_key,
-    create_token,
-    read_secret_key,
-    verify_token,
-)
+from airflow_pulsar.client.standalone.token_keys import create_secret_key, read_secret_key
+from airflow_pulsar.client.standalone.tokens import TokenError, create_token, verify_token
 
 # Units of Pulsar's relative times (``--expiry-time 1y``).
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from ..auth import Authentication
+from ..auth import Authentication, AuthenticationDisabled, load_client_certificate
 from ..exceptions import AlreadyClosed, InvalidConfiguration
 from . import backlog as backlog_operations
 from . import operations, schemas
@@ -43,16 +43,21 @@ class AdminBase:
         if timeout_seconds is None or timeout_seconds <= 0:
             raise InvalidConfiguration(f"timeout_seconds must be positive, got {timeout_seconds}")
         self.web_service_url = display_url(url).rstrip("/")
-        self.authentication = authentication or Authentication()
+        self.authentication = authentication or AuthenticationDisabled()
         self.timeout_seconds = timeout_seconds
         self._base_url = url
         self._verify: ssl.SSLContext | bool = True
-        if tls_allow_insecure_connection:
-            self._verify = False
-        elif tls_trust_certs_file_path or not tls_validate_hostname:
-            # Without host name checks the certificate chain is still verified, as on the binary port.
+        client_certificate = self.authentication.tls_certificate_files() is not None
+        if tls_allow_insecure_connection or tls_trust_certs_file_path or not tls_validate_hostname or client_certificate:
             self._verify = ssl.create_default_context(cafile=tls_trust_certs_file_path)
-            self._verify.check_hostname = tls_validate_hostname
+            if tls_allow_insecure_connection:
+                self._verify.check_hostname = False
+                self._verify.verify_mode = ssl.CERT_NONE
+            else:
+                # Without host name checks the certificate chain is still verified, as on the binary port.
+                self._verify.check_hostname = tls_validate_hostname
+            # A client certificate (AuthenticationTLS) is presented on https:// as on pulsar+ssl://.
+            load_client_certificate(self._verify, self.authentication)
         # Redirects are followed by the Exchange, which keeps the auth headers (httpx drops them across hosts).
         self._http = self._open(
             base_url=self._base_url, timeout=httpx.Timeout(timeout_seconds), verify=self._verify, follow_redirects=False

@@ -24,7 +24,7 @@ from .admin_resource import error
 from .admin_schemas import Schemas
 from .admin_subscriptions import Subscriptions
 from .admin_topics import PersistentTopics, TopicLookup
-from .authentication import TokenAuthenticator
+from .authentication import AuthenticationService
 from .service import BrokerService, TopicBusyError, TopicNotFoundError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -69,9 +69,9 @@ async def _json_only(request: web.Request, handler: Handler) -> web.StreamRespon
 class AdminApi:
     """aiohttp application serving the admin paths for one BrokerService."""
 
-    def __init__(self, service: BrokerService, authenticator: TokenAuthenticator | None = None):
+    def __init__(self, service: BrokerService, authentication: AuthenticationService | None = None):
         self.service = service
-        guards: list[Middleware] = [authenticator.http_middleware()] if authenticator is not None else []
+        guards: list[Middleware] = [authentication.http_middleware()] if authentication is not None else []
         self.app = web.Application(middlewares=[*guards, _json_only, _errors])
         resources = (TopicLookup, Tenants, Namespaces, PersistentTopics, Subscriptions, Schemas)
         self.app.add_routes([route for resource in resources for route in resource(service).routes()])

@@ -28,9 +28,18 @@ class BrokerConfig:
     entry_index: bool = True
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     keepalive_seconds: float = 30.0
+    # Authentication providers, each on when configured, as Pulsar's authenticationProviders list.
     token_secret_file: str | None = None
+    token_public_key: str | None = None
+    token_public_alg: str = "RS256"
+    token_auth_claim: str = "sub"
+    token_audience_claim: str | None = None
+    token_audience: str | None = None
+    basic_auth_conf: str | None = None
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
+    tls_trust_certs_file: Path | None = None
+    tls_require_trusted_client_cert: bool = False
 
     @property
     def tls(self) -> bool:
@@ -67,14 +76,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="require token authentication on both ports, checking tokens with this secret key "
         "(raw bytes, or data:;base64,...; also a file: or data: URL, as Pulsar's tokenSecretKey)",
     )
+    parser.add_argument(
+        "--token-public-key",
+        metavar="F",
+        help="require token authentication, checking tokens (e.g. OAuth2 access tokens) with this public key "
+        "(DER or PEM; also a file: or data: URL, as Pulsar's tokenPublicKey)",
+    )
+    parser.add_argument(
+        "--token-public-alg", default="RS256", help="algorithm family of --token-public-key: RS256 (default), ES256, ..."
+    )
+    parser.add_argument("--token-auth-claim", default="sub", help="the token claim holding the role (default sub)")
+    parser.add_argument("--token-audience-claim", help="the token claim that must name --token-audience (e.g. aud)")
+    parser.add_argument("--token-audience", help="the audience standing for this broker, with --token-audience-claim")
+    parser.add_argument(
+        "--basic-auth-conf",
+        metavar="F",
+        help="enable basic authentication with this users file of user:hash lines ($apr1$ MD5 or crypt DES, as "
+        "htpasswd -m or -d writes them; also a file: or data: URL, as Pulsar's basicAuthConf)",
+    )
     parser.add_argument("--tls-cert-file", type=Path, help="PEM certificate (chain): both ports then serve TLS only")
     parser.add_argument("--tls-key-file", type=Path, help="PEM private key of --tls-cert-file")
+    parser.add_argument(
+        "--tls-trust-certs-file",
+        type=Path,
+        help="PEM CA certificates for client certificates: enables TLS authentication (method tls, the role is "
+        "the certificate's CN) on both ports",
+    )
+    parser.add_argument(
+        "--tls-require-trusted-client-cert",
+        action="store_true",
+        help="refuse TLS handshakes without a client certificate from --tls-trust-certs-file",
+    )
 
 
 def from_arguments(args: argparse.Namespace) -> BrokerConfig:
     """Build a BrokerConfig from parsed arguments."""
-    if args.tls_key_file and not args.tls_cert_file:
-        raise ConfigError("--tls-key-file needs --tls-cert-file")
+    _check_combinations(args)
     return BrokerConfig(
         data_dir=args.data_dir,
         host=args.host,
@@ -85,9 +122,34 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         entry_index=not args.no_entry_index,
         max_message_size=args.max_message_size,
         token_secret_file=args.token_secret_file,
+        token_public_key=args.token_public_key,
+        token_public_alg=args.token_public_alg,
+        token_auth_claim=args.token_auth_claim,
+        token_audience_claim=args.token_audience_claim,
+        token_audience=args.token_audience,
+        basic_auth_conf=args.basic_auth_conf,
         tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file,
+        tls_trust_certs_file=args.tls_trust_certs_file,
+        tls_require_trusted_client_cert=args.tls_require_trusted_client_cert,
     )
+
+
+def _check_combinations(args: argparse.Namespace) -> None:
+    """Options that mean nothing (or two things) together stop the start, naming them."""
+    needs = [
+        ("--tls-key-file", args.tls_key_file, "--tls-cert-file", args.tls_cert_file),
+        ("--tls-trust-certs-file", args.tls_trust_certs_file, "--tls-cert-file", args.tls_cert_file),
+        ("--tls-require-trusted-client-cert", args.tls_require_trusted_client_cert, "--tls-trust-certs-file",
+         args.tls_trust_certs_file),
+        ("--token-audience-claim", args.token_audience_claim, "--token-audience", args.token_audience),
+        ("--token-audience", args.token_audience, "--token-audience-claim", args.token_audience_claim),
+    ]  # fmt: skip
+    for option, given, required, present in needs:
+        if given and not present:
+            raise ConfigError(f"{option} needs {required}")
+    if args.token_secret_file and args.token_public_key:
+        raise ConfigError("give --token-secret-file or --token-public-key, not both: tokens are checked with one key")
 
 
 def _positive_int(text: str) -> int:

@@ -29,7 +29,7 @@ from ..protocol.PulsarApi_pb2 import (
 )
 from ..protocol.wire import U64_MASK
 from ..topic_name import InvalidTopicNameError
-from .authentication import METHOD_NAME, REFRESH_CHALLENGE, AuthenticationFailed, TokenAuthenticator, TokenSession
+from .authentication import REFRESH_CHALLENGE, AuthenticationFailed, AuthenticationService, AuthenticationSession
 from .channel import Rejected
 from .consumer_commands import ConsumerCommands
 from .lookup_commands import LookupCommands
@@ -48,10 +48,10 @@ T = BaseCommand
 class ServerConnection(asyncio.Protocol):
     """Serves one client connection."""
 
-    def __init__(self, service: BrokerService, authenticator: TokenAuthenticator | None = None):
+    def __init__(self, service: BrokerService, authentication: AuthenticationService | None = None):
         self.service = service
-        self.authenticator = authenticator
-        self._auth: TokenSession | None = None
+        self.authentication = authentication
+        self._auth: AuthenticationSession | None = None
         # Checksums are checked per SEND, which a bad one fails alone (the connection stays), as Pulsar does.
         self.decoder = FrameDecoder(service.config.max_message_size + FRAME_OVERHEAD, verify_checksum=False)
         self.transport: asyncio.Transport | None = None
@@ -231,19 +231,23 @@ class ServerConnection(asyncio.Protocol):
         if self.connected:
             self.protocol_error("second CONNECT on one connection")
             return
-        if self.authenticator is not None:
-            self._auth = TokenSession(
-                self.authenticator,
+        if self.authentication is not None:
+            assert self.transport is not None
+            self._auth = AuthenticationSession(
+                self.authentication,
+                # Only a certificate the handshake verified against the trusted CAs is here.
+                peer_certificate=self.transport.get_extra_info("peercert") or None,
                 can_refresh=body.feature_flags.supports_auth_refresh,
                 challenge=self._send_auth_challenge,
                 refuse=self._refuse_authentication,
                 grace=self.service.config.keepalive_seconds,
             )
             try:
-                self._auth.authenticate(body.auth_method_name, body.auth_data)
+                role = self._auth.authenticate(body.auth_method_name, body.auth_data)
             except AuthenticationFailed as exc:
                 self._refuse_authentication(str(exc))
                 return
+            log.info("%s authenticated with method %r as role %r", self.remote_address, body.auth_method_name, role.name)
         self.connected = True
         version = min(body.protocol_version, PROTOCOL_VERSION)
         self.send(
@@ -263,12 +267,12 @@ class ServerConnection(asyncio.Protocol):
         except AuthenticationFailed as exc:
             self._refuse_authentication(str(exc))
 
-    def _send_auth_challenge(self) -> None:
+    def _send_auth_challenge(self, method: str) -> None:
         self.send(
             T.AUTH_CHALLENGE,
             server_version=SERVER_VERSION,
             protocol_version=PROTOCOL_VERSION,
-            challenge=AuthData(auth_method_name=METHOD_NAME, auth_data=REFRESH_CHALLENGE),
+            challenge=AuthData(auth_method_name=method, auth_data=REFRESH_CHALLENGE),
         )
 
     def _refuse_authentication(self, reason: str) -> None:

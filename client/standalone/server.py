@@ -17,11 +17,10 @@ from collections.abc import Iterator, Sequence
 from aiohttp import web
 
 from .admin_http import AdminApi
-from .authentication import TokenAuthenticator
+from .authentication_config import authentication_service, trust_client_certificates
 from .config import BrokerConfig, ConfigError, add_arguments, from_arguments
 from .connection import ServerConnection
 from .service import BrokerService
-from .tokens import TokenError
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ class StandaloneBroker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         # Key and certificate load before anything binds, so a bad one stops the start with its reason.
-        self.authenticator = _authenticator(config)
+        self.authentication = authentication_service(config)
         self.tls_context = _tls_context(config)
         self.service = BrokerService(config)
         self._server: asyncio.base_events.Server | None = None
@@ -55,7 +54,7 @@ class StandaloneBroker:
                 self._server = await loop.create_server(
                     self._new_connection, self.config.host, self.config.port, ssl=self.tls_context
                 )
-            self._runner = web.AppRunner(AdminApi(self.service, self.authenticator).app, access_log=None)
+            self._runner = web.AppRunner(AdminApi(self.service, self.authentication).app, access_log=None)
             await self._runner.setup()
             site = web.TCPSite(self._runner, self.config.host, self.config.http_port, ssl_context=self.tls_context)
             with _port_taken_is_config_error("--http-port", self.config.http_port, "admin REST"):
@@ -70,7 +69,7 @@ class StandaloneBroker:
         self.service.web_service_url = f"{'https' if tls else 'http'}://{self.config.host}:{http_port}"
 
     def _new_connection(self) -> ServerConnection:
-        connection = ServerConnection(self.service, self.authenticator)
+        connection = ServerConnection(self.service, self.authentication)
         self._connections.add(connection)
         return connection
 
@@ -138,15 +137,6 @@ def _port_taken_is_config_error(option: str, port: int, serves: str) -> Iterator
         ) from None
 
 
-def _authenticator(config: BrokerConfig) -> TokenAuthenticator | None:
-    if not config.token_secret_file:
-        return None
-    try:
-        return TokenAuthenticator.from_secret_file(config.token_secret_file)
-    except TokenError as exc:
-        raise ConfigError(f"--token-secret-file: {exc}") from None
-
-
 def _tls_context(config: BrokerConfig) -> ssl.SSLContext | None:
     if config.tls_cert_file is None:
         return None
@@ -156,6 +146,7 @@ def _tls_context(config: BrokerConfig) -> ssl.SSLContext | None:
     except OSError as exc:  # ssl.SSLError is one
         key = config.tls_key_file or "(in the same file)"
         raise ConfigError(f"cannot load the TLS certificate {config.tls_cert_file} with key {key}: {exc}") from None
+    trust_client_certificates(context, config)
     return context
 
 

@@ -1,37 +1,61 @@
-"""Pulsar's authentication tokens: JSON Web Tokens signed with a shared secret key.
+"""Pulsar's authentication tokens: JSON Web Tokens, signed with a shared secret key or a key pair.
 
-A token is ``base64url(header).base64url(claims).base64url(HMAC)``, the header naming the HMAC
-algorithm (HS256 as Pulsar's ``tokens create`` makes them; HS384 and HS512 verify too). The
-claims are ``sub``, the role the token stands for, and optionally ``exp``, seconds since the epoch
-after which the token is refused. The secret key is read as Pulsar reads ``tokenSecretKey``: raw
-bytes from a file, or a ``data:;base64,...`` value (inline, or as a file's whole content).
+A token is ``base64url(header).base64url(claims).base64url(signature)``, the header naming the
+algorithm: HS256/384/512 (HMAC under a secret key, what ``pulsar tokens create --secret-key``
+makes), RS256/384/512 and PS256/384/512 (RSA), ES256/384/512 (ECDSA) under a private key, checked
+with its public key (Pulsar's ``tokenPublicKey``; what OAuth2 issuers sign access tokens with).
+One verification path serves them all: the key decides the family of algorithms a token may use,
+so a token cannot pick HMAC to be "verified" with a public key. The claims are the role (``sub``
+unless told otherwise), and optionally ``exp`` and ``nbf``, seconds since the epoch.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import json
-import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-_DIGESTS: dict[str, Callable[..., Any]] = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+
+PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
+PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
+# A secret key (bytes) verifies and signs; a public key verifies, a private key signs.
+VerificationKey = bytes | PublicKey
+SigningKey = bytes | PrivateKey
+
 DEFAULT_ALGORITHM = "HS256"
 # Pulsar's key library refuses HMAC keys shorter than the hash (256 bits for HS256).
 MIN_SECRET_KEY_BYTES = 32
-_DATA_BASE64 = "data:;base64,"
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A JWS algorithm: the key family it needs (``HMAC``, ``RSA``, ``EC``) and its hash."""
+
+    family: str
+    hash: hashes.HashAlgorithm
+    pss: bool = False
+
+
+_HASHES = {256: hashes.SHA256(), 384: hashes.SHA384(), 512: hashes.SHA512()}
+ALGORITHMS = {
+    **{f"HS{bits}": Algorithm("HMAC", digest) for bits, digest in _HASHES.items()},
+    **{f"RS{bits}": Algorithm("RSA", digest) for bits, digest in _HASHES.items()},
+    **{f"PS{bits}": Algorithm("RSA", digest, pss=True) for bits, digest in _HASHES.items()},
+    **{f"ES{bits}": Algorithm("EC", digest) for bits, digest in _HASHES.items()},
+}
 
 
 class TokenError(ValueError):
-    """A token or secret key that cannot be used; the message says what is wrong with it."""
+    """A token or key that cannot be used; the message says what is wrong with it."""
 
 
 @dataclass(frozen=True)
@@ -42,76 +66,23 @@ class TokenClaims:
     expires_at: float | None = None
 
 
-def create_secret_key() -> bytes:
-    """A new random secret key, as long as HS256 wants it."""
-    return secrets.token_bytes(MIN_SECRET_KEY_BYTES)
+def algorithm(name: Any) -> Algorithm:
+    """The algorithm called ``name``; TokenError for any other (``none`` included)."""
+    found = ALGORITHMS.get(name) if isinstance(name, str) else None
+    if found is None:
+        raise TokenError(f"unsupported signing algorithm {name!r} (expected one of {', '.join(ALGORITHMS)})")
+    return found
 
 
-def read_secret_key(source: str | Path) -> bytes:
-    """The secret key from a file path, a ``file:`` URL or a ``data:;base64,...`` URL.
-
-    A file holds the raw key bytes, or ``data:;base64,`` followed by the key in base64.
-    """
-    text = str(source)
-    if text.startswith("data:"):
-        return _checked_key(_decode_data_url(text), "the data: URL")
-    path = Path(unquote(urlsplit(text).path)) if text.startswith("file:") else Path(text)
-    try:
-        content = path.read_bytes()
-    except OSError as exc:
-        raise TokenError(f"cannot read the secret key file {path}: {exc.strerror or exc}") from None
-    if content.startswith(b"data:"):
-        return _checked_key(_decode_data_url(content.decode("ascii", "replace").strip()), str(path))
-    return _checked_key(content, str(path))
+def key_family(key: VerificationKey | SigningKey) -> str:
+    """``HMAC`` for a secret key, ``RSA`` or ``EC`` for the halves of a key pair."""
+    if isinstance(key, bytes):
+        return "HMAC"
+    return "RSA" if isinstance(key, (rsa.RSAPublicKey, rsa.RSAPrivateKey)) else "EC"
 
 
-def create_token(
-    secret: bytes, subject: str, expires_at: float | None = None, algorithm: str = DEFAULT_ALGORITHM
-) -> str:
-    """A signed token for ``subject``, valid until ``expires_at`` (epoch seconds) or for ever."""
-    if not subject:
-        raise TokenError("a token needs a non-empty subject")
-    digest = _digest(algorithm)
-    _checked_key(secret, "the secret key")
-    claims: dict[str, Any] = {"sub": subject}
-    if expires_at is not None:
-        claims["exp"] = int(expires_at)
-    signing_input = _encode_json({"alg": algorithm}) + "." + _encode_json(claims)
-    signature = hmac.new(secret, signing_input.encode("ascii"), digest).digest()
-    return signing_input + "." + _b64encode(signature)
-
-
-def verify_token(token: str, secret: bytes, now: float | None = None) -> TokenClaims:
-    """Check the token's signature, expiry and subject; raises TokenError saying why it is refused."""
-    parts = token.split(".")
-    if len(parts) != 3 or not all(parts):
-        raise TokenError("not a signed JWT (expected three non-empty dot-separated parts)")
-    digest = _digest(_decode_json(parts[0], "header").get("alg"))
-    claims = _decode_json(parts[1], "claims")  # decoding first also proves both parts are ASCII
-    expected = hmac.new(secret, f"{parts[0]}.{parts[1]}".encode("ascii"), digest).digest()
-    if not hmac.compare_digest(expected, _b64decode(parts[2], "signature")):
-        raise TokenError("signature does not match the secret key")
-    now = time.time() if now is None else now
-    expires_at = _time_claim(claims, "exp")
-    if expires_at is not None and now >= expires_at:
-        raise TokenError(f"token expired at {_iso(expires_at)} (now {_iso(now)})")
-    not_before = _time_claim(claims, "nbf")
-    if not_before is not None and now < not_before:
-        raise TokenError(f"token not valid before {_iso(not_before)} (now {_iso(now)})")
-    subject = claims.get("sub")
-    if not isinstance(subject, str) or not subject:
-        raise TokenError("token has no subject ('sub' claim)")
-    return TokenClaims(subject, expires_at)
-
-
-def _digest(algorithm: Any) -> Callable[..., Any]:
-    digest = _DIGESTS.get(algorithm) if isinstance(algorithm, str) else None
-    if digest is None:
-        raise TokenError(f"unsupported signing algorithm {algorithm!r} (expected one of {', '.join(_DIGESTS)})")
-    return digest
-
-
-def _checked_key(key: bytes, where: str) -> bytes:
+def check_secret_key(key: bytes, where: str) -> bytes:
+    """``key`` if it is long enough for HS256; TokenError saying where it came from otherwise."""
     if len(key) < MIN_SECRET_KEY_BYTES:
         raise TokenError(
             f"the secret key in {where} has {len(key)} bytes; at least {MIN_SECRET_KEY_BYTES} (256 bits) are needed"
@@ -119,13 +90,110 @@ def _checked_key(key: bytes, where: str) -> bytes:
     return key
 
 
-def _decode_data_url(url: str) -> bytes:
-    if not url.startswith(_DATA_BASE64):
-        raise TokenError(f"a secret key data: URL must start with {_DATA_BASE64!r}")
+def create_token(
+    key: SigningKey, subject: str, expires_at: float | None = None, algorithm_name: str | None = None
+) -> str:
+    """A signed token for ``subject``, valid until ``expires_at`` (epoch seconds) or for ever.
+
+    The algorithm defaults to HS256 for a secret key, RS256 for an RSA key, ES256 for an EC key.
+    """
+    if not subject:
+        raise TokenError("a token needs a non-empty subject")
+    name = algorithm_name or {"HMAC": DEFAULT_ALGORITHM, "RSA": "RS256", "EC": "ES256"}[key_family(key)]
+    claims: dict[str, Any] = {"sub": subject}
+    if expires_at is not None:
+        claims["exp"] = int(expires_at)
+    signing_input = _encode_json({"alg": name}) + "." + _encode_json(claims)
+    return signing_input + "." + _b64encode(_sign(algorithm(name), key, signing_input.encode("ascii")))
+
+
+def verify_token(
+    token: str,
+    key: VerificationKey,
+    now: float | None = None,
+    *,
+    role_claim: str = "sub",
+    audience_claim: str | None = None,
+    audience: str | None = None,
+) -> TokenClaims:
+    """Check the token's signature, expiry and role (and audience, if asked); raises TokenError
+    saying why it is refused. The role is the ``role_claim`` (a string, or a list's first one)."""
+    parts = token.split(".")
+    if len(parts) != 3 or not all(parts):
+        raise TokenError("not a signed JWT (expected three non-empty dot-separated parts)")
+    header = _decode_json(parts[0], "header")
+    signing = algorithm(header.get("alg"))
+    claims = _decode_json(parts[1], "claims")  # decoding first also proves both parts are ASCII
+    if signing.family != key_family(key):
+        raise TokenError(
+            f"the token is signed with {header['alg']}, but the broker's key is {_describe_family(key_family(key))}"
+        )
+    if not _signature_matches(signing, key, f"{parts[0]}.{parts[1]}".encode("ascii"), _b64decode(parts[2], "signature")):
+        raise TokenError("signature does not match the " + ("secret key" if isinstance(key, bytes) else "public key"))
+    now = time.time() if now is None else now
+    expires_at = _time_claim(claims, "exp")
+    if expires_at is not None and now >= expires_at:
+        raise TokenError(f"token expired at {_iso(expires_at)} (now {_iso(now)})")
+    not_before = _time_claim(claims, "nbf")
+    if not_before is not None and now < not_before:
+        raise TokenError(f"token not valid before {_iso(not_before)} (now {_iso(now)})")
+    if audience_claim is not None:
+        _check_audience(claims.get(audience_claim), audience_claim, audience)
+    role = claims.get(role_claim)
+    if isinstance(role, list) and role:
+        role = role[0]
+    if not isinstance(role, str) or not role:
+        raise TokenError(f"token has no subject ({role_claim!r} claim)")
+    return TokenClaims(role, expires_at)
+
+
+def _describe_family(family: str) -> str:
+    return {"HMAC": "a secret key (HS256, HS384, HS512)", "RSA": "an RSA public key", "EC": "an EC public key"}[family]
+
+
+def _check_audience(value: Any, claim: str, audience: str | None) -> None:
+    if value is None:
+        raise TokenError(f"token has no {claim!r} claim (the audience)")
+    audiences = value if isinstance(value, list) else [value]
+    if audience not in audiences:
+        raise TokenError(f"the token's audiences {audiences} do not include this broker's, {audience!r}")
+
+
+def _sign(signing: Algorithm, key: SigningKey, data: bytes) -> bytes:
+    if signing.family != key_family(key):
+        raise TokenError(f"a {key_family(key)} key cannot sign with {signing.family} algorithm")
+    if isinstance(key, bytes):
+        return hmac.new(check_secret_key(key, "the secret key"), data, signing.hash.name).digest()
+    if isinstance(key, rsa.RSAPrivateKey):
+        return key.sign(data, _rsa_padding(signing), signing.hash)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    r, s = decode_dss_signature(key.sign(data, ec.ECDSA(signing.hash)))
+    size = (key.curve.key_size + 7) // 8
+    return r.to_bytes(size, "big") + s.to_bytes(size, "big")  # JWS wants r and s side by side, not DER
+
+
+def _signature_matches(signing: Algorithm, key: VerificationKey, data: bytes, signature: bytes) -> bool:
+    if isinstance(key, bytes):
+        return hmac.compare_digest(hmac.new(key, data, signing.hash.name).digest(), signature)
     try:
-        return base64.b64decode(url[len(_DATA_BASE64) :], validate=True)
-    except binascii.Error as exc:
-        raise TokenError(f"the secret key data: URL is not valid base64: {exc}") from None
+        if isinstance(key, rsa.RSAPublicKey):
+            key.verify(signature, data, _rsa_padding(signing), signing.hash)
+        else:
+            assert isinstance(key, ec.EllipticCurvePublicKey)
+            size = (key.curve.key_size + 7) // 8
+            if len(signature) != 2 * size:
+                return False
+            r, s = int.from_bytes(signature[:size], "big"), int.from_bytes(signature[size:], "big")
+            key.verify(encode_dss_signature(r, s), data, ec.ECDSA(signing.hash))
+    except InvalidSignature:
+        return False
+    return True
+
+
+def _rsa_padding(signing: Algorithm) -> padding.AsymmetricPadding:
+    if signing.pss:
+        return padding.PSS(mgf=padding.MGF1(signing.hash), salt_length=signing.hash.digest_size)
+    return padding.PKCS1v15()
 
 
 def _time_claim(claims: dict[str, Any], name: str) -> float | None:

@@ -594,7 +594,8 @@ def test_errors_for_unknown_tenants_and_namespaces_on_the_binary_protocol(broker
 @pytest.fixture(scope="module")
 def token_brokers(our_broker: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], bytes]]:
     """Both brokers requiring tokens signed with one secret key (the module's one extra Pulsar)."""
-    from airflow_pulsar.client.standalone.tokens import create_secret_key, create_token
+    from airflow_pulsar.client.standalone.token_keys import create_secret_key
+    from airflow_pulsar.client.standalone.tokens import create_token
 
     work = tmp_path_factory.mktemp("token-brokers")
     secret = create_secret_key()
@@ -620,7 +621,8 @@ def token_brokers(our_broker: BrokerProcess, tmp_path_factory: pytest.TempPathFa
 
 
 def test_wrong_credentials(token_brokers: tuple[dict[str, Any], bytes], topic_name: str) -> None:
-    from airflow_pulsar.client.standalone.tokens import create_secret_key, create_token
+    from airflow_pulsar.client.standalone.token_keys import create_secret_key
+    from airflow_pulsar.client.standalone.tokens import create_token
 
     brokers, secret = token_brokers
     credentials = {

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import time
 from pathlib import Path
@@ -10,13 +12,14 @@ from pathlib import Path
 import jwt
 import pytest
 
-from airflow_pulsar.client.standalone.tokens import (
-    TokenError,
+from airflow_pulsar.client.standalone.token_keys import (
+    create_key_pair,
     create_secret_key,
-    create_token,
+    read_private_key,
+    read_public_key,
     read_secret_key,
-    verify_token,
 )
+from airflow_pulsar.client.standalone.tokens import TokenClaims, TokenError, create_token, verify_token
 
 KEY = bytes(range(32))
 
@@ -118,3 +121,42 @@ def test_bad_secret_keys_are_refused(tmp_path: Path) -> None:
         create_token(b"secret", "app")
     with pytest.raises(TokenError, match="non-empty subject"):
         create_token(KEY, "")
+
+
+@pytest.mark.parametrize("algorithm", ["RS256", "RS512", "PS256", "ES256", "ES384", "ES512"])
+def test_key_pair_tokens_verify_both_ways_with_pyjwt(algorithm: str, tmp_path: Path) -> None:
+    private_der, public_der = create_key_pair(algorithm)
+    (tmp_path / "private.key").write_bytes(private_der)
+    (tmp_path / "public.key").write_bytes(public_der)
+    private_key = read_private_key(tmp_path / "private.key")
+    public_key = read_public_key(f"file://{tmp_path / 'public.key'}", algorithm)
+    expires = int(time.time()) + 60
+    theirs = jwt.encode({"sub": "app", "exp": expires, "aud": ["a", "b"]}, private_key, algorithm=algorithm)
+    assert verify_token(theirs, public_key, audience_claim="aud", audience="b") == TokenClaims("app", expires)
+    ours = create_token(private_key, "app", expires, algorithm)
+    assert jwt.decode(ours, public_key, algorithms=[algorithm]) == {"sub": "app", "exp": expires}
+    with pytest.raises(TokenError, match="do not include this broker's, 'c'"):
+        verify_token(theirs, public_key, audience_claim="aud", audience="c")
+
+
+def test_a_token_cannot_choose_hmac_against_a_public_key(tmp_path: Path) -> None:
+    _, public_der = create_key_pair("RS256")
+    (tmp_path / "public.pem").write_bytes(public_der)
+    public_key = read_public_key(tmp_path / "public.pem")
+    # The classic confusion: an HS256 token "signed" with the public key's bytes.
+    signing_input = _segment({"alg": "HS256"}) + "." + _segment({"sub": "admin"})
+    mac = hmac.new(public_der, signing_input.encode(), hashlib.sha256).digest()
+    forged = signing_input + "." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    with pytest.raises(TokenError, match="signed with HS256, but the broker's key is an RSA public key"):
+        verify_token(forged, public_key)
+    other_private, _ = create_key_pair("RS256")
+    (tmp_path / "other.key").write_bytes(other_private)
+    with pytest.raises(TokenError, match="signature does not match the public key"):
+        verify_token(create_token(read_private_key(tmp_path / "other.key"), "admin"), public_key)
+
+
+def test_role_claim_may_be_another_claim_or_a_list() -> None:
+    token = jwt.encode({"sub": "client-id", "roles": ["reader", "writer"]}, KEY, algorithm="HS256")
+    assert verify_token(token, KEY, role_claim="roles").subject == "reader"
+    with pytest.raises(TokenError, match="no subject \\('role' claim\\)"):
+        verify_token(token, KEY, role_claim="role")
