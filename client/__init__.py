@@ -29,6 +29,7 @@ from .consumer import (
     Message,
     Reader,
 )
+from .crypto import ConsumerCryptoFailureAction, CryptoKeyReader, EncryptionContext, EncryptionKey
 from .exceptions import *  # noqa: F403
 from .producer import (
     BatchingType,
@@ -49,9 +50,13 @@ __all__ = [
     "CompressionType",
     "Consumer",
     "ConsumerBatchReceivePolicy",
+    "ConsumerCryptoFailureAction",
     "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerType",
+    "CryptoKeyReader",
+    "EncryptionContext",
+    "EncryptionKey",
     "HashingScheme",
     "InitialPosition",
     "KeySharedMode",

@@ -125,6 +125,7 @@ class PartitionProducer:
                 metadata=self._metadata or None,
                 schema=self._config.declared_schema,
                 epoch=self._epoch,
+                encrypted=self._config.encrypted,
             )
         except BaseException as exc:
             connection.producers.pop(producer_id, None)
