@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..crypto import ConsumerCryptoFailureAction, KeyReader
 from ..exceptions import InvalidConfiguration
 from ..protocol.message_id import MessageId
-from ..schema import Schema
+from ..schema import BytesSchema, Schema
 from ..topic_name import TopicName
 from .consumer import Consumer
 from .dead_letter import ConsumerDeadLetterPolicy
@@ -96,7 +96,7 @@ def create_reader(
         raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
     config = dataclasses.replace(  # replace() validates them
         reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive),
-        schema=schema,
+        schema=schema if schema is not None else BytesSchema(),
         crypto_key_reader=crypto_key_reader,
         crypto_failure_action=crypto_failure_action,
     )

@@ -18,7 +18,6 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..connection import Connection
-from ..crypto import MessageDecryptor
 from ..exceptions import PulsarException, Timeout
 from ..protocol import commands
 from ..protocol.frames import encode_command
@@ -99,18 +98,7 @@ class PartitionConsumer:
         )
         # Messages before the start (or at it, unless inclusive) are dropped: readers, seeks.
         self.start = StartFilter(start_message_id, settings.start_message_id_inclusive)
-        reader = settings.crypto_key_reader
-        self.unpacker = EntryUnpacker(
-            topic,
-            partition,
-            self.acks,
-            self.chunks,
-            self.start,
-            message_topic,
-            MessageDecryptor(reader) if reader is not None else None,
-            settings.crypto_failure_action,
-            self.unacked,
-        )
+        self.unpacker = EntryUnpacker(topic, partition, self.acks, self.chunks, self.start, message_topic, settings, self.unacked)
         self._seek_pending = False
         self._seek_by_time = False
         self._last_taken: Message | None = None

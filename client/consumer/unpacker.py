@@ -18,9 +18,9 @@ flagged failed on its encryption context.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
-from ..crypto import ConsumerCryptoFailureAction, MessageDecryptor
+from ..crypto import ConsumerCryptoFailureAction, KeyReader, MessageDecryptor
 from ..protocol.batch import unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
 from ..protocol.frames import FrameError, split_entry
@@ -75,14 +75,25 @@ class StartFilter:
         return index < start_index or (index == start_index and not self.inclusive)
 
 
+class CryptoSettings(Protocol):
+    """A consumer's settings, as unpacking reads them: its key reader and what to do with an
+    entry it cannot decrypt."""
+
+    @property
+    def crypto_key_reader(self) -> KeyReader | None: ...
+
+    @property
+    def crypto_failure_action(self) -> ConsumerCryptoFailureAction: ...
+
+
 class EntryUnpacker:
     """Unpacks the entries of one topic partition.
 
     Chunks collect in ``chunks``; a batch entry's ack state and a chunked message's chunk ids are
     registered with ``acks``, which also says which entries are already acknowledged (a
     redelivery of those is dropped). ``id_topic`` is set on the ids of a multi-topic consumer's
-    messages, so acks by id find their partition. Encrypted entries are decrypted by
-    ``decryptor`` (None: the consumer has no key reader); one that cannot be is handled as
+    messages, so acks by id find their partition. Encrypted entries are decrypted with the
+    ``crypto`` settings' key reader; one that cannot be is handled as their
     ``crypto_failure_action`` says, FAIL handing its id to ``unacked`` (the ack-timeout tracker).
     """
 
@@ -94,8 +105,7 @@ class EntryUnpacker:
         chunks: ChunkedMessageCollector,
         start: StartFilter,
         id_topic: str | None = None,
-        decryptor: MessageDecryptor | None = None,
-        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
+        crypto: CryptoSettings | None = None,
         unacked: UnackedMessageTracker | None = None,
     ):
         self.topic = topic
@@ -104,8 +114,9 @@ class EntryUnpacker:
         self.chunks = chunks
         self.start = start
         self.id_topic = id_topic
-        self.decryptor = decryptor
-        self.crypto_failure_action = crypto_failure_action
+        reader = crypto.crypto_key_reader if crypto is not None else None
+        self.decryptor = MessageDecryptor(reader) if reader is not None else None
+        self.crypto_failure_action = crypto.crypto_failure_action if crypto is not None else ConsumerCryptoFailureAction.FAIL
         self.unacked = unacked
 
     def unpack(self, owner: DeliveryOwner | None, epoch: int, command: Any, entry: bytes) -> tuple[list[Message], int]:
