@@ -142,24 +142,33 @@ def test_our_reader_decrypts_the_official_producer(our_client: ours.Client, offi
 
 
 def test_chunked_messages_are_encrypted_chunk_by_chunk_both_ways(
-    our_client: ours.Client, official: pulsar.Client, keys: Keys, topic_name: str
+    broker_factory: Any, official_factory: Any, keys: Keys, topic_name: str
 ) -> None:
-    big = os.urandom(6 * 1024 * 1024)  # over the default max message size of both brokers
+    # A small max message size makes chunks of small messages. (Apache Pulsar is left out: on the
+    # test standalone a message over its 5 MB default times out, the official client's too.)
+    small = broker_factory("--max-message-size", "20000")
+    official = official_factory(small)
+    big = os.urandom(70_000)
     official_consumer = official.subscribe(topic_name, "official", initial_position=EARLIEST, crypto_key_reader=official_reader(keys.main))
-    our_consumer = our_client.subscribe(
-        topic_name, "ours", initial_position=ours.InitialPosition.Earliest, crypto_key_reader=our_reader(keys.main)
-    )
-    our_producer = our_client.create_producer(
-        topic_name, chunking_enabled=True, encryption_key="main", crypto_key_reader=our_reader(keys.main)
-    )
-    our_producer.send(big)
     official_producer = official.create_producer(
         topic_name, chunking_enabled=True, encryption_key="main", crypto_key_reader=official_reader(keys.main)
     )
-    official_producer.send(big[::-1])
-    for consumer in (official_consumer, our_consumer):
-        first, second = receive_n(consumer, 2, 20_000)
-        assert first.data() == big and second.data() == big[::-1]
+    with ours.Client(small.service_url, operation_timeout_seconds=5) as client:
+        our_consumer = client.subscribe(
+            topic_name, "ours", initial_position=ours.InitialPosition.Earliest, crypto_key_reader=our_reader(keys.main)
+        )
+        our_producer = client.create_producer(
+            topic_name, chunking_enabled=True, compression_type=ours.CompressionType.LZ4, encryption_key="main",
+            crypto_key_reader=our_reader(keys.main),
+        )
+        our_producer.send(big, properties={"from": "ours"})
+        official_producer.send(big[::-1], properties={"from": "official"})
+        assert small.topic_stats(topic_name)["msgInCounter"] >= 2 * 4  # one SEND per chunk
+        for consumer in (official_consumer, our_consumer):
+            first, second = receive_n(consumer, 2)
+            assert (first.data(), first.properties()) == (big, {"from": "ours"})
+            assert (second.data(), second.properties()) == (big[::-1], {"from": "official"})
+            assert first.encryption_context().keys()[0].key == "main"
 
 
 def test_a_data_key_wrapped_for_several_names_with_metadata(
