@@ -133,6 +133,19 @@ def test_our_producer_to_the_official_consumer(
     check_received(receive_n(consumer, COUNT), values, batched, codec)
 
 
+def test_each_partition_producer_encrypts_for_the_official_consumer(
+    our_client: ours.Client, official: pulsar.Client, broker: Any, keys: Keys, topic_name: str
+) -> None:
+    assert broker.admin("PUT", f"/admin/v2/persistent/public/default/{topic_name}/partitions", json=3).status_code in (200, 204)
+    consumer = official.subscribe(topic_name, "sub", initial_position=EARLIEST, crypto_key_reader=official_reader(keys.main))
+    producer = our_client.create_producer(topic_name, encryption_key="main", crypto_key_reader=our_reader(keys.main))
+    values = payloads("partitioned")
+    send_all(producer, values)  # three keys: spread over the partitions
+    received = receive_n(consumer, COUNT)
+    assert sorted(m.data() for m in received) == sorted(values)
+    assert len({m.topic_name() for m in received}) > 1
+
+
 def test_our_reader_decrypts_the_official_producer(our_client: ours.Client, official: pulsar.Client, keys: Keys, topic_name: str) -> None:
     producer = official.create_producer(topic_name, encryption_key="main", crypto_key_reader=official_reader(keys.main))
     values = payloads("read", 3)
