@@ -35,6 +35,7 @@ from .consumer import (
     Message,
     Reader,
 )
+from .crypto import ConsumerCryptoFailureAction, CryptoKeyReader, EncryptionContext, EncryptionKey
 from .exceptions import *  # noqa: F403
 from .producer import (
     BatchingType,
@@ -58,9 +59,13 @@ __all__ = [
     "CompressionType",
     "Consumer",
     "ConsumerBatchReceivePolicy",
+    "ConsumerCryptoFailureAction",
     "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerType",
+    "CryptoKeyReader",
+    "EncryptionContext",
+    "EncryptionKey",
     "HashingScheme",
     "InitialPosition",
     "KeySharedMode",

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 DISTRIBUTION = "airflow-pulsar"
 # What the client itself imports; checked when ``airflow_pulsar.client`` is imported.
-CLIENT_DEPENDENCIES = ("protobuf", "cramjam", "crc32c", "httpx", "aiohttp", "fastavro", "packaging")
+CLIENT_DEPENDENCIES = ("protobuf", "cramjam", "crc32c", "httpx", "aiohttp", "fastavro", "cryptography", "packaging")
 
 
 class IncompatibleDependencyError(ImportError):

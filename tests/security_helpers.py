@@ -1,4 +1,5 @@
-"""Certificates, secret keys and secured brokers for the authentication and TLS tests.
+"""Certificates, secret keys and secured brokers for the authentication and TLS tests, and the key
+pairs of the end-to-end encryption tests.
 
 The fixtures built on them (``pki``, ``token_broker``, ``tls_token_broker``, ``wrong_host_broker``)
 are in tests/conftest.py, fresh for each module that uses them.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 from airflow_pulsar.client.standalone.password_hashes import apr1_md5_crypt, des_crypt
@@ -143,6 +144,23 @@ def make_pki(directory: Path) -> Pki:
         wrong_host_cert=files["wrong-host"][0],
         wrong_host_key=files["wrong-host"][1],
     )
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """PEM files of one key pair: the public key (SubjectPublicKeyInfo) and the private key (PKCS#8)."""
+
+    public: Path
+    private: Path
+
+
+def write_key_pair(directory: Path, name: str, kind: str = "rsa") -> KeyPair:
+    """A fresh key pair in ``directory`` as ``name``.pub.pem and ``name``.pem: RSA 2048 or EC P-256."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048) if kind == "rsa" else ec.generate_private_key(ec.SECP256R1())
+    pair = KeyPair(directory / f"{name}.pub.pem", directory / f"{name}.pem")
+    pair.private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    pair.public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return pair
 
 
 def write_secret_key(path: Path) -> bytes:

@@ -11,9 +11,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..crypto import ConsumerCryptoFailureAction, KeyReader
 from ..exceptions import InvalidConfiguration
 from ..protocol.message_id import MessageId
-from ..schema import Schema
+from ..schema import BytesSchema, Schema
 from ..topic_name import TopicName
 from .consumer import Consumer
 from .dead_letter import ConsumerDeadLetterPolicy
@@ -85,15 +86,20 @@ def create_reader(
     reader_name: str | None = None,
     subscription_role_prefix: str | None = None,
     is_read_compacted: bool = False,
+    crypto_key_reader: KeyReader | None = None,
     start_message_id_inclusive: bool = False,
+    crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
 ) -> Reader:
     """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``)."""
     start = check_start(start_message_id)
     if not isinstance(topic, str) or not topic:
         raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
-    config = reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive)
-    if schema is not None:
-        config = dataclasses.replace(config, schema=schema)  # replace() validates it again
+    config = dataclasses.replace(  # replace() validates them
+        reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive),
+        schema=schema if schema is not None else BytesSchema(),
+        crypto_key_reader=crypto_key_reader,
+        crypto_failure_action=crypto_failure_action,
+    )
     if reader_listener is not None and not callable(reader_listener):
         raise InvalidConfiguration(f"reader_listener must be callable, got {reader_listener!r}")
     if len(partitions_of(client, topic)) > 1 and start not in (MessageId.earliest, MessageId.latest):

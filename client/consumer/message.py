@@ -13,6 +13,7 @@ import binascii
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, final
 
+from ..crypto import EncryptionContext
 from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import MessageMetadata, SingleMessageMetadata
 from ..schema import Schema
@@ -59,6 +60,7 @@ class Delivery:
         "redelivery_count",
         "id_topic",
         "unacked",
+        "decryption_failed",
     )
 
     def __init__(
@@ -86,6 +88,8 @@ class Delivery:
         # Set on the ids of a multi-topic consumer's messages, so acks by id find their partition.
         self.id_topic = id_topic
         self.unacked: UnackedIndexes | None = None
+        # Encrypted and not decrypted: delivered as it came, under ConsumerCryptoFailureAction.CONSUME.
+        self.decryption_failed = False
 
 
 class MessageFields(NamedTuple):
@@ -212,6 +216,14 @@ class Message:
     def has_null_value(self) -> bool:
         """Whether the producer sent a null value (a tombstone)."""
         return self._source().null_value
+
+    def encryption_context(self) -> EncryptionContext | None:
+        """How the message was encrypted (keys, IV, compression, batch size, whether decryption
+        failed), or None when it was not encrypted."""
+        metadata = self.delivery.metadata
+        if not metadata.encryption_keys:
+            return None
+        return EncryptionContext(metadata, self.delivery.decryption_failed)
 
     def fields(self) -> MessageFields:
         """Everything a table row of this message holds, in one call, for readers that turn many

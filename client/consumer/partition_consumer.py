@@ -98,7 +98,7 @@ class PartitionConsumer:
         )
         # Messages before the start (or at it, unless inclusive) are dropped: readers, seeks.
         self.start = StartFilter(start_message_id, settings.start_message_id_inclusive)
-        self.unpacker = EntryUnpacker(topic, partition, self.acks, self.chunks, self.start, message_topic)
+        self.unpacker = EntryUnpacker(topic, partition, self.acks, self.chunks, self.start, message_topic, settings, self.unacked)
         self._seek_pending = False
         self._seek_by_time = False
         self._last_taken: Message | None = None

@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..crypto import ConsumerCryptoFailureAction, KeyReader
 from ..exceptions import InvalidConfiguration
 from ..protocol.PulsarApi_pb2 import CommandSubscribe
 from ..protocol.PulsarApi_pb2 import KeySharedMode as _WireKeySharedMode
@@ -114,6 +115,8 @@ class ConsumerSettings:
     properties: dict[str, str] | None = None
     pattern_auto_discovery_period: int = 60
     initial_position: InitialPosition = InitialPosition.Latest
+    # Reads the private keys that decrypt encrypted messages.
+    crypto_key_reader: KeyReader | None = None
     max_pending_chunked_message: int = 10
     auto_ack_oldest_chunked_message_on_queue_full: bool = False
     start_message_id_inclusive: bool = False
@@ -121,6 +124,7 @@ class ConsumerSettings:
     key_shared_policy: ConsumerKeySharedPolicy | None = None
     batch_index_ack_enabled: bool = False
     dead_letter_policy: Any = None
+    crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL
     ack_group_time_ms: int = 100
     ack_group_max_size: int = 1000
     ack_receipt_enabled: bool = False
@@ -136,6 +140,12 @@ class ConsumerSettings:
             self.schema = BytesSchema()
         _check(isinstance(self.schema, Schema), "schema", "a Schema (airflow_pulsar.client.schema)", self.schema)
         self.initial_position = _enum(InitialPosition, self.initial_position, "initial_position")
+        self.crypto_failure_action = _enum(ConsumerCryptoFailureAction, self.crypto_failure_action, "crypto_failure_action")
+        _check(
+            self.crypto_key_reader is None or isinstance(self.crypto_key_reader, KeyReader),
+            "crypto_key_reader", "a CryptoKeyReader (airflow_pulsar.client) or have get_public_key and get_private_key",
+            self.crypto_key_reader,
+        )
         _check(
             self.message_listener is None or callable(self.message_listener), "message_listener", "callable", self.message_listener
         )

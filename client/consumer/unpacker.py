@@ -1,20 +1,26 @@
 """From an entry as the broker delivered it to the messages the application sees.
 
 An entry (``[metadata size][MessageMetadata][payload]``) holds one message, a batch of them, or
-one chunk of a large message. Unpacking reassembles chunks, decompresses, splits a batch (leaving
+one chunk of a large message. Unpacking decrypts (each chunk on its own, before reassembly, as
+producers encrypt them), reassembles chunks, decompresses, splits a batch (leaving
 out the indexes the broker's ack_set marks acknowledged, and what compaction emptied) and drops
 what lies before the start message id of a reader or a seek.
 
 Nothing here does I/O. What an entry cost the consumer is given back as a count of permits (one
 per message the broker counted), so the caller can return those of the messages that were
-discarded: malformed, duplicate, before the start, or a chunk that is not yet a message.
+discarded: malformed, duplicate, before the start, undecryptable, or a chunk that is not yet a
+message. An entry that cannot be decrypted meets the consumer's ``crypto_failure_action``: FAIL keeps
+it from the application, unacknowledged (the ack timeout, if set, redelivers it), DISCARD
+acknowledges it, CONSUME delivers it as it came (a batch as one message) with the decryption
+flagged failed on its encryption context.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
+from ..crypto import ConsumerCryptoFailureAction, KeyReader, MessageDecryptor
 from ..protocol.batch import unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
 from ..protocol.frames import FrameError, split_entry
@@ -23,6 +29,7 @@ from ..protocol.wire import BatchFormatError, read_batch, signed64
 from .ack_grouping import AckGroupingTracker
 from .chunks import ChunkedMessageCollector
 from .message import Delivery, DeliveryOwner, Message
+from .unacked_tracker import UnackedMessageTracker
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +75,26 @@ class StartFilter:
         return index < start_index or (index == start_index and not self.inclusive)
 
 
+class CryptoSettings(Protocol):
+    """A consumer's settings, as unpacking reads them: its key reader and what to do with an
+    entry it cannot decrypt."""
+
+    @property
+    def crypto_key_reader(self) -> KeyReader | None: ...
+
+    @property
+    def crypto_failure_action(self) -> ConsumerCryptoFailureAction: ...
+
+
 class EntryUnpacker:
     """Unpacks the entries of one topic partition.
 
     Chunks collect in ``chunks``; a batch entry's ack state and a chunked message's chunk ids are
     registered with ``acks``, which also says which entries are already acknowledged (a
     redelivery of those is dropped). ``id_topic`` is set on the ids of a multi-topic consumer's
-    messages, so acks by id find their partition.
+    messages, so acks by id find their partition. Encrypted entries are decrypted with the
+    ``crypto`` settings' key reader; one that cannot be is handled as their
+    ``crypto_failure_action`` says, FAIL handing its id to ``unacked`` (the ack-timeout tracker).
     """
 
     def __init__(
@@ -85,6 +105,8 @@ class EntryUnpacker:
         chunks: ChunkedMessageCollector,
         start: StartFilter,
         id_topic: str | None = None,
+        crypto: CryptoSettings | None = None,
+        unacked: UnackedMessageTracker | None = None,
     ):
         self.topic = topic
         self.partition = partition
@@ -92,6 +114,10 @@ class EntryUnpacker:
         self.chunks = chunks
         self.start = start
         self.id_topic = id_topic
+        reader = crypto.crypto_key_reader if crypto is not None else None
+        self.decryptor = MessageDecryptor(reader) if reader is not None else None
+        self.crypto_failure_action = crypto.crypto_failure_action if crypto is not None else ConsumerCryptoFailureAction.FAIL
+        self.unacked = unacked
 
     def unpack(self, owner: DeliveryOwner | None, epoch: int, command: Any, entry: bytes) -> tuple[list[Message], int]:
         """(the messages of one entry for the application, the permits the entry took).
@@ -111,6 +137,18 @@ class EntryUnpacker:
         permits = max(count, 1)
         if self.acks.is_duplicate(ledger, entry_id):
             return [], permits
+        undecrypted = False
+        if metadata.encryption_keys:
+            decryptor = self.decryptor
+            plain = decryptor.decrypt(metadata, payload) if decryptor is not None else None
+            if plain is not None:
+                payload = plain
+            elif self.crypto_failure_action != ConsumerCryptoFailureAction.CONSUME:
+                self._withhold(ledger, entry_id)
+                return [], permits
+            else:
+                undecrypted = True
+                count = 0  # a batch it cannot open reaches the application as one message
         chunk_ids = None
         if metadata.num_chunks_from_msg > 1:
             completed = self.chunks.add(metadata, bytes(payload), MessageId(self.partition, ledger, entry_id))
@@ -118,20 +156,22 @@ class EntryUnpacker:
             if completed is None:
                 return [], 1  # a chunk is not a message: ask for the next one
             metadata, payload, chunk_ids = completed.metadata, completed.payload, completed.chunk_ids
-        try:
-            payload = decompress(metadata.compression, payload, metadata.uncompressed_size)
-        except CompressionError as exc:
-            log.error("discarding entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
-            return [], permits
+        if not undecrypted:
+            try:
+                payload = decompress(metadata.compression, payload, metadata.uncompressed_size)
+            except CompressionError as exc:
+                log.error("discarding entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
+                return [], permits
         delivery = Delivery(
             owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, command.redelivery_count, self.id_topic
         )
         if not count:
+            delivery.decryption_failed = undecrypted
             if self.start.is_prior(ledger, entry_id, -1):
-                return [], 1
+                return [], permits
             if chunk_ids is not None:
                 self.acks.track_chunks(ledger, entry_id, chunk_ids)
-            return [Message(delivery, -1, bytes(payload), None)], 1
+            return [Message(delivery, -1, bytes(payload), None)], permits
         ack_set = command.ack_set
         mask = unacked_mask(ack_set, count) if ack_set else None
         unacked = (1 << count) - 1 if mask is None else mask
@@ -144,6 +184,16 @@ class EntryUnpacker:
         except BatchFormatError as exc:
             log.error("discarding the rest of batch %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
         return messages, count
+
+    def _withhold(self, ledger: int, entry_id: int) -> None:
+        """An entry that cannot be decrypted, under FAIL or DISCARD."""
+        if self.crypto_failure_action == ConsumerCryptoFailureAction.DISCARD:
+            log.warning("discarding entry %d:%d of %s: it cannot be decrypted", ledger, entry_id, self.topic)
+            self.acks.add_entry(ledger, entry_id)
+            return
+        log.error("withholding entry %d:%d of %s: it cannot be decrypted", ledger, entry_id, self.topic)
+        if self.unacked is not None:
+            self.unacked.add(MessageId(self.partition, ledger, entry_id))
 
     def _ack_dropped_chunks(self) -> None:
         # Chunks of a message dropped to make room, acknowledged so the broker does not redeliver them.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
+from ..crypto import MessageEncryptor
 from ..protocol.wire import single_header, single_header_with
 from .batch_container import BatchContainer, SendCallback
 from .config import ProducerConfig
@@ -40,7 +41,9 @@ class MessageAccumulator:
 
     def __init__(self, config: ProducerConfig, stats: ProducerStats, queue: Callable[[OpSend], None]):
         self._queue = queue
-        self._entries = EntryBuilder(config.compression_type, config.chunking_enabled, stats, config.key_value_separated)
+        reader = config.crypto_key_reader
+        encryptor = MessageEncryptor(config.encryption_key, reader) if reader is not None and config.encrypted else None
+        self._entries = EntryBuilder(config.compression_type, config.chunking_enabled, stats, config.key_value_separated, encryptor)
         # Partition keys are base64 (the keys of a SEPARATED key/value schema).
         self._key_b64 = config.key_value_separated
         self._batch = (
@@ -79,7 +82,11 @@ class MessageAccumulator:
 
         Raises:
             MessageTooBig: an unbatched message exceeds the max message size and chunking is off.
+            CryptoError: the producer encrypts and its public keys cannot be read or used.
         """
+        encryptor = self._entries.encryptor
+        if encryptor is not None:
+            encryptor.check_ready()  # now, not when the batch is built: the send fails, nothing goes out unencrypted
         null_value = content is None
         if content is None:
             content = b""

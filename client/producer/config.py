@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..crypto import KeyReader
 from ..exceptions import InvalidConfiguration
 from ..protocol.compression import CompressionType
 from ..protocol.PulsarApi_pb2 import Schema as SchemaPb
@@ -57,6 +58,9 @@ class ProducerConfig:
     batching_max_publish_delay_ms: int = 10
     batching_partition_switch_frequency_by_publish_delay: int = 10
     batching_type: BatchingType = BatchingType.Default
+    # The key names the data key is wrapped for (official: one str; a list wraps it for each).
+    encryption_key: tuple[str, ...] = ()
+    crypto_key_reader: KeyReader | None = None
     message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution
     hashing_scheme: HashingScheme = HashingScheme.JavaStringHash
     message_router: Callable[[Any, int], int] | None = None
@@ -115,6 +119,7 @@ class ProducerConfig:
             isinstance(k, str) and isinstance(v, str) for k, v in properties.items()
         ):
             raise InvalidConfiguration(f"properties must be a dict of str to str, got {properties!r}")
+        _check_encryption(values)
         interval = values.get("stats_log_interval_seconds")
         if interval is not None and not (isinstance(interval, (int, float)) and interval > 0):
             raise InvalidConfiguration(f"stats_log_interval_seconds must be a positive number, got {interval!r}")
@@ -141,6 +146,11 @@ class ProducerConfig:
         return isinstance(schema, KeyValueSchema) and schema.encoding is KeyValueEncodingType.SEPARATED
 
     @property
+    def encrypted(self) -> bool:
+        """Whether payloads are encrypted (the PRODUCER command says so to the broker)."""
+        return bool(self.encryption_key)
+
+    @property
     def send_timeout(self) -> float | None:
         """The send timeout in seconds; None when 0 turns it off."""
         return self.send_timeout_millis / 1000 if self.send_timeout_millis else None
@@ -154,6 +164,24 @@ def _check_int(values: dict[str, Any], name: str, minimum: int) -> None:
         raise InvalidConfiguration(f"{name} must be an int, got {value!r}")
     if value < minimum:
         raise InvalidConfiguration(f"{name} must be >= {minimum}, got {value}")
+
+
+def _check_encryption(values: dict[str, Any]) -> None:
+    names = values.get("encryption_key", ())
+    if isinstance(names, str):
+        names = (names,) if names else ()  # "" means none, as in the official client
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
+        raise InvalidConfiguration(f"encryption_key must be a key name (str) or a list of them, got {names!r}")
+    reader = values.get("crypto_key_reader")
+    if reader is not None and not isinstance(reader, KeyReader):
+        raise InvalidConfiguration(
+            f"crypto_key_reader must be a CryptoKeyReader (airflow_pulsar.client) or have get_public_key and "
+            f"get_private_key, got {reader!r}"
+        )
+    if names and reader is None:
+        # The official client would send such messages unencrypted; refusing is the safe reading.
+        raise InvalidConfiguration(f"encryption_key {list(names)} needs a crypto_key_reader to read the public keys from")
+    values["encryption_key"] = tuple(dict.fromkeys(names))
 
 
 def _enum(kind: type[enum.IntEnum], name: str, value: Any) -> Any:

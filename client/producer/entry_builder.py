@@ -2,8 +2,9 @@
 
 An entry is the checksum-covered region of a SEND frame, ``[u32 metadata size][MessageMetadata]
 [payload]``, with its CRC32C. The builder writes the MessageMetadata (producer name, sequence id,
-publish time, compression, per-message fields), compresses the payload and splits a message over
-the broker's max message size into chunks. The SEND command around an entry is left to the
+publish time, compression, per-message fields), compresses the payload, splits a message over
+the broker's max message size into chunks and, for an encrypting producer, encrypts each entry's
+payload after compression (each chunk on its own, as the official clients do). The SEND command around an entry is left to the
 partition producer: its producer id changes with every connection while the entry does not, so a
 resend after a reconnect writes the same bytes with the same checksum.
 """
@@ -14,6 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..crypto import MessageEncryptor
 from ..exceptions import MessageTooBig
 from ..protocol.batch import set_message_fields
 from ..protocol.checksum import crc32c
@@ -47,10 +49,25 @@ class EntryBuilder:
     """
 
     __slots__ = (
-        "producer_name", "max_message_size", "schema_version", "_schema_field", "_compression", "_chunking", "_stats", "_key_b64"
+        "producer_name",
+        "max_message_size",
+        "schema_version",
+        "encryptor",
+        "_schema_field",
+        "_compression",
+        "_chunking",
+        "_stats",
+        "_key_b64",
     )
 
-    def __init__(self, compression: CompressionType, chunking_enabled: bool, stats: ProducerStats, key_b64: bool = False) -> None:
+    def __init__(
+        self,
+        compression: CompressionType,
+        chunking_enabled: bool,
+        stats: ProducerStats,
+        key_b64: bool = False,
+        encryptor: MessageEncryptor | None = None,
+    ) -> None:
         self.producer_name = ""
         self.max_message_size = 0
         self.schema_version = b""
@@ -62,6 +79,7 @@ class EntryBuilder:
         self._stats = stats
         # Partition keys are base64 (the keys of a SEPARATED key/value schema): flagged so in the metadata.
         self._key_b64 = key_b64
+        self.encryptor = encryptor
 
     def connected(self, producer_name: str, max_message_size: int, schema_version: bytes = b"") -> None:
         """Take the name the broker accepted the producer under, its connection's max message size and
@@ -87,7 +105,7 @@ class EntryBuilder:
             batch.last_sequence_id if batch.last_sequence_id > batch.first_sequence_id else None,
         ) + self._schema_field
         self._stats.record_written(count, len(batch.payload), len(payload), True)
-        return _entry(metadata, payload)
+        return self._sealed(metadata, payload)
 
     def message_entries(
         self,
@@ -110,14 +128,17 @@ class EntryBuilder:
         payload = compress(compression, content)
         size = len(content)
         self._stats.record_written(1, size, len(payload), False)
-        limit = self.max_message_size
+        encryptor = self.encryptor
+        # What encryption adds, counted against the limit (the official clients leave it to the
+        # broker's headroom; counting it keeps every entry under the max message size).
+        limit = self.max_message_size - (encryptor.overhead if encryptor is not None else 0)
         if len(payload) <= limit and (
             properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value
         ):
             metadata = encode_plain_metadata(
                 self.producer_name, sequence_id, int(time.time() * 1000), int(compression), size
             ) + self._schema_field
-            return [_entry(metadata, payload)]
+            return [self._sealed(metadata, payload)]
         full = MessageMetadata(
             producer_name=self.producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
         )
@@ -132,14 +153,26 @@ class EntryBuilder:
         if null_value:
             full.null_value = True
         if len(payload) <= limit:
-            return [_entry(full, payload)]
+            return [self._sealed(full, payload)]
         if not self._chunking:
+            overhead = self.max_message_size - limit
             raise MessageTooBig(
-                f"message of {len(payload)} bytes exceeds the broker's max message size of {limit} bytes "
+                f"message of {len(payload)} bytes{f' (+{overhead} of encryption)' if overhead else ''} exceeds the "
+                f"broker's max message size of {self.max_message_size} bytes "
                 "(enable chunking_enabled with batching off to send it in chunks)"
             )
         chunks = split_into_chunks(bytes(payload), full, chunk_size_for(limit, full))
-        return [_entry(chunk_metadata, part.tobytes()) for chunk_metadata, part in chunks]
+        return [self._sealed(chunk_metadata, part) for chunk_metadata, part in chunks]
+
+    def _sealed(self, metadata: MessageMetadata | bytes, payload: bytes | bytearray | memoryview) -> Entry:
+        """The entry of ``metadata`` and ``payload``, the payload encrypted if the producer encrypts."""
+        encryptor = self.encryptor
+        if encryptor is None:
+            return _entry(metadata, payload)
+        payload, fields = encryptor.encrypt(payload)
+        # Appended serialized fields merge into the message, as protobuf defines it.
+        serialized = metadata if isinstance(metadata, bytes) else metadata.SerializeToString()
+        return _entry(serialized + fields, payload)
 
 
 def _entry(metadata: MessageMetadata | bytes, payload: bytes | bytearray | memoryview) -> Entry:

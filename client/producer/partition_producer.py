@@ -124,7 +124,7 @@ class PartitionProducer:
                 producer_access_mode=int(self._config.access_mode),
                 metadata=self._metadata or None,
                 schema=self._config.declared_schema,
-                epoch=self._epoch,
+                epoch=self._epoch, encrypted=self._config.encrypted,
             )
         except BaseException as exc:
             connection.producers.pop(producer_id, None)

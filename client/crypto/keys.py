@@ -1,0 +1,126 @@
+"""Where the RSA keys of end-to-end encryption come from, and what is done with them.
+
+A producer wraps its AES data key with the public key of every key name it encrypts for; a
+consumer unwraps it with the private key of whichever name it holds. Both ask a key reader for
+the key of a name, as PEM bytes plus metadata: the metadata a producer's reader returns travels in
+the message with the wrapped key, and a consumer's reader is handed it back.
+
+The wrapping is RSA with OAEP padding over SHA-1 and MGF1-SHA-1 (OpenSSL's OAEP defaults in the
+C++ client, ``RSA/NONE/OAEPWithSHA1AndMGF1Padding`` in the Java client). The Java client also
+accepts EC keys (ECIES); the C++ client, whose behaviour this client follows, accepts RSA only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+
+from ..exceptions import CryptoError
+
+__all__ = ["CryptoKeyReader", "EncryptionKeyInfo", "KeyReader", "unwrap_data_key", "wrap_data_key"]
+
+_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
+
+
+@dataclass(frozen=True)
+class EncryptionKeyInfo:
+    """One key as a reader returns it: PEM bytes, and metadata to send along with the wrapped data key."""
+
+    key: bytes
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class KeyReader(Protocol):
+    """What producers and consumers ask for keys: :class:`CryptoKeyReader`, or any object with
+    these two methods (to pick a key file by name, or fetch keys from a vault)."""
+
+    def get_public_key(self, key_name: str, metadata: Mapping[str, str]) -> EncryptionKeyInfo:
+        """The public key a producer wraps its data key with for ``key_name``."""
+        ...
+
+    def get_private_key(self, key_name: str, metadata: Mapping[str, str]) -> EncryptionKeyInfo:
+        """The private key a consumer unwraps the data key of ``key_name`` with; ``metadata`` is
+        what the producer's reader returned with the public key."""
+        ...
+
+
+class CryptoKeyReader:
+    """The official default key reader: one public and one private PEM file, whatever the key name.
+
+    The files are read on each request, so a key replaced on disk is picked up by the next data
+    key a producer generates (every four hours) and by the next data key a consumer meets.
+    """
+
+    def __init__(self, public_key_path: str, private_key_path: str):
+        for name, value in (("public_key_path", public_key_path), ("private_key_path", private_key_path)):
+            if not isinstance(value, str):
+                raise ValueError(f"Argument {name} is expected to be of type 'str' and not '{type(value).__name__}'")
+        self.public_key_path = public_key_path
+        self.private_key_path = private_key_path
+
+    def get_public_key(self, key_name: str, metadata: Mapping[str, str]) -> EncryptionKeyInfo:
+        """The public key file's contents (the same for every ``key_name``)."""
+        return EncryptionKeyInfo(_read(self.public_key_path, "public", key_name))
+
+    def get_private_key(self, key_name: str, metadata: Mapping[str, str]) -> EncryptionKeyInfo:
+        """The private key file's contents (the same for every ``key_name``)."""
+        return EncryptionKeyInfo(_read(self.private_key_path, "private", key_name))
+
+    def __repr__(self) -> str:
+        return f"CryptoKeyReader({self.public_key_path!r}, {self.private_key_path!r})"
+
+
+def _read(path: str, kind: str, key_name: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:
+        raise CryptoError(f"cannot read the {kind} key file {path!r} for key {key_name!r}: {exc.strerror}") from None
+
+
+def wrap_data_key(key_name: str, public_pem: bytes, data_key: bytes) -> bytes:
+    """``data_key`` encrypted with the RSA public key in ``public_pem``.
+
+    Raises:
+        CryptoError: the PEM holds no public key, or one that is not RSA.
+    """
+    try:
+        public_key = serialization.load_pem_public_key(public_pem)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise CryptoError(f"the public key of {key_name!r} is not a PEM public key: {exc}") from None
+    if not isinstance(public_key, rsa.RSAPublicKey):
+        raise CryptoError(f"the public key of {key_name!r} is {_kind(public_key)}: only RSA keys are supported")
+    try:
+        return public_key.encrypt(data_key, _OAEP)
+    except ValueError as exc:  # a key too small for OAEP over SHA-1 and a 32-byte data key
+        raise CryptoError(f"cannot wrap the data key with the public key of {key_name!r}: {exc}") from None
+
+
+def unwrap_data_key(key_name: str, private_pem: bytes, wrapped: bytes) -> bytes:
+    """The data key in ``wrapped``, decrypted with the RSA private key in ``private_pem``.
+
+    Raises:
+        CryptoError: the PEM holds no usable private key, or it is not the key ``wrapped`` was made for.
+    """
+    try:
+        private_key = serialization.load_pem_private_key(private_pem, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise CryptoError(f"the private key of {key_name!r} is not an unencrypted PEM private key: {exc}") from None
+    if not isinstance(private_key, rsa.RSAPrivateKey):
+        raise CryptoError(f"the private key of {key_name!r} is {_kind(private_key)}: only RSA keys are supported")
+    try:
+        return private_key.decrypt(wrapped, _OAEP)
+    except ValueError:
+        raise CryptoError(f"the private key of {key_name!r} does not unwrap the message's data key") from None
+
+
+def _kind(key: object) -> str:
+    if isinstance(key, (ec.EllipticCurvePublicKey, ec.EllipticCurvePrivateKey)):
+        return "an EC key"
+    return f"a {type(key).__name__}"
