@@ -15,21 +15,28 @@ from .dependencies import CLIENT_DEPENDENCIES, check
 # Before anything imports them: a version outside the declared range fails here, by name.
 check(CLIENT_DEPENDENCIES)
 
-from . import exceptions  # noqa: E402
+from . import exceptions, schema  # noqa: E402
 from .auth import Authentication, AuthenticationToken
 from .client import Client
 from .consumer import (
+    BatchReceivePolicy,
     Consumer,
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
     ConsumerType,
+    DeadLetterPolicyBuilder,
     InitialPosition,
     KeySharedMode,
+    KeySharedPolicy,
     Message,
     Reader,
+    RegexSubscriptionMode,
 )
+from .consumer.message_batch import MessageBatch
 from .exceptions import *  # noqa: F403
+from .failover import AutoClusterFailover
+from .loggers import ConsoleLogger, FileLogger, LoggerLevel
 from .producer import (
     BatchingType,
     CompressionType,
@@ -40,28 +47,43 @@ from .producer import (
     recommend_settings,
 )
 from .protocol.message_id import MessageId
+from .schema import BytesSchema
+from .service_info import ServiceInfo, ServiceInfoProvider
 
 __all__ = [
     "Authentication",
     "AuthenticationToken",
+    "AutoClusterFailover",
+    "BatchReceivePolicy",
     "BatchingType",
+    "BytesSchema",
     "Client",
     "CompressionType",
+    "ConsoleLogger",
     "Consumer",
     "ConsumerBatchReceivePolicy",
     "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerType",
+    "DeadLetterPolicyBuilder",
+    "FileLogger",
     "HashingScheme",
     "InitialPosition",
     "KeySharedMode",
+    "KeySharedPolicy",
+    "LoggerLevel",
     "Message",
+    "MessageBatch",
     "MessageId",
     "PartitionsRoutingMode",
     "Producer",
     "ProducerAccessMode",
     "Reader",
+    "RegexSubscriptionMode",
+    "ServiceInfo",
+    "ServiceInfoProvider",
     "recommend_settings",
+    "schema",
 ]
 
 # Result, PulsarException and every exception class by its official name (pulsar.Timeout, ...).

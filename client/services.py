@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 if TYPE_CHECKING:
     # Type-only: the producer package imports this module for its own annotations.
     from .connection import Connection
+    from .consumer.settings import InitialPosition
     from .producer.limits import MemoryLimit
     from .protocol.message_id import MessageId
     from .timer import Timer
@@ -29,6 +30,14 @@ class Closeable(Protocol):
 
     def close(self) -> None:
         """Release it (flushing a producer first); idempotent."""
+        ...
+
+    def shutdown(self) -> None:
+        """Release it at once: no flush, nothing sent to the broker; pending sends fail."""
+        ...
+
+    def log_stats(self) -> None:
+        """Log one line of its statistics (the client's ``stats_interval_in_seconds``)."""
         ...
 
 
@@ -97,6 +106,6 @@ class ClientServices(Protocol):
         """A producer on ``topic``; a consumer opens one on its dead-letter topic."""
         ...
 
-    def subscribe(self, topic: str, subscription_name: str, *, initial_position: int = ...) -> Closeable:
+    def subscribe(self, topic: str, subscription_name: str, *, initial_position: InitialPosition = ...) -> Closeable:
         """A consumer on ``topic``; a consumer makes its dead-letter topic's initial subscription with one."""
         ...

@@ -405,6 +405,14 @@ class PartitionConsumer:
                 log.info("closing consumer %s on %s: %s", self.consumer_name, self.topic, exc)
         self._shutdown()
 
+    def shutdown(self) -> None:
+        """Stop at once: no ack flush, no CLOSE_CONSUMER."""
+        connection = self.connection_handler.connection
+        self.connection_handler.closing = True
+        if connection is not None:
+            connection.consumers.pop(self.consumer_id, None)
+        self._shutdown()
+
     def _shutdown(self) -> None:
         self.connection_handler.close()
         self.epoch += 1
@@ -458,6 +466,7 @@ def _subscribe_fields(
         "consumer_name": consumer_name,
         "durable": settings.durable,
         "read_compacted": settings.is_read_compacted or None,
+        "replicate_subscription_state": settings.replicate_subscription_state_enabled or None,
         "initialPosition": CommandSubscribe.Earliest if settings.initial_position else CommandSubscribe.Latest,
         "metadata": [KeyValue(key=k, value=v) for k, v in (settings.properties or {}).items()] or None,
     }

@@ -419,6 +419,22 @@ class PartitionProducer:
             if self._closing:
                 return
         self.flush()
+        connection, producer_id = self._stop()
+        if connection is not None:
+            connection.producers.pop(producer_id, None)
+            try:
+                connection.call(T.CLOSE_PRODUCER, self._client.operation_timeout, producer_id=producer_id)
+            except PulsarException as exc:
+                log.info("%s: CLOSE_PRODUCER failed: %s", self.topic, exc)
+
+    def shutdown(self) -> None:
+        """Stop at once: no flush, no CLOSE_PRODUCER; pending messages fail with AlreadyClosed."""
+        connection, producer_id = self._stop()
+        if connection is not None:
+            connection.producers.pop(producer_id, None)
+
+    def _stop(self) -> tuple[Connection | None, int]:
+        """Refuse further sends and fail what is pending; the connection the producer had, and its id."""
         with self._lock:
             self._closing = True
             self._closed.set()
@@ -427,12 +443,7 @@ class PartitionProducer:
             self._ready = False
             leftovers = self._pending.pop_all()
         self._fail(leftovers, AlreadyClosed(f"producer on {self.topic} was closed"))
-        if connection is not None:
-            connection.producers.pop(producer_id, None)
-            try:
-                connection.call(T.CLOSE_PRODUCER, self._client.operation_timeout, producer_id=producer_id)
-            except PulsarException as exc:
-                log.info("%s: CLOSE_PRODUCER failed: %s", self.topic, exc)
+        return connection, producer_id
 
     # ---- state ----
 
