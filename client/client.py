@@ -225,7 +225,10 @@ class Client(ClientFactories):
             url = response.brokerServiceUrlTls if self.use_tls else response.brokerServiceUrl
             if response.proxy_through_service_url:
                 return self.service_connection()
-            target = ServiceUrl(url).hosts[0]
+            try:
+                target = ServiceUrl(url).hosts[0]
+            except ValueError as exc:  # the broker's answer, not the user's argument
+                raise exception_for(Result.InvalidConfiguration, f"lookup of {topic} answered {exc}") from None
             if response.response == CommandLookupTopicResponse.Redirect:
                 connection = self.connection_to(*target)
                 authoritative = response.authoritative

@@ -270,7 +270,7 @@ class Consumer:
         if self._closed:
             return
         for child in list(self._children.values()):
-            child.shutdown()
+            child.close(graceful=False)
         self._finish_close()
 
     def log_stats(self) -> None:

@@ -136,7 +136,7 @@ class ProducerConfig:
         if values.get("chunking_enabled"):
             # Batching is on only by our default; chunking asked for explicitly wins over it.
             if values.get("batching_enabled"):
-                raise ValueError("Batching and chunking of messages can't be enabled together.")
+                raise ValueError("Batching and chunking of messages can't be enabled together (batching_enabled, chunking_enabled).")
             values["batching_enabled"] = False
         config = cls(**values)
         return config

@@ -278,7 +278,7 @@ class Producer:
         if self._stats_handle is not None:
             self._stats_handle.cancel()
         for partition in self._partitions:
-            partition.shutdown()
+            partition.close(graceful=False)
         self._client.unregister(self)
 
     def topic(self) -> str:
