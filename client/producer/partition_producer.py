@@ -416,6 +416,7 @@ class PartitionProducer:
         if graceful:
             self.flush()
         with self._lock:
+            self._accumulator.flush()  # an open batch (left only by a shutdown) fails with the pending ops
             self._closing = True
             self._closed.set()
             connection, producer_id = self._connection, self._producer_id
