@@ -24,7 +24,7 @@ from .producer.limits import MemoryLimit
 from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
 from .schema import SchemaInfo
 from .service_info import ServiceInfo, ServiceInfoProvider, ServiceUrl
-from .services import Closeable
+from .services import TrackedHandler
 from .timer import Timer
 from .tls import TlsOptions
 from .topic_name import TopicName
@@ -128,7 +128,7 @@ class Client(ClientFactories):
         self.timer = Timer()
         self._pool: dict[tuple[str, int], Connection] = {}
         self._pool_lock = threading.Lock()
-        self._handlers: list[Closeable] = []
+        self._handlers: list[TrackedHandler] = []
         self._closed = False
         self._stats_handle = self.timer.call_every(stats_interval_in_seconds, self._log_stats) if stats_interval_in_seconds else None
         if self._provider is not None:
@@ -267,11 +267,11 @@ class Client(ClientFactories):
 
     # ---- lifecycle ----
 
-    def register(self, handler: Closeable) -> None:
+    def register(self, handler: TrackedHandler) -> None:
         """Track a producer, consumer or reader so ``close()`` closes it."""
         self._handlers.append(handler)
 
-    def unregister(self, handler: Closeable) -> None:
+    def unregister(self, handler: TrackedHandler) -> None:
         """Forget a closed producer, consumer or reader."""
         if handler in self._handlers:
             self._handlers.remove(handler)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .protocol.message_id import MessageId
     from .timer import Timer
 
-__all__ = ["ClientServices", "Closeable", "DeadLetterSender"]
+__all__ = ["ClientServices", "Closeable", "DeadLetterSender", "TrackedHandler"]
 
 R = TypeVar("R")
 
@@ -32,12 +32,17 @@ class Closeable(Protocol):
         """Release it (flushing a producer first); idempotent."""
         ...
 
+
+class TrackedHandler(Closeable, Protocol):
+    """A producer or consumer as the client tracks it: closed with it, shut down with it, and asked
+    for its stats line every ``stats_interval_in_seconds``."""
+
     def shutdown(self) -> None:
         """Release it at once: no flush, nothing sent to the broker; pending sends fail."""
         ...
 
     def log_stats(self) -> None:
-        """Log one line of its statistics (the client's ``stats_interval_in_seconds``)."""
+        """Log one line of its statistics."""
         ...
 
 
@@ -94,11 +99,11 @@ class ClientServices(Protocol):
         """Partitions of ``topic`` from its partitioned metadata; 0 for a non-partitioned topic."""
         ...
 
-    def register(self, handler: Closeable) -> None:
+    def register(self, handler: TrackedHandler) -> None:
         """Track a producer, consumer or reader once it is open, so closing the client closes it."""
         ...
 
-    def unregister(self, handler: Closeable) -> None:
+    def unregister(self, handler: TrackedHandler) -> None:
         """Forget a handler that closed itself (unknown handlers are ignored)."""
         ...
 

@@ -143,7 +143,12 @@ def _received_topics(consumer: Any, expected: int) -> set[str]:
     ],
 )
 def test_regex_subscription_mode_picks_the_kinds_of_topic(
-    broker: Any, broker_kind: str, official: pulsar.Client, our_client: Client, topic_name: str, mode: RegexSubscriptionMode, wanted: set[str]
+    broker_kind: str,
+    official: pulsar.Client,
+    our_client: Client,
+    topic_name: str,
+    mode: RegexSubscriptionMode,
+    wanted: set[str],
 ) -> None:
     base = re.sub(r"[^\w]", "", topic_name)[-20:]
     names = {"persistent": f"persistent://public/default/rx{base}-p"}
