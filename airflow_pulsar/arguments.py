@@ -226,6 +226,6 @@ def producer_settings(settings: Mapping[str, Any] | None, name: str = "producer_
             result[key] = enum_member(enum_type, result[key], f"{name}[{key!r}]")
     try:
         ProducerConfig.from_settings(**result)
-    except Exception as exc:  # InvalidConfiguration or TypeError for unknown names
+    except Exception as exc:  # ValueError, or TypeError for unknown names
         raise ValueError(f"{name}: {exc}") from None
     return result

@@ -15,7 +15,7 @@ from .dependencies import CLIENT_DEPENDENCIES, check
 # Before anything imports them: a version outside the declared range fails here, by name.
 check(CLIENT_DEPENDENCIES)
 
-from . import exceptions  # noqa: E402
+from . import exceptions, schema  # noqa: E402
 from .auth import (
     Authentication,
     AuthenticationBasic,
@@ -25,18 +25,25 @@ from .auth import (
 )
 from .client import Client
 from .consumer import (
+    BatchReceivePolicy,
     Consumer,
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
     ConsumerType,
+    DeadLetterPolicyBuilder,
     InitialPosition,
     KeySharedMode,
+    KeySharedPolicy,
     Message,
     Reader,
+    RegexSubscriptionMode,
 )
+from .consumer.message_batch import MessageBatch
 from .crypto import ConsumerCryptoFailureAction, CryptoKeyReader, EncryptionContext, EncryptionKey
 from .exceptions import *  # noqa: F403
+from .failover import AutoClusterFailover
+from .loggers import ConsoleLogger, FileLogger, LoggerLevel
 from .producer import (
     BatchingType,
     CompressionType,
@@ -47,6 +54,8 @@ from .producer import (
     recommend_settings,
 )
 from .protocol.message_id import MessageId
+from .schema import BytesSchema
+from .service_info import ServiceInfo, ServiceInfoProvider
 
 __all__ = [
     "Authentication",
@@ -54,9 +63,13 @@ __all__ = [
     "AuthenticationOauth2",
     "AuthenticationTLS",
     "AuthenticationToken",
+    "AutoClusterFailover",
+    "BatchReceivePolicy",
     "BatchingType",
+    "BytesSchema",
     "Client",
     "CompressionType",
+    "ConsoleLogger",
     "Consumer",
     "ConsumerBatchReceivePolicy",
     "ConsumerCryptoFailureAction",
@@ -66,16 +79,25 @@ __all__ = [
     "CryptoKeyReader",
     "EncryptionContext",
     "EncryptionKey",
+    "DeadLetterPolicyBuilder",
+    "FileLogger",
     "HashingScheme",
     "InitialPosition",
     "KeySharedMode",
+    "KeySharedPolicy",
+    "LoggerLevel",
     "Message",
+    "MessageBatch",
     "MessageId",
     "PartitionsRoutingMode",
     "Producer",
     "ProducerAccessMode",
     "Reader",
+    "RegexSubscriptionMode",
+    "ServiceInfo",
+    "ServiceInfoProvider",
     "recommend_settings",
+    "schema",
 ]
 
 # Result, PulsarException and every exception class by its official name (pulsar.Timeout, ...).

@@ -7,26 +7,26 @@ producers, consumers and readers it creates see it only as :class:`~.services.Cl
 from __future__ import annotations
 
 import logging
-import re
-import ssl
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from typing import TypeVar
 
-from .auth import Authentication, load_client_certificate
+from .arguments import check, check_type, check_type_or_none
+from .auth import Authentication
 from .backoff import Backoff
 from .connection import Connection
-from .consumer import Consumer, ConsumerType, Reader, create_reader, subscribe
-from .exceptions import RETRYABLE, AlreadyClosed, InvalidConfiguration, PulsarException, Result, exception_for
-from .producer import Producer, create_producer
+from .exceptions import RETRYABLE, AlreadyClosed, PulsarException, Result, exception_for
+from .factories import ClientFactories
+from .failover import AutoClusterFailover, ClusterFailoverProvider
+from .loggers import ConsoleLogger, FileLogger, LogRoute
 from .producer.limits import MemoryLimit
-from .protocol.message_id import MessageId
 from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
-from .schema import Schema, SchemaInfo
-from .services import Closeable
+from .schema import SchemaInfo
+from .service_info import ServiceInfo, ServiceInfoProvider, ServiceUrl
+from .services import TrackedHandler
 from .timer import Timer
+from .tls import TlsOptions
 from .topic_name import TopicName
 
 log = logging.getLogger(__name__)
@@ -37,73 +37,130 @@ _MAX_REDIRECTS = 20
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
 
 
-class ServiceUrl:
-    """``pulsar://host:port[,host2:port2]`` or ``pulsar+ssl://...``."""
+class Client(ClientFactories):
+    """A Pulsar client; mirrors ``pulsar.Client`` of the official Python package, argument for argument.
 
-    def __init__(self, url: str):
-        parts = urlsplit(url)
-        if parts.scheme not in ("pulsar", "pulsar+ssl"):
-            raise InvalidConfiguration(f"service URL {url!r} must start with pulsar:// or pulsar+ssl://")
-        self.url = url
-        self.tls = parts.scheme == "pulsar+ssl"
-        default_port = 6651 if self.tls else 6650
-        self.hosts: list[tuple[str, int]] = []
-        for hostport in parts.netloc.split(","):
-            host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
-            if not host:
-                raise InvalidConfiguration(f"service URL {url!r} has no host")
-            try:
-                self.hosts.append((host, int(port) if port else default_port))
-            except ValueError:
-                raise InvalidConfiguration(f"service URL {url!r} has a bad port {port!r}") from None
-
-
-class Client:
-    """A Pulsar client; mirrors ``pulsar.Client`` of the official Python package."""
+    ``service_url`` is a ``pulsar://`` or ``pulsar+ssl://`` URL, an :class:`~.failover.AutoClusterFailover`
+    or a :class:`~.service_info.ServiceInfoProvider`. ``io_threads``, ``message_listener_threads``,
+    ``concurrent_lookup_requests``, ``log_conf_file_path`` and ``use_tls`` are accepted and have no
+    effect: each connection has its own reader thread, each listener its own thread, and TLS follows
+    the URL's scheme. Unlike the official client, ``tls_validate_hostname`` defaults to True. After
+    the official arguments come two of this client's own, by keyword only: ``memory_limit_bytes``
+    (shared by every producer; 0 or None means unbounded) and ``keep_alive_interval_seconds``.
+    """
 
     def __init__(
         self,
-        service_url: str,
+        service_url: str | AutoClusterFailover | ServiceInfoProvider,
         authentication: Authentication | None = None,
         operation_timeout_seconds: float = 30,
-        connection_timeout_ms: int = 10_000,
-        memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
+        io_threads: int = 1,
+        message_listener_threads: int = 1,
+        concurrent_lookup_requests: int = 50000,
+        log_conf_file_path: str | None = None,
+        stats_interval_in_seconds: int = 600,
         use_tls: bool = False,
         tls_trust_certs_file_path: str | None = None,
         tls_allow_insecure_connection: bool = False,
         tls_validate_hostname: bool = True,
-        tls_certificate_file_path: str | None = None,
+        logger: logging.Logger | ConsoleLogger | FileLogger | None = None,
+        connection_timeout_ms: int = 10_000,
+        listener_name: str | None = None,
         tls_private_key_file_path: str | None = None,
+        tls_certificate_file_path: str | None = None,
+        *,
+        memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
         keep_alive_interval_seconds: float = 30,
     ):
-        self.service_url = ServiceUrl(service_url)
-        if operation_timeout_seconds is None or operation_timeout_seconds <= 0:
-            raise InvalidConfiguration(f"operation_timeout_seconds must be positive, got {operation_timeout_seconds}")
-        self.authentication = authentication
+        check_type((str, AutoClusterFailover, ServiceInfoProvider), service_url, "service_url")
+        if not isinstance(service_url, str) and authentication is not None:
+            raise ValueError("Argument authentication is not supported with a failover or provider service_url; set it on each ServiceInfo")
+        if not isinstance(service_url, str) and tls_trust_certs_file_path is not None:
+            raise ValueError(
+                "Argument tls_trust_certs_file_path is not supported with a failover or provider service_url; set it on each ServiceInfo"
+            )
+        check_type_or_none(Authentication, authentication, "authentication")
+        check_type((int, float), operation_timeout_seconds, "operation_timeout_seconds")
+        check(operation_timeout_seconds > 0, "operation_timeout_seconds", "positive", operation_timeout_seconds)
+        for name, value in (
+            ("io_threads", io_threads),
+            ("message_listener_threads", message_listener_threads),
+            ("concurrent_lookup_requests", concurrent_lookup_requests),
+            ("stats_interval_in_seconds", stats_interval_in_seconds),
+            ("connection_timeout_ms", connection_timeout_ms),
+        ):
+            check_type(int, value, name)
+        check(stats_interval_in_seconds >= 0, "stats_interval_in_seconds", ">= 0", stats_interval_in_seconds)
+        for name, flag in (
+            ("use_tls", use_tls),
+            ("tls_allow_insecure_connection", tls_allow_insecure_connection),
+            ("tls_validate_hostname", tls_validate_hostname),
+        ):
+            check_type(bool, flag, name)
+        for name, text in (
+            ("log_conf_file_path", log_conf_file_path),
+            ("tls_trust_certs_file_path", tls_trust_certs_file_path),
+            ("listener_name", listener_name),
+            ("tls_private_key_file_path", tls_private_key_file_path),
+            ("tls_certificate_file_path", tls_certificate_file_path),
+        ):
+            check_type_or_none(str, text, name)
+        check_type_or_none(int, memory_limit_bytes, "memory_limit_bytes")
+        self._log_route = LogRoute(logger) if logger is not None else None
         self.operation_timeout = float(operation_timeout_seconds)
         self.connection_timeout = connection_timeout_ms / 1000
         self.memory_limit_bytes = memory_limit_bytes
         # Shared by every producer of this client; 0 (or None) means unbounded.
         self.memory_limit = MemoryLimit(int(memory_limit_bytes or 0))
         self.keepalive_seconds = keep_alive_interval_seconds
-        self.use_tls = use_tls or self.service_url.tls
-        self._tls_context = (
-            _tls_context(
-                tls_trust_certs_file_path,
-                tls_allow_insecure_connection,
-                tls_validate_hostname,
-                tls_certificate_file_path,
-                tls_private_key_file_path,
-                authentication,
-            )
-            if self.use_tls
-            else None
+        self.listener_name = listener_name or ""
+        self._tls_options = TlsOptions(
+            tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path, tls_private_key_file_path
         )
+        if isinstance(service_url, str):
+            self._provider: ServiceInfoProvider | None = None
+            self._use_service(ServiceInfo(service_url, authentication, tls_trust_certs_file_path))
+        else:
+            self._provider = ClusterFailoverProvider(service_url) if isinstance(service_url, AutoClusterFailover) else service_url
+            initial = self._provider.initial_service_info()
+            check_type(ServiceInfo, initial, "initial_service_info()")
+            self._use_service(initial)
         self.timer = Timer()
         self._pool: dict[tuple[str, int], Connection] = {}
         self._pool_lock = threading.Lock()
-        self._handlers: list[Closeable] = []
+        self._handlers: list[TrackedHandler] = []
         self._closed = False
+        self._stats_handle = self.timer.call_every(stats_interval_in_seconds, self._log_stats) if stats_interval_in_seconds else None
+        if self._provider is not None:
+            self._provider.initialize(self._switch_service)
+
+    # ---- the service in use ----
+
+    def _use_service(self, info: ServiceInfo) -> None:
+        self._service_info = info
+        self.service_url = ServiceUrl(info.service_url)
+        self.authentication = info.authentication
+        self._tls_context = self._tls_options.context(info.tls_trust_certs_file_path, info.authentication) if info.use_tls else None
+
+    @property
+    def use_tls(self) -> bool:
+        """Whether the service in use is reached over TLS (``pulsar+ssl://``)."""
+        return self.service_url.tls
+
+    def get_service_info(self) -> ServiceInfo:
+        """The cluster endpoint in use (it changes when a failover switches clusters)."""
+        return self._service_info
+
+    def _switch_service(self, info: ServiceInfo) -> None:
+        """Move to another cluster: every connection closes, and producers and consumers reconnect there."""
+        check_type(ServiceInfo, info, "service_info")
+        with self._pool_lock:
+            self._use_service(info)
+            connections = list(self._pool.values())
+            self._pool.clear()
+        log.info("service URL is now %s", info.service_url)
+        for connection in connections:
+            connection.close()
 
     # ---- connections ----
 
@@ -159,12 +216,19 @@ class Client:
         authoritative = False
         for _ in range(_MAX_REDIRECTS):
             response = connection.call(
-                T.LOOKUP, self.operation_timeout, topic=topic, authoritative=authoritative, advertised_listener_name=""
+                T.LOOKUP,
+                self.operation_timeout,
+                topic=topic,
+                authoritative=authoritative,
+                advertised_listener_name=self.listener_name,
             )
             url = response.brokerServiceUrlTls if self.use_tls else response.brokerServiceUrl
             if response.proxy_through_service_url:
                 return self.service_connection()
-            target = ServiceUrl(url).hosts[0]
+            try:
+                target = ServiceUrl(url).hosts[0]
+            except ValueError as exc:  # the broker's answer, not the user's argument
+                raise exception_for(Result.InvalidConfiguration, f"lookup of {topic} answered {exc}") from None
             if response.response == CommandLookupTopicResponse.Redirect:
                 connection = self.connection_to(*target)
                 authoritative = response.authoritative
@@ -201,45 +265,13 @@ class Client:
 
         return self.with_retries(f"schema version {version} of {name}", ask)
 
-    # ---- factories ----
-
-    def create_producer(
-        self, topic: str, producer_name: str | None = None, schema: Schema[Any] | None = None, **settings: Any
-    ) -> Producer:
-        """A producer on ``topic`` (partitioned or not) sending values encoded by ``schema`` (default: bytes);
-        settings as ``pulsar.Client.create_producer``, in its order."""
-        return create_producer(self, topic, producer_name=producer_name, schema=schema, **settings)
-
-    def subscribe(
-        self,
-        topic: str | list[str] | re.Pattern[str],
-        subscription_name: str,
-        consumer_type: ConsumerType = ConsumerType.Exclusive,
-        schema: Schema[Any] | None = None,
-        **settings: Any,
-    ) -> Consumer:
-        """A consumer on a topic, a list of topics or a regex pattern, whose messages' ``value()`` decodes
-        with ``schema`` (default: bytes); settings as ``pulsar.Client.subscribe``, in its order."""
-        if isinstance(schema, Schema):  # anything else is refused, by name, with the other settings
-            schema.attach_client(self)
-        return subscribe(self, topic, subscription_name, consumer_type=consumer_type, schema=schema, **settings)
-
-    def create_reader(
-        self, topic: str, start_message_id: MessageId, schema: Schema[Any] | None = None, **settings: Any
-    ) -> Reader:
-        """A reader from ``start_message_id`` decoding with ``schema`` (default: bytes); settings as
-        ``pulsar.Client.create_reader``, in its order."""
-        if isinstance(schema, Schema):  # anything else is refused, by name, with the other settings
-            schema.attach_client(self)
-        return create_reader(self, topic, start_message_id, schema, **settings)
-
     # ---- lifecycle ----
 
-    def register(self, handler: Closeable) -> None:
+    def register(self, handler: TrackedHandler) -> None:
         """Track a producer, consumer or reader so ``close()`` closes it."""
         self._handlers.append(handler)
 
-    def unregister(self, handler: Closeable) -> None:
+    def unregister(self, handler: TrackedHandler) -> None:
         """Forget a closed producer, consumer or reader."""
         if handler in self._handlers:
             self._handlers.remove(handler)
@@ -253,34 +285,38 @@ class Client:
                 handler.close()
             except PulsarException as exc:
                 log.warning("closing %s failed: %s", handler, exc)
+        self._release()
+
+    def shutdown(self) -> None:
+        """Close everything at once, without waiting: no flush, no close handshake with the broker;
+        pending sends fail with AlreadyClosed."""
+        if self._closed:
+            return
         self._closed = True
+        for handler in list(self._handlers):
+            handler.shutdown()
+        self._release()
+
+    def _release(self) -> None:
+        self._closed = True
+        if self._provider is not None:
+            self._provider.close()
         with self._pool_lock:
             connections = list(self._pool.values())
             self._pool.clear()
         for connection in connections:
             connection.close()
         self.timer.close()
+        if self._log_route is not None:
+            self._log_route.close()
+
+    def _log_stats(self) -> None:
+        """Every ``stats_interval_in_seconds``: one stats line per producer and consumer, as the official client logs them."""
+        for handler in list(self._handlers):
+            handler.log_stats()
 
     def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _tls_context(
-    trust_certs: str | None,
-    allow_insecure: bool,
-    validate_hostname: bool,
-    cert_file: str | None,
-    key_file: str | None,
-    authentication: Authentication | None,
-) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=trust_certs)
-    if allow_insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        context.check_hostname = validate_hostname
-    load_client_certificate(context, authentication, cert_file, key_file)
-    return context

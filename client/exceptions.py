@@ -65,7 +65,7 @@ __all__ = [
 class Result(enum.Enum):
     """Outcome passed to asynchronous callbacks."""
 
-    # The official client's names in its order; the numbers are this client's own, never sent.
+    # The official client's names and numbers (never sent on the wire).
     Ok = 0
     UnknownError = 1
     InvalidConfiguration = 2
@@ -76,43 +76,42 @@ class Result(enum.Enum):
     AuthenticationError = 7
     AuthorizationError = 8
     ErrorGettingAuthenticationData = 9
-    BrokerMetadataError = 11
-    BrokerPersistenceError = 12
-    ChecksumError = 13
-    ConsumerBusy = 14
-    NotConnected = 15
-    AlreadyClosed = 16
-    InvalidMessage = 17
-    ConsumerNotInitialized = 18
-    ProducerNotInitialized = 19
-    ProducerBusy = 20
-    TooManyLookupRequestException = 21
-    InvalidTopicName = 23
-    InvalidUrl = 24
-    ServiceUnitNotReady = 25
-    OperationNotSupported = 26
-    ProducerBlockedQuotaExceededError = 27
-    ProducerBlockedQuotaExceededException = 28
-    ProducerQueueIsFull = 29
-    MessageTooBig = 30
-    TopicNotFound = 31
-    SubscriptionNotFound = 32
-    ConsumerNotFound = 33
-    UnsupportedVersionError = 34
-    TopicTerminated = 35
-    CryptoError = 36
-    IncompatibleSchema = 37
-    ConsumerAssignError = 38
-    CumulativeAcknowledgementNotAllowedError = 39
-    TransactionCoordinatorNotFoundError = 40
-    InvalidTxnStatusError = 41
-    NotAllowedError = 43
-    TransactionConflict = 44
+    BrokerMetadataError = 10
+    BrokerPersistenceError = 11
+    ChecksumError = 12
+    ConsumerBusy = 13
+    NotConnected = 14
+    AlreadyClosed = 15
+    InvalidMessage = 16
+    ConsumerNotInitialized = 17
+    ProducerNotInitialized = 18
+    ProducerBusy = 19
+    TooManyLookupRequestException = 20
+    InvalidTopicName = 21
+    InvalidUrl = 22
+    ServiceUnitNotReady = 23
+    OperationNotSupported = 24
+    ProducerBlockedQuotaExceededError = 25
+    ProducerBlockedQuotaExceededException = 26
+    ProducerQueueIsFull = 27
+    MessageTooBig = 28
+    TopicNotFound = 29
+    SubscriptionNotFound = 30
+    ConsumerNotFound = 31
+    UnsupportedVersionError = 32
+    TopicTerminated = 33
+    CryptoError = 34
+    IncompatibleSchema = 35
+    ConsumerAssignError = 36
+    CumulativeAcknowledgementNotAllowedError = 37
+    TransactionCoordinatorNotFoundError = 38
+    InvalidTxnStatusError = 39
+    NotAllowedError = 40
+    TransactionConflict = 41
     TransactionNotFound = 42
-    ProducerFenced = 45
-    MemoryBufferIsFull = 46
-    Interrupted = 47
-
+    ProducerFenced = 43
+    MemoryBufferIsFull = 44
+    Interrupted = 45
 
 class PulsarException(Exception):
     """Base of every client error; ``result`` says which."""

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 if TYPE_CHECKING:
     # Type-only: the producer package imports this module for its own annotations.
     from .connection import Connection
+    from .consumer.settings import InitialPosition
     from .producer.limits import MemoryLimit
     from .protocol.message_id import MessageId
     from .timer import Timer
 
-__all__ = ["ClientServices", "Closeable", "DeadLetterSender"]
+__all__ = ["ClientServices", "Closeable", "DeadLetterSender", "TrackedHandler"]
 
 R = TypeVar("R")
 
@@ -29,6 +30,19 @@ class Closeable(Protocol):
 
     def close(self) -> None:
         """Release it (flushing a producer first); idempotent."""
+        ...
+
+
+class TrackedHandler(Closeable, Protocol):
+    """A producer or consumer as the client tracks it: closed with it, shut down with it, and asked
+    for its stats line every ``stats_interval_in_seconds``."""
+
+    def shutdown(self) -> None:
+        """Release it at once: no flush, nothing sent to the broker; pending sends fail."""
+        ...
+
+    def log_stats(self) -> None:
+        """Log one line of its statistics."""
         ...
 
 
@@ -85,11 +99,11 @@ class ClientServices(Protocol):
         """Partitions of ``topic`` from its partitioned metadata; 0 for a non-partitioned topic."""
         ...
 
-    def register(self, handler: Closeable) -> None:
+    def register(self, handler: TrackedHandler) -> None:
         """Track a producer, consumer or reader once it is open, so closing the client closes it."""
         ...
 
-    def unregister(self, handler: Closeable) -> None:
+    def unregister(self, handler: TrackedHandler) -> None:
         """Forget a handler that closed itself (unknown handlers are ignored)."""
         ...
 
@@ -97,6 +111,6 @@ class ClientServices(Protocol):
         """A producer on ``topic``; a consumer opens one on its dead-letter topic."""
         ...
 
-    def subscribe(self, topic: str, subscription_name: str, *, initial_position: int = ...) -> Closeable:
+    def subscribe(self, topic: str, subscription_name: str, *, initial_position: InitialPosition = ...) -> Closeable:
         """A consumer on ``topic``; a consumer makes its dead-letter topic's initial subscription with one."""
         ...

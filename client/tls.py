@@ -13,6 +13,9 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+from dataclasses import dataclass
+
+from .auth import Authentication, load_client_certificate
 
 _RECV_SIZE = 256 * 1024
 _MAX_RECORD = 16 * 1024  # TLS plaintext per record: one read returns at most this much
@@ -110,3 +113,25 @@ class TlsStream:
     def close(self) -> None:
         """Close the underlying socket."""
         self._sock.close()
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """A client's TLS settings; :meth:`context` makes the SSL context for one cluster's trust store."""
+
+    allow_insecure_connection: bool
+    validate_hostname: bool
+    certificate_file: str | None
+    private_key_file: str | None
+
+    def context(self, trust_certs_file: str | None, authentication: Authentication | None = None) -> ssl.SSLContext:
+        """An SSL context trusting ``trust_certs_file`` (None: the system's CAs), presenting the
+        client certificate of ``authentication`` (AuthenticationTLS) or else the one set here."""
+        context = ssl.create_default_context(cafile=trust_certs_file)
+        if self.allow_insecure_connection:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            context.check_hostname = self.validate_hostname
+        load_client_certificate(context, authentication, self.certificate_file, self.private_key_file)
+        return context

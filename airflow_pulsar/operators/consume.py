@@ -139,7 +139,7 @@ class PulsarConsumeOperator(BaseOperator):
                 initial_position=self.initial_position,
                 **settings,
             )
-        except Exception as exc:  # InvalidConfiguration, or TypeError for an unknown name
+        except Exception as exc:  # ValueError, or TypeError for an unknown name
             raise ValueError(f"consumer_settings: {exc}") from None
         return settings
 

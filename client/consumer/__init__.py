@@ -11,23 +11,27 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..arguments import check, check_type
 from ..crypto import ConsumerCryptoFailureAction, KeyReader
 from ..exceptions import InvalidConfiguration
 from ..protocol.message_id import MessageId
-from ..schema import BytesSchema, Schema
+from ..schema import Schema
 from ..topic_name import TopicName
 from .consumer import Consumer
-from .dead_letter import ConsumerDeadLetterPolicy
+from .dead_letter import ConsumerDeadLetterPolicy, DeadLetterPolicy, DeadLetterPolicyBuilder
 from .message import Message, MessageFields
 from .multi_topics import MultiTopicsConsumer, partitions_of
 from .reader import Reader, check_start, reader_settings
 from .settings import (
+    BatchReceivePolicy,
     ConsumerBatchReceivePolicy,
     ConsumerKeySharedPolicy,
     ConsumerSettings,
     ConsumerType,
     InitialPosition,
     KeySharedMode,
+    KeySharedPolicy,
+    RegexSubscriptionMode,
 )
 from .stats import ConsumerStats
 
@@ -35,18 +39,23 @@ if TYPE_CHECKING:
     from ..services import ClientServices
 
 __all__ = [
+    "BatchReceivePolicy",
     "Consumer",
     "ConsumerBatchReceivePolicy",
     "ConsumerDeadLetterPolicy",
     "ConsumerKeySharedPolicy",
     "ConsumerStats",
     "ConsumerType",
+    "DeadLetterPolicy",
+    "DeadLetterPolicyBuilder",
     "InitialPosition",
     "KeySharedMode",
+    "KeySharedPolicy",
     "Message",
     "MessageFields",
     "MessageId",
     "Reader",
+    "RegexSubscriptionMode",
     "create_reader",
     "subscribe",
 ]
@@ -64,11 +73,10 @@ def _open(
     client: ClientServices, topic: str | list[str] | re.Pattern[str], config: ConsumerSettings, start: MessageId | None = None
 ) -> Consumer:
     if isinstance(topic, re.Pattern) or (isinstance(topic, list) and topic):
-        if isinstance(topic, list) and not all(isinstance(t, str) for t in topic):
-            raise InvalidConfiguration(f"topic list must hold str names, got {topic!r}")
+        check(not isinstance(topic, list) or all(isinstance(t, str) for t in topic), "topic", "a list of str names", topic)
         return MultiTopicsConsumer(client, topic, config, start)
     if not isinstance(topic, str) or not topic:
-        raise InvalidConfiguration(f"topic must be a str, a non-empty list of str or a re.Pattern, got {topic!r}")
+        raise ValueError(f"Argument topic is expected to be a str, a non-empty list of str or a re.Pattern, got {topic!r}")
     partitions = partitions_of(client, topic)
     if len(partitions) > 1 or partitions[0][1] >= 0 and TopicName.parse(topic).partition < 0:
         return MultiTopicsConsumer(client, [topic], config, start)
@@ -92,16 +100,14 @@ def create_reader(
 ) -> Reader:
     """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``)."""
     start = check_start(start_message_id)
-    if not isinstance(topic, str) or not topic:
-        raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
-    config = dataclasses.replace(  # replace() validates them
-        reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive),
-        schema=schema if schema is not None else BytesSchema(),
-        crypto_key_reader=crypto_key_reader,
-        crypto_failure_action=crypto_failure_action,
+    check_type(str, topic, "topic")
+    check(bool(topic), "topic", "a non-empty str", topic)
+    config = reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive)
+    # replace() validates the settings again.
+    config = dataclasses.replace(
+        config, schema=schema or config.schema, crypto_key_reader=crypto_key_reader, crypto_failure_action=crypto_failure_action
     )
-    if reader_listener is not None and not callable(reader_listener):
-        raise InvalidConfiguration(f"reader_listener must be callable, got {reader_listener!r}")
+    check(reader_listener is None or callable(reader_listener), "reader_listener", "callable", reader_listener)
     if len(partitions_of(client, topic)) > 1 and start not in (MessageId.earliest, MessageId.latest):
         raise InvalidConfiguration("a reader of a partitioned topic starts at MessageId.earliest or MessageId.latest")
 

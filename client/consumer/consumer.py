@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from ..exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, InvalidConfiguration, Timeout
+from ..arguments import check, is_int
+from ..exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, Interrupted, InvalidConfiguration, Timeout
 from ..protocol.message_id import MessageId
 from .message import Message
 from .partition_consumer import PartitionConsumer
@@ -82,7 +83,7 @@ class Consumer:
                 raise InvalidConfiguration("the message was not received by this consumer")
             return cast(PartitionConsumer, owner)  # whoever delivers a message is a partition consumer
         if not isinstance(target, MessageId):
-            raise InvalidConfiguration(f"expected a Message or a MessageId, got {type(target).__name__}")
+            raise ValueError(f"Argument message is expected to be a Message or a MessageId, not {type(target).__name__}")
         if len(self._children) == 1:
             return next(iter(self._children.values()))
         topic = target.topic_name()
@@ -101,9 +102,12 @@ class Consumer:
             raise InvalidConfiguration("receive() cannot be used with a message_listener")
         if self._closed:
             self.check_open()
-        if timeout_millis is not None and (not isinstance(timeout_millis, int) or timeout_millis < 0):
-            raise InvalidConfiguration(f"timeout_millis must be None or an int >= 0, got {timeout_millis!r}")
-        message = self._queue.take(None if timeout_millis is None else timeout_millis / 1000, self._wait_hook)
+        valid_timeout = timeout_millis is None or is_int(timeout_millis) and timeout_millis >= 0
+        check(valid_timeout, "timeout_millis", "None or an int >= 0", timeout_millis)
+        try:
+            message = self._queue.take(None if timeout_millis is None else timeout_millis / 1000, self._wait_hook)
+        except KeyboardInterrupt as exc:  # Ctrl-C while waiting, reported as the official client reports it
+            raise Interrupted(f"receive on {self._topic_label} was interrupted") from exc
         if message is None:
             self.check_open()
             raise Timeout(f"no message within {timeout_millis} ms")
@@ -185,7 +189,7 @@ class Consumer:
         """Reset the subscription to a message id or a publish timestamp (ms since the epoch)."""
         self.check_open()
         if not isinstance(messageid, (MessageId, int)) or isinstance(messageid, bool):
-            raise InvalidConfiguration(f"messageid must be a MessageId or an int timestamp, got {messageid!r}")
+            raise ValueError(f"Argument messageid must be a MessageId or an int timestamp, got {messageid!r}")
         if isinstance(messageid, MessageId) and len(self._children) > 1:
             if messageid not in (MessageId.earliest, MessageId.latest):
                 self._child_for(messageid).seek(messageid)
@@ -260,6 +264,18 @@ class Consumer:
         for child in list(self._children.values()):
             child.close()
         self._finish_close()
+
+    def shutdown(self) -> None:
+        """Close at once, as ``Client.shutdown`` does: pending acks are dropped, nothing is sent to the broker."""
+        if self._closed:
+            return
+        for child in list(self._children.values()):
+            child.close(graceful=False)
+        self._finish_close()
+
+    def log_stats(self) -> None:
+        """Log one line of this consumer's statistics."""
+        log.info("%s", self.stats())
 
     def _finish_close(self) -> None:
         self._closed = True

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..exceptions import InvalidConfiguration, PulsarException
 from ..protocol.message_id import MessageId
-from ..protocol.PulsarApi_pb2 import BaseCommand, CommandGetTopicsOfNamespace
+from ..protocol.PulsarApi_pb2 import BaseCommand
 from ..topic_name import TopicName
 from .consumer import Consumer
 from .partition_consumer import PartitionConsumer
@@ -81,16 +81,19 @@ class MultiTopicsConsumer(Consumer):
     # ---- pattern discovery ----
 
     def _matching_topics(self) -> list[str]:
+        """The namespace's topics of the ``regex_subscription_mode`` kind that the pattern matches,
+        domain left out on both sides, as the C++ client matches them."""
         assert self._pattern is not None
         namespace = _namespace_of(self._pattern.pattern)
         response = self._client.service_connection().call(
             T.GET_TOPICS_OF_NAMESPACE,
             self._client.operation_timeout,
             namespace=namespace,
-            mode=CommandGetTopicsOfNamespace.PERSISTENT,
+            mode=self._settings.regex_subscription_mode.wire,
         )
+        pattern = re.compile(_without_domain(self._pattern.pattern))
         bases = {str(TopicName.parse(topic).base) for topic in response.topics}
-        return sorted(topic for topic in bases if self._pattern.fullmatch(topic))
+        return sorted(topic for topic in bases if pattern.fullmatch(_without_domain(topic)))
 
     def _discover(self) -> None:
         while not self._stop.wait(self._settings.pattern_auto_discovery_period):
@@ -108,10 +111,14 @@ class MultiTopicsConsumer(Consumer):
         super()._finish_close()
 
 
+def _without_domain(name: str) -> str:
+    """``tenant/namespace/topic`` of a name or pattern with or without its ``persistent://`` part."""
+    return name.split("://", 1)[1] if "://" in name else name
+
+
 def _namespace_of(pattern: str) -> str:
     """``tenant/namespace`` of a topic pattern such as ``persistent://public/default/orders-.*``."""
-    rest = pattern.split("://", 1)[1] if "://" in pattern else pattern
-    parts = rest.split("/")
+    parts = _without_domain(pattern).split("/")
     if len(parts) < 3 or any(ch in "".join(parts[:2]) for ch in "*+?[](){}|\\^$"):
-        raise InvalidConfiguration(f"topic pattern {pattern!r} must name its tenant and namespace literally")
+        raise ValueError(f"Argument topic: pattern {pattern!r} must name its tenant and namespace literally")
     return f"{parts[0]}/{parts[1]}"

@@ -390,17 +390,19 @@ class PartitionConsumer:
         connection.consumers.pop(self.consumer_id, None)
         self._shutdown()
 
-    def close(self) -> None:
-        """Flush acks, close the consumer on the broker, and stop the trackers."""
+    def close(self, graceful: bool = True) -> None:
+        """Flush acks, close the consumer on the broker, and stop the trackers (``graceful`` False: only stop)."""
         if self.connection_handler.closing:
             return
-        self.acks.flush()
+        if graceful:
+            self.acks.flush()
         connection = self.connection_handler.connection
         self.connection_handler.closing = True
         if connection is not None:
             connection.consumers.pop(self.consumer_id, None)
             try:
-                connection.call(T.CLOSE_CONSUMER, self.client.operation_timeout, consumer_id=self.consumer_id)
+                if graceful:
+                    connection.call(T.CLOSE_CONSUMER, self.client.operation_timeout, consumer_id=self.consumer_id)
             except PulsarException as exc:
                 log.info("closing consumer %s on %s: %s", self.consumer_name, self.topic, exc)
         self._shutdown()
@@ -458,6 +460,7 @@ def _subscribe_fields(
         "consumer_name": consumer_name,
         "durable": settings.durable,
         "read_compacted": settings.is_read_compacted or None,
+        "replicate_subscription_state": settings.replicate_subscription_state_enabled or None,
         "initialPosition": CommandSubscribe.Earliest if settings.initial_position else CommandSubscribe.Latest,
         "metadata": [KeyValue(key=k, value=v) for k, v in (settings.properties or {}).items()] or None,
     }

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..exceptions import InvalidConfiguration
+from ..arguments import check_type
 from ..protocol.message_id import MessageId
 from .consumer import Consumer
 from .message import Message
@@ -143,6 +143,5 @@ def reader_settings(
 
 def check_start(start_message_id: Any) -> MessageId:
     """The start id, or a clear error."""
-    if not isinstance(start_message_id, MessageId):
-        raise InvalidConfiguration(f"start_message_id must be a MessageId, got {start_message_id!r}")
+    check_type(MessageId, start_message_id, "start_message_id")
     return start_message_id

@@ -3,7 +3,7 @@
 Every setting defaults as in ``pulsar.Client.create_producer`` except ``batching_enabled``, which
 is on here (the official sync API turns it off; ours is the primary path and batches) unless
 ``chunking_enabled`` is set, since the two cannot be on together. ``None`` means "not set", so 0
-can mean 0.
+can mean 0. A bad argument raises ``ValueError`` naming it, as the official wrapper does.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..arguments import check, check_type, to_enum
 from ..crypto import KeyReader
-from ..exceptions import InvalidConfiguration
 from ..protocol.compression import CompressionType
 from ..protocol.PulsarApi_pb2 import Schema as SchemaPb
 from ..schema import BytesSchema, KeyValueEncodingType, KeyValueSchema, Schema
@@ -66,6 +66,11 @@ class ProducerConfig:
     message_router: Callable[[Any, int], int] | None = None
     skip_full_partitions: bool = False
     chunking_enabled: bool = False
+    # Accepted for the official signature; every partition producer starts when the producer does.
+    lazy_start_partitioned_producers: bool = False
+    # Encryption (the encryption module reads them): the key name and a CryptoKeyReader.
+    encryption_key: str | None = None
+    crypto_key_reader: Any = None
     access_mode: ProducerAccessMode = ProducerAccessMode.Shared
     properties: Mapping[str, str] = field(default_factory=dict)
     interceptors: Sequence[Any] = ()
@@ -79,9 +84,17 @@ class ProducerConfig:
         if unknown:
             raise TypeError(f"create_producer() got unexpected keyword argument(s): {', '.join(unknown)}")
         values = {k: v for k, v in settings.items() if v is not None}
-        for name in ("batching_enabled", "block_if_queue_full", "chunking_enabled", "skip_full_partitions"):
-            if name in values and not isinstance(values[name], bool):
-                raise InvalidConfiguration(f"{name} must be a bool, got {values[name]!r}")
+        for name in (
+            "batching_enabled",
+            "block_if_queue_full",
+            "chunking_enabled",
+            "skip_full_partitions",
+            "lazy_start_partitioned_producers",
+        ):
+            if name in values:
+                check_type(bool, values[name], name)
+        if "encryption_key" in values:
+            check_type(str, values["encryption_key"], "encryption_key")
         for name in ("send_timeout_millis", "batching_max_publish_delay_ms", "initial_sequence_id"):
             _check_int(values, name, minimum=0)
         for name in (
@@ -92,10 +105,10 @@ class ProducerConfig:
             "batching_partition_switch_frequency_by_publish_delay",
         ):
             _check_int(values, name, minimum=1)
-        if "schema" in values and not isinstance(values["schema"], Schema):
-            raise InvalidConfiguration(f"schema must be a Schema (airflow_pulsar.client.schema), got {values['schema']!r}")
-        if "producer_name" in values and not isinstance(values["producer_name"], str):
-            raise InvalidConfiguration(f"producer_name must be a str, got {values['producer_name']!r}")
+        if "schema" in values:
+            check(isinstance(values["schema"], Schema), "schema", "a Schema (airflow_pulsar.client.schema)", values["schema"])
+        if "producer_name" in values:
+            check_type(str, values["producer_name"], "producer_name")
         for name, kind in (
             ("compression_type", CompressionType),
             ("message_routing_mode", PartitionsRoutingMode),
@@ -104,30 +117,31 @@ class ProducerConfig:
             ("batching_type", BatchingType),
         ):
             if name in values:
-                values[name] = _enum(kind, name, values[name])
+                values[name] = to_enum(kind, values[name], name)
         if values.get("batching_type") == BatchingType.KeyBased:
-            raise InvalidConfiguration("batching_type KeyBased is not supported; use BatchingType.Default")
+            raise ValueError("Argument batching_type KeyBased is not supported; use BatchingType.Default")
         router = values.get("message_router")
-        if router is not None and not callable(router):
-            raise InvalidConfiguration(f"message_router must be callable(message, num_partitions), got {router!r}")
+        check(router is None or callable(router), "message_router", "callable(message, num_partitions)", router)
         if router is not None:
             values["message_routing_mode"] = PartitionsRoutingMode.CustomPartition
         elif values.get("message_routing_mode") == PartitionsRoutingMode.CustomPartition:
-            raise InvalidConfiguration("message_routing_mode CustomPartition needs a message_router")
+            raise ValueError("Argument message_routing_mode CustomPartition needs a message_router")
         properties = values.get("properties", {})
-        if not isinstance(properties, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in properties.items()
-        ):
-            raise InvalidConfiguration(f"properties must be a dict of str to str, got {properties!r}")
+        check(
+            isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()),
+            "properties", "a dict of str to str", properties,
+        )
         _check_encryption(values)
         interval = values.get("stats_log_interval_seconds")
-        if interval is not None and not (isinstance(interval, (int, float)) and interval > 0):
-            raise InvalidConfiguration(f"stats_log_interval_seconds must be a positive number, got {interval!r}")
+        check(
+            interval is None or (isinstance(interval, (int, float)) and interval > 0),
+            "stats_log_interval_seconds", "a positive number", interval,
+        )
         values["interceptors"] = tuple(values.get("interceptors", ()))
         if values.get("chunking_enabled"):
             # Batching is on only by our default; chunking asked for explicitly wins over it.
             if values.get("batching_enabled"):
-                raise InvalidConfiguration("batching_enabled and chunking_enabled cannot both be True")
+                raise ValueError("Batching and chunking of messages can't be enabled together (batching_enabled, chunking_enabled).")
             values["batching_enabled"] = False
         config = cls(**values)
         return config
@@ -157,37 +171,25 @@ class ProducerConfig:
 
 
 def _check_int(values: dict[str, Any], name: str, minimum: int) -> None:
-    if name not in values:
-        return
-    value = values[name]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidConfiguration(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise InvalidConfiguration(f"{name} must be >= {minimum}, got {value}")
+    if name in values:
+        check_type(int, values[name], name)
+        check(values[name] >= minimum, name, f">= {minimum}", values[name])
 
 
 def _check_encryption(values: dict[str, Any]) -> None:
-    names = values.get("encryption_key", ())
+    names = values.get("encryption_key") or ()
     if isinstance(names, str):
         names = (names,) if names else ()  # "" means none, as in the official client
-    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) and n for n in names):
-        raise InvalidConfiguration(f"encryption_key must be a key name (str) or a list of them, got {names!r}")
+    check(
+        isinstance(names, (list, tuple)) and all(isinstance(n, str) and n for n in names),
+        "encryption_key", "a key name (str) or a list of them", names,
+    )
     reader = values.get("crypto_key_reader")
-    if reader is not None and not isinstance(reader, KeyReader):
-        raise InvalidConfiguration(
-            f"crypto_key_reader must be a CryptoKeyReader (airflow_pulsar.client) or have get_public_key and "
-            f"get_private_key, got {reader!r}"
-        )
+    check(
+        reader is None or isinstance(reader, KeyReader),
+        "crypto_key_reader", "a CryptoKeyReader (airflow_pulsar.client) or have get_public_key and get_private_key", reader,
+    )
     if names and reader is None:
         # The official client would send such messages unencrypted; refusing is the safe reading.
-        raise InvalidConfiguration(f"encryption_key {list(names)} needs a crypto_key_reader to read the public keys from")
+        raise ValueError(f"Argument encryption_key {list(names)} needs a crypto_key_reader to read the public keys from")
     values["encryption_key"] = tuple(dict.fromkeys(names))
-
-
-def _enum(kind: type[enum.IntEnum], name: str, value: Any) -> Any:
-    # Accept the official package's enums too (same numbers), so code written for it works.
-    number = getattr(value, "value", value)
-    try:
-        return kind(int(number))
-    except (TypeError, ValueError):
-        raise InvalidConfiguration(f"{name} must be a {kind.__name__}, got {value!r}") from None

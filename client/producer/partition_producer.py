@@ -237,9 +237,7 @@ class PartitionProducer:
                 self._next_sequence_id = sequence_id + 1
             elif sequence_id >= self._next_sequence_id:
                 self._next_sequence_id = sequence_id + 1
-            batched = self._accumulator.add(
-                content, callback, sequence_id, properties, partition_key, ordering_key, event_timestamp, flush
-            )
+            batched = self._accumulator.add(content, callback, sequence_id, properties, partition_key, ordering_key, event_timestamp, flush)
             # One batch timer at a time, not one per batch: when it fires it flushes the batch if
             # its first message has waited long enough, and otherwise waits for the rest of that time.
             if batched and not self._batch_timer_armed:
@@ -334,10 +332,7 @@ class PartitionProducer:
                 # A receipt from the future: the broker lost ops; resend from a new connection.
                 log.warning(
                     "%s: receipt for sequence id %d while expecting %d..%d; reconnecting",
-                    self.topic,
-                    sequence_id,
-                    op.sequence_id,
-                    op.highest_sequence_id,
+                    self.topic, sequence_id, op.sequence_id, op.highest_sequence_id,
                 )
                 stale_connection = self._connection
             else:
@@ -413,13 +408,15 @@ class PartitionProducer:
             finally:
                 self._flush_waiters -= 1
 
-    def close(self) -> None:
-        """Flush, then close the producer on the broker; later sends fail with AlreadyClosed."""
+    def close(self, graceful: bool = True) -> None:
+        """Flush, then close on the broker (``graceful`` False: neither); pending and later sends fail AlreadyClosed."""
         with self._lock:
             if self._closing:
                 return
-        self.flush()
+        if graceful:
+            self.flush()
         with self._lock:
+            self._accumulator.flush()  # an open batch (left only by a shutdown) fails with the pending ops
             self._closing = True
             self._closed.set()
             connection, producer_id = self._connection, self._producer_id
@@ -430,7 +427,8 @@ class PartitionProducer:
         if connection is not None:
             connection.producers.pop(producer_id, None)
             try:
-                connection.call(T.CLOSE_PRODUCER, self._client.operation_timeout, producer_id=producer_id)
+                if graceful:
+                    connection.call(T.CLOSE_PRODUCER, self._client.operation_timeout, producer_id=producer_id)
             except PulsarException as exc:
                 log.info("%s: CLOSE_PRODUCER failed: %s", self.topic, exc)
 

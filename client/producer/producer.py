@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import InvalidConfiguration, PulsarException, Result, exception_for
+from ..arguments import check_type
+from ..exceptions import Interrupted, PulsarException, Result, exception_for
 from ..protocol.message_id import MessageId
 from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
@@ -42,8 +43,7 @@ log = logging.getLogger(__name__)
 
 def create_producer(client: ClientServices, topic: str, **settings: Any) -> Producer:
     """A connected producer on ``topic``; settings as ``pulsar.Client.create_producer``."""
-    if not isinstance(topic, str):
-        raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
+    check_type(str, topic, "topic")
     return Producer(client, topic, ProducerConfig.from_settings(**settings))
 
 
@@ -89,7 +89,7 @@ class Producer:
                 partition.close()
             raise
         self._stats_handle = (
-            client.timer.call_every(config.stats_log_interval_seconds, self._log_stats)
+            client.timer.call_every(config.stats_log_interval_seconds, self.log_stats)
             if config.stats_log_interval_seconds
             else None
         )
@@ -160,7 +160,10 @@ class Producer:
         """Publish a message and wait for the broker's receipt; returns its MessageId."""
         waiter = _Waiter()
         self._dispatch(content, waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp, True)
-        return waiter.wait()
+        try:
+            return waiter.wait()
+        except KeyboardInterrupt as exc:  # Ctrl-C while waiting, reported as the official client reports it
+            raise Interrupted(f"send on {self._topic} was interrupted") from exc
 
     def send_future(
         self,
@@ -267,6 +270,17 @@ class Producer:
         finally:
             self._client.unregister(self)
 
+    def shutdown(self) -> None:
+        """Close at once, as ``Client.shutdown`` does: pending messages fail with AlreadyClosed, unflushed."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._stats_handle is not None:
+            self._stats_handle.cancel()
+        for partition in self._partitions:
+            partition.close(graceful=False)
+        self._client.unregister(self)
+
     def topic(self) -> str:
         """The topic (the partitioned topic's name, not a partition's)."""
         return self._topic
@@ -287,7 +301,8 @@ class Producer:
         """Messages, bytes, batches, mean batch size, compression ratio, pending, latency percentiles."""
         return self._stats.snapshot(sum(partition.pending_messages() for partition in self._partitions))
 
-    def _log_stats(self) -> None:
+    def log_stats(self) -> None:
+        """Log one line of this producer's statistics."""
         ProducerStats.log_line(self._topic, self.stats())
 
     def __enter__(self) -> Producer:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from google.protobuf.message import DecodeError
 
@@ -12,6 +12,15 @@ from .wire import U64_MASK, signed64
 __all__ = ["MessageId", "with_topic"]
 
 _I64_MAX = (1 << 63) - 1
+
+
+class MessagePosition(Protocol):
+    """What :meth:`MessageId.wrap` reads of an id: ours, or the official client's ``pulsar.MessageId``."""
+
+    def partition(self) -> int: ...
+    def ledger_id(self) -> int: ...
+    def entry_id(self) -> int: ...
+    def batch_index(self) -> int: ...
 _set = object.__setattr__
 
 
@@ -176,7 +185,7 @@ class MessageId:
         return self.to_proto().SerializeToString()
 
     @classmethod
-    def deserialize(cls, data: bytes | bytearray | memoryview, topic: str | None = None) -> MessageId:
+    def deserialize(cls, message_id_bytes: bytes | bytearray | memoryview, topic: str | None = None) -> MessageId:
         """Parse bytes from :meth:`serialize` or from the official client's ``serialize()``.
 
         ``topic``, as in the official client, names the topic the id belongs to (needed by
@@ -187,12 +196,22 @@ class MessageId:
         """
         message = MessageIdData()
         try:
-            message.ParseFromString(data)  # type: ignore[arg-type]  # protobuf parses any bytes-like object
+            message.ParseFromString(message_id_bytes)  # type: ignore[arg-type]  # protobuf parses any bytes-like object
         except DecodeError as exc:
             raise ValueError(f"not a serialized MessageId: {exc}") from exc
         if not message.IsInitialized():
             raise ValueError("not a serialized MessageId: ledger or entry id missing")
         return with_topic(cls.from_proto(message), topic)
+
+    @classmethod
+    def wrap(cls, msg_id: MessagePosition) -> MessageId:
+        """A MessageId equal to ``msg_id`` (the official method wraps the C++ core's id; ids here are
+        already this class). An official ``pulsar.MessageId`` is taken through its accessors."""
+        if isinstance(msg_id, MessageId):
+            return msg_id
+        if not all(callable(getattr(msg_id, name, None)) for name in ("partition", "ledger_id", "entry_id", "batch_index")):
+            raise ValueError(f"Argument msg_id is expected to be a MessageId, got {msg_id!r}")
+        return cls(msg_id.partition(), msg_id.ledger_id(), msg_id.entry_id(), msg_id.batch_index())
 
 
 def with_topic(message_id: MessageId, topic: str | None) -> MessageId:

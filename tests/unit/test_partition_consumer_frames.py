@@ -209,3 +209,12 @@ def test_a_lost_connection_resubscribes_on_a_new_one(services: FakeServices, sub
     wait_until(lambda: len(services.connections) == 2 and services.connection.types_written() == [T.SUBSCRIBE, T.FLOW], "the resubscribe")
     assert services.connection.consumers == {consumer.consumer_id: consumer}
     assert first.consumers == {}
+
+
+def test_subscribe_carries_read_compacted_and_replicated_state_when_asked(services: FakeServices, subscribed: Subscribe) -> None:
+    subscribed()
+    plain = decode_frames(services.connection.written())[0].command.subscribe
+    assert not plain.HasField("read_compacted") and not plain.HasField("replicate_subscription_state")
+    subscribed(is_read_compacted=True, replicate_subscription_state_enabled=True)
+    asked = decode_frames(services.connections[-1].written())[0].command.subscribe
+    assert asked.read_compacted and asked.replicate_subscription_state

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from airflow_pulsar.client.exceptions import InvalidConfiguration
 from airflow_pulsar.client.producer import CompressionType, PartitionsRoutingMode, ProducerAccessMode
 from airflow_pulsar.client.producer.config import ProducerConfig
 
@@ -64,7 +63,7 @@ def test_official_enums_are_accepted() -> None:
     ],
 )
 def test_bad_settings_name_the_argument(settings: dict, named: str) -> None:
-    with pytest.raises(InvalidConfiguration, match=named):
+    with pytest.raises(ValueError, match=named):
         ProducerConfig.from_settings(**settings)
 
 
