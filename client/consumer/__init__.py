@@ -27,6 +27,7 @@ from .settings import (
     ConsumerType,
     InitialPosition,
     KeySharedMode,
+    RegexSubscriptionMode,
 )
 from .stats import ConsumerStats
 
@@ -46,6 +47,7 @@ __all__ = [
     "MessageFields",
     "MessageId",
     "Reader",
+    "RegexSubscriptionMode",
     "create_reader",
     "subscribe",
 ]

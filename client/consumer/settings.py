@@ -42,6 +42,14 @@ class InitialPosition(enum.IntEnum):
     Earliest = 1
 
 
+class RegexSubscriptionMode(enum.IntEnum):
+    """Which topics a pattern subscription matches, valued as ``pulsar.RegexSubscriptionMode``."""
+
+    PersistentOnly = 0
+    NonPersistentOnly = 1
+    AllTopics = 2
+
+
 class KeySharedMode(enum.IntEnum):
     """How Key_Shared assigns keys, valued as ``pulsar.KeySharedMode``."""
 
