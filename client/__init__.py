@@ -40,6 +40,7 @@ from .producer import (
     recommend_settings,
 )
 from .protocol.message_id import MessageId
+from .table_view import TableView
 
 __all__ = [
     "Authentication",
@@ -61,6 +62,7 @@ __all__ = [
     "Producer",
     "ProducerAccessMode",
     "Reader",
+    "TableView",
     "recommend_settings",
 ]
 

@@ -26,6 +26,7 @@ from .protocol.message_id import MessageId
 from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
 from .schema import Schema, SchemaInfo
 from .services import Closeable
+from .table_view import TableView, create_table_view
 from .timer import Timer
 from .topic_name import TopicName
 
@@ -231,6 +232,13 @@ class Client:
         if isinstance(schema, Schema):  # anything else is refused, by name, with the other settings
             schema.attach_client(self)
         return create_reader(self, topic, start_message_id, schema, **settings)
+
+    def create_table_view(self, topic: str, subscription_name: str | None = None, schema: Schema[Any] | None = None) -> TableView:
+        """The latest value of every key of ``topic``, decoded with ``schema`` (default: bytes), kept up
+        to date; as ``pulsar.Client.create_table_view``."""
+        if isinstance(schema, Schema):  # anything else is refused, by name, with the other arguments
+            schema.attach_client(self)
+        return create_table_view(self, topic, subscription_name, schema)
 
     # ---- lifecycle ----
 

@@ -88,12 +88,17 @@ def create_reader(
     subscription_role_prefix: str | None = None,
     is_read_compacted: bool = False,
     start_message_id_inclusive: bool = False,
+    *,
+    subscription_name: str | None = None,
 ) -> Reader:
-    """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``)."""
+    """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``); its own
+    ``subscription_name`` (the Java reader builder's) wins over ``subscription_role_prefix``."""
     start = check_start(start_message_id)
     if not isinstance(topic, str) or not topic:
         raise InvalidConfiguration(f"topic must be a str, got {topic!r}")
-    config = reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive)
+    config = reader_settings(
+        receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive, subscription_name
+    )
     if schema is not None:
         config = dataclasses.replace(config, schema=schema)  # replace() validates it again
     if reader_listener is not None and not callable(reader_listener):
