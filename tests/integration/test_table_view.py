@@ -69,7 +69,9 @@ def test_same_contents_as_the_official_table_view(
     wait_until(lambda: contents(ours) == after, "our view to catch up")
 
 
-def test_listeners_hear_what_the_official_listeners_hear(official: pulsar.Client, our_client: Client, views: list[Any], topic_name: str) -> None:
+def test_listeners_hear_what_the_official_listeners_hear(
+    official: pulsar.Client, our_client: Client, views: list[Any], topic_name: str
+) -> None:
     produce(official, topic_name, SEQUENCE[:3])
     heard: dict[str, list[tuple[str, bytes]]] = {"theirs": [], "ours": []}
     threads: set[str] = set()
@@ -119,7 +121,9 @@ def test_named_subscription_and_closing(broker: Any, official: pulsar.Client, ou
     assert ours.get("a") == b"1"  # a closed view reads no more
 
 
-def test_bad_arguments_are_refused_as_the_official_client_refuses_them(official: pulsar.Client, our_client: Client, topic_name: str) -> None:
+def test_bad_arguments_are_refused_as_the_official_client_refuses_them(
+    official: pulsar.Client, our_client: Client, topic_name: str
+) -> None:
     for arguments in ((5,), (topic_name, 5), (topic_name, None, "bytes")):
         with pytest.raises(ValueError):
             official.create_table_view(*arguments)
