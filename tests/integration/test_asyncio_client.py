@@ -7,7 +7,9 @@ call returns (types, values) and raises (class, result) name for name.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Awaitable, Coroutine
@@ -107,6 +109,27 @@ def test_same_calls_behave_as_the_official_asyncio_module(broker: Any, topic_nam
     assert ours == theirs
     assert theirs["send closed"] == ("PulsarException", "AlreadyClosed")
     assert theirs["sent"] == ["MessageId"] * 3 and theirs["nothing more"][0] == "TimeoutError"
+
+
+def test_a_send_the_broker_does_not_answer_times_out_as_in_the_official_module(broker: Any, topic_name: str) -> None:
+    async def unanswered_send(module: ModuleType, topic: str) -> tuple[tuple[str, Any], float]:
+        client = connect(module, broker)
+        producer = await client.create_producer(topic, send_timeout_millis=1000)
+        await producer.send(b"answered")
+        started = time.monotonic()
+        os.kill(broker.process.pid, signal.SIGSTOP)  # the broker keeps the connection but answers nothing
+        try:
+            result = await outcome(module, producer.send(b"unanswered"))
+        finally:
+            os.kill(broker.process.pid, signal.SIGCONT)
+        waited = time.monotonic() - started
+        await client.close()
+        return result, waited
+
+    theirs, _ = run(unanswered_send(official_asyncio, f"{topic_name}-off"))
+    ours, waited = run(unanswered_send(our_asyncio, f"{topic_name}-ours"))
+    assert ours == theirs == ("PulsarException", "Timeout")
+    assert 0.9 < waited < 5
 
 
 def test_topic_partitions_match_the_official_module(broker: Any, topic_name: str) -> None:
