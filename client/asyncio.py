@@ -28,9 +28,6 @@ from typing import Any, TypeVar
 from . import exceptions
 from .client import Client as SyncClient
 from .consumer import (
-    Consumer as SyncConsumer,
-)
-from .consumer import (
     ConsumerBatchReceivePolicy,
     ConsumerDeadLetterPolicy,
     ConsumerKeySharedPolicy,
@@ -39,9 +36,8 @@ from .consumer import (
     Message,
     RegexSubscriptionMode,
 )
-from .consumer import (
-    Reader as SyncReader,
-)
+from .consumer.consumer import Consumer as SyncConsumer
+from .consumer.reader import Reader as SyncReader
 from .consumer.reader import mark_read
 from .exceptions import Result
 from .producer import BatchingType, CompressionType, PartitionsRoutingMode, ProducerAccessMode
@@ -102,10 +98,10 @@ async def _blocking(function: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         raise _wrap(exc) from exc
 
 
-def _now(function: Callable[..., R], *args: Any) -> R:
+def _now(function: Callable[..., R], *args: Any, **kwargs: Any) -> R:
     """Run a core call that never blocks, its errors raised as PulsarException."""
     try:
-        return function(*args)
+        return function(*args, **kwargs)
     except exceptions.PulsarException as exc:
         raise _wrap(exc) from exc
 
@@ -196,7 +192,7 @@ class Producer:
         future: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
         fields = _given(Producer.send, locals(), "content")
         # The receipt comes on the connection's thread; the message is queued in call order.
-        self._producer.send_async(content, _Receipt(future), **fields)
+        _now(self._producer.send_async, content, _Receipt(future), **fields)
         return await future
 
     async def flush(self) -> None:
