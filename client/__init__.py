@@ -56,6 +56,7 @@ from .producer import (
 from .protocol.message_id import MessageId
 from .schema import BytesSchema
 from .service_info import ServiceInfo, ServiceInfoProvider
+from .table_view import TableView
 
 __all__ = [
     "Authentication",
@@ -96,6 +97,7 @@ __all__ = [
     "RegexSubscriptionMode",
     "ServiceInfo",
     "ServiceInfoProvider",
+    "TableView",
     "recommend_settings",
     "schema",
 ]

@@ -1,4 +1,5 @@
-"""The client's factories with the official signatures: ``create_producer``, ``subscribe``, ``create_reader``.
+"""The client's factories with the official signatures: ``create_producer``, ``subscribe``, ``create_reader``,
+``create_table_view``.
 
 Every official argument is here in the official position with the official default, so a call
 written for ``pulsar.Client`` (positional or keyword) means the same here. Arguments of this client
@@ -24,6 +25,7 @@ from .protocol.message_id import MessageId
 from .schema import Schema
 from .schema.base import SchemaSource
 from .services import ClientServices
+from .table_view import TableView, create_table_view
 
 __all__ = ["ClientFactories"]
 
@@ -211,3 +213,12 @@ class ClientFactories:
             start_message_id_inclusive=start_message_id_inclusive,
             crypto_failure_action=crypto_failure_action,
         )
+
+    def create_table_view(
+        self: FactoryHost, topic: str, subscription_name: str | None = None, schema: Schema[Any] | None = None
+    ) -> TableView:
+        """The latest value of every key of ``topic``, decoded with ``schema`` (default: bytes), kept up
+        to date; as ``pulsar.Client.create_table_view``."""
+        if isinstance(schema, Schema):  # anything else is refused, by name, with the other arguments
+            schema.attach_client(self)
+        return create_table_view(self, topic, subscription_name, schema)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from airflow.sdk import BaseHook
 
 from airflow_pulsar.client import AuthenticationToken, Client, Consumer, MessageId, Producer, Reader
-from airflow_pulsar.client.aio import Client as AsyncClient
+from airflow_pulsar.client.asyncio import Client as AsyncClient
 from airflow_pulsar.client.services import Closeable
 from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
 
@@ -238,9 +238,10 @@ class PulsarHook(BaseHook):
         return self.get_client()
 
     def get_async_client(self) -> AsyncClient:
-        """A new asyncio ``Client`` (``airflow_pulsar.client.aio``) on the connection; not cached, since
-        it belongs to the caller's event loop: close it with ``await client.close()``. In a trigger,
-        ``await aget_config()`` first so the connection is read without blocking the loop."""
+        """A new asyncio ``Client`` (``airflow_pulsar.client.asyncio``, the ``pulsar.asyncio`` API) on the
+        connection; not cached, since it belongs to the caller's event loop: close it with
+        ``await client.close()``. In a trigger, ``await aget_config()`` first so the connection is
+        read without blocking the loop."""
         return AsyncClient(self.service_url, **self._client_kwargs())
 
     def _track(self, handler: H) -> H:

@@ -10,7 +10,8 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client import exceptions
+from airflow_pulsar.client.asyncio import PulsarException
+from airflow_pulsar.client.exceptions import Result
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import MessageSourceSettings
 from airflow_pulsar.triggers.message_matching import MessageMatcher
@@ -113,14 +114,16 @@ class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrig
                 wait_ms = None if self.deadline is None else max(int((self.deadline - time.time()) * 1000), 0)
                 try:
                     message = await consumer.receive(timeout_millis=wait_ms)
-                except exceptions.Timeout:
+                except PulsarException as exc:
+                    if exc.error() is not Result.Timeout:
+                        raise
                     topics = ", ".join(self.topics)
                     yield TriggerEvent({"status": "timeout", "message": f"no matching message on {topics} in time"})
                     return
                 try:
                     payload = await asyncio.to_thread(matcher.event_payload, message)
                 except Exception as exc:
-                    consumer.negative_acknowledge(message)
+                    await consumer.negative_acknowledge(message)
                     yield TriggerEvent(
                         {"status": "error", "message": f"apply_function failed on {message.message_id()}: {exc!r}"}
                     )

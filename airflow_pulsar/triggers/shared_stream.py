@@ -15,8 +15,8 @@ from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
 from airflow_pulsar import arguments
 from airflow_pulsar.client import Message
-from airflow_pulsar.client.aio import AsyncConsumer
-from airflow_pulsar.client.aio import Client as AsyncClient
+from airflow_pulsar.client.asyncio import Client as AsyncClient
+from airflow_pulsar.client.asyncio import Consumer as AsyncConsumer
 from airflow_pulsar.hooks.pulsar import PulsarHook
 
 
@@ -92,7 +92,7 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
             if item.outcome.is_clean:
                 await self._consumer.acknowledge(item.broker_payload)
             else:
-                self._consumer.negative_acknowledge(item.broker_payload)
+                await self._consumer.negative_acknowledge(item.broker_payload)
 
     async def aclose(self) -> None:
         """Close the consumer (flushing acknowledgements) and the client."""

@@ -97,12 +97,17 @@ def create_reader(
     crypto_key_reader: KeyReader | None = None,
     start_message_id_inclusive: bool = False,
     crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
+    *,
+    subscription_name: str | None = None,
 ) -> Reader:
-    """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``)."""
+    """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``); its own
+    ``subscription_name`` (the Java reader builder's) wins over ``subscription_role_prefix``."""
     start = check_start(start_message_id)
     check_type(str, topic, "topic")
     check(bool(topic), "topic", "a non-empty str", topic)
-    config = reader_settings(receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive)
+    config = reader_settings(
+        receiver_queue_size, reader_name, subscription_role_prefix, is_read_compacted, start_message_id_inclusive, subscription_name
+    )
     # replace() validates the settings again.
     config = dataclasses.replace(
         config, schema=schema or config.schema, crypto_key_reader=crypto_key_reader, crypto_failure_action=crypto_failure_action

@@ -217,6 +217,11 @@ class Consumer:
         return self._queue
 
     @property
+    def wait_hook(self) -> Callable[[], None] | None:
+        """What a receiver calls before it waits for an entry (a zero queue asks the broker for one)."""
+        return self._wait_hook
+
+    @property
     def settings(self) -> ConsumerSettings:
         """The settings the consumer was subscribed with."""
         return self._settings

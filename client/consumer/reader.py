@@ -127,11 +127,12 @@ def reader_settings(
     subscription_role_prefix: str | None,
     is_read_compacted: bool,
     start_message_id_inclusive: bool,
+    subscription_name: str | None = None,
 ) -> ConsumerSettings:
-    """The consumer settings behind a reader."""
+    """The consumer settings behind a reader: a random subscription name after the role prefix, unless named."""
     prefix = subscription_role_prefix or "reader"
     return ConsumerSettings(
-        subscription_name=f"{prefix}-{os.urandom(5).hex()}",
+        subscription_name=subscription_name or f"{prefix}-{os.urandom(5).hex()}",
         consumer_type=ConsumerType.Exclusive,
         receiver_queue_size=receiver_queue_size,
         consumer_name=reader_name,

@@ -8,7 +8,7 @@ import inspect
 import pulsar
 import pytest
 
-from airflow_pulsar.client import aio
+from airflow_pulsar.client import asyncio as pulsar_asyncio
 from airflow_pulsar.client import schema as our_schema
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition, MessageId
@@ -55,7 +55,7 @@ def test_async_consumer_and_reader_decode_with_their_schema(broker, our_client: 
     producer = our_client.create_producer(topic_name, schema=schema)
 
     async def scenario() -> None:
-        async with aio.Client(broker.service_url, operation_timeout_seconds=10) as client:
+        async with pulsar_asyncio.Client(broker.service_url, operation_timeout_seconds=10) as client:
             consumer = await client.subscribe(topic_name, "sub", ConsumerType.Exclusive, schema, initial_position=InitialPosition.Earliest)
             reader = await client.create_reader(topic_name, MessageId.earliest, schema)
             await asyncio.get_running_loop().run_in_executor(None, lambda: [producer.send(r) for r in _readings(3)])
