@@ -21,7 +21,7 @@ import asyncio
 import functools
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -39,6 +39,7 @@ from .consumer import (
 from .consumer.consumer import Consumer as SyncConsumer
 from .consumer.reader import Reader as SyncReader
 from .consumer.reader import mark_read
+from .crypto import ConsumerCryptoFailureAction, KeyReader
 from .exceptions import Result
 from .producer import BatchingType, CompressionType, PartitionsRoutingMode, ProducerAccessMode
 from .producer import Producer as SyncProducer
@@ -50,6 +51,7 @@ __all__ = [
     "Client",
     "CompressionType",
     "Consumer",
+    "ConsumerCryptoFailureAction",
     "InitialPosition",
     "PartitionsRoutingMode",
     "Producer",
@@ -396,8 +398,8 @@ class Client:
         lazy_start_partitioned_producers: bool = False,
         properties: dict[str, str] | None = None,
         batching_type: BatchingType = BatchingType.Default,
-        encryption_key: str | None = None,
-        crypto_key_reader: Any = None,
+        encryption_key: str | Sequence[str] | None = None,
+        crypto_key_reader: KeyReader | None = None,
         access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
         message_router: Callable[[Any, int], int] | None = None,
         **settings: Any,
@@ -423,7 +425,7 @@ class Client:
         is_read_compacted: bool = False,
         properties: dict[str, str] | None = None,
         initial_position: InitialPosition = InitialPosition.Latest,
-        crypto_key_reader: Any = None,
+        crypto_key_reader: KeyReader | None = None,
         replicate_subscription_state_enabled: bool = False,
         max_pending_chunked_message: int = 10,
         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
@@ -433,7 +435,7 @@ class Client:
         batch_index_ack_enabled: bool = False,
         regex_subscription_mode: RegexSubscriptionMode = RegexSubscriptionMode.PersistentOnly,
         dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
-        crypto_failure_action: Any = None,
+        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
         is_pattern_topic: bool = False,
         **settings: Any,
     ) -> Consumer:
@@ -463,9 +465,9 @@ class Client:
         reader_name: str | None = None,
         subscription_role_prefix: str | None = None,
         is_read_compacted: bool = False,
-        crypto_key_reader: Any = None,
+        crypto_key_reader: KeyReader | None = None,
         start_message_id_inclusive: bool = False,
-        crypto_failure_action: Any = None,
+        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
         **settings: Any,
     ) -> Reader:
         """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``, ``latest`` or an id)."""

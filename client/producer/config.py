@@ -93,8 +93,6 @@ class ProducerConfig:
         ):
             if name in values:
                 check_type(bool, values[name], name)
-        if "encryption_key" in values:
-            check_type(str, values["encryption_key"], "encryption_key")
         for name in ("send_timeout_millis", "batching_max_publish_delay_ms", "initial_sequence_id"):
             _check_int(values, name, minimum=0)
         for name in (

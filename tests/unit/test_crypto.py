@@ -16,7 +16,7 @@ from airflow_pulsar.client.consumer.unacked_tracker import UnackedMessageTracker
 from airflow_pulsar.client.consumer.unpacker import EntryUnpacker, StartFilter
 from airflow_pulsar.client.crypto import EncryptionKeyInfo, MessageDecryptor, MessageEncryptor
 from airflow_pulsar.client.crypto.keys import unwrap_data_key
-from airflow_pulsar.client.exceptions import CryptoError, InvalidConfiguration
+from airflow_pulsar.client.exceptions import CryptoError
 from airflow_pulsar.client.producer.batch_container import BatchContainer
 from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.entry_builder import EntryBuilder
@@ -260,11 +260,11 @@ def test_producer_settings_check_the_encryption_arguments(pair: tuple[bytes, byt
     assert ProducerConfig.from_settings(encryption_key="k1", crypto_key_reader=reader).encryption_key == ("k1",)
     assert ProducerConfig.from_settings(encryption_key=["a", "b", "a"], crypto_key_reader=reader).encryption_key == ("a", "b")
     assert not ProducerConfig.from_settings(encryption_key="", crypto_key_reader=reader).encrypted
-    with pytest.raises(InvalidConfiguration, match=r"encryption_key \['k1'\] needs a crypto_key_reader"):
+    with pytest.raises(ValueError, match=r"encryption_key \['k1'\] needs a crypto_key_reader"):
         ProducerConfig.from_settings(encryption_key="k1")
-    with pytest.raises(InvalidConfiguration, match="encryption_key must be a key name"):
+    with pytest.raises(ValueError, match="encryption_key must be a key name"):
         ProducerConfig.from_settings(encryption_key=5, crypto_key_reader=reader)
-    with pytest.raises(InvalidConfiguration, match="crypto_key_reader must be a CryptoKeyReader"):
+    with pytest.raises(ValueError, match="crypto_key_reader must be a CryptoKeyReader"):
         ProducerConfig.from_settings(encryption_key="k1", crypto_key_reader="keys.pem")
 
 
@@ -276,7 +276,7 @@ def test_consumer_settings_take_the_official_failure_action_enum() -> None:
     assert [(a.name, a.value) for a in ConsumerCryptoFailureAction] == [
         (name, int(member)) for name, member in pulsar.ConsumerCryptoFailureAction.__members__.items()
     ]
-    with pytest.raises(InvalidConfiguration, match="crypto_failure_action must be a ConsumerCryptoFailureAction"):
+    with pytest.raises(ValueError, match="crypto_failure_action is expected to be a ConsumerCryptoFailureAction"):
         ConsumerSettings("sub", crypto_failure_action="drop")
 
 
