@@ -68,9 +68,6 @@ class ProducerConfig:
     chunking_enabled: bool = False
     # Accepted for the official signature; every partition producer starts when the producer does.
     lazy_start_partitioned_producers: bool = False
-    # Encryption (the encryption module reads them): the key name and a CryptoKeyReader.
-    encryption_key: str | None = None
-    crypto_key_reader: Any = None
     access_mode: ProducerAccessMode = ProducerAccessMode.Shared
     properties: Mapping[str, str] = field(default_factory=dict)
     interceptors: Sequence[Any] = ()
