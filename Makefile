@@ -12,7 +12,7 @@ JVM_CACHE := .jvm
 PULSAR_CLASSPATH := $(JVM_CACHE)/pulsar.classpath
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars lock lint mypy test-ranges test-lowest test-highest
+.PHONY: install test demo bench proto java clean pulsar pulsar-jars lock lint ruff mypy test-ranges test-lowest test-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -95,10 +95,12 @@ bench: install
 	$(PY) bench/suite.py $(if $(FULL),--full)
 
 # Style and correctness checks of every Python file (rules in pyproject.toml's [tool.ruff]), then
-# the type check of client/ and airflow_pulsar/ ([tool.mypy]).
-lint: $(STAMP)
+# the type check of client/ and airflow_pulsar/ ([tool.mypy]). Prerequisites, not a sub-make, so
+# `make -o .venv/.installed lint` holds for both.
+lint: ruff mypy
+
+ruff: $(STAMP)
 	$(VENV)/bin/ruff check .
-	@$(MAKE) --no-print-directory mypy
 
 # mypy checks client/ and airflow_pulsar/ as the one package airflow_pulsar. The installed mapping
 # of client/ to airflow_pulsar.client (package-dir) is an import hook that mypy cannot see, so mypy
