@@ -119,7 +119,7 @@ def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() ->
         ({"max_batch_size": -1}, "max_batch_size must be an int >= 1"),
         ({"poll_timeout": "soon"}, "poll_timeout must be a non-negative number"),
         ({"apply_function_args": "abc"}, "apply_function_args must be a list or tuple"),
-        ({"consumer_settings": {"receiver_queue_size": -1}}, "consumer_settings: receiver_queue_size must be"),
+        ({"consumer_settings": {"receiver_queue_size": -1}}, "consumer_settings: Argument receiver_queue_size must be"),
         ({"consumer_settings": {"consumer_type": 1}}, "consumer_settings must not set 'consumer_type'"),
     ],
 )
@@ -134,7 +134,7 @@ def test_consume_operator_rejects_bad_arguments(arguments: dict, error: str) -> 
     [
         ({"topic": ""}, "topic must be a non-empty topic name"),
         ({"producer_function": 42}, "producer_function must be a callable or a dotted path"),
-        ({"producer_settings": {"batching_max_messages": 0}}, "producer_settings: batching_max_messages must be >= 1"),
+        ({"producer_settings": {"batching_max_messages": 0}}, "producer_settings: Argument batching_max_messages must be >= 1"),
         ({"producer_settings": {"compression_type": "RAR"}}, "compression_type'\\] must be one of NONE, LZ4"),
         ({"producer_settings": {"colour": "blue"}}, "unexpected keyword argument\\(s\\): colour"),
         ({"producer_function_kwargs": {1: 2}}, "producer_function_kwargs must be a dict with str keys"),

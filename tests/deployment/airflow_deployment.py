@@ -79,17 +79,20 @@ class AirflowDeployment:
             return False
         return all((health.get(part) or {}).get("status") == "healthy" for part in HEALTH)
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM every component, then SIGKILL what is left after ``grace`` seconds in all
+        (nothing of a test deployment is worth a slow graceful shutdown)."""
         self._http.close()
         for process in self.processes.values():
             _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace
         for process in self.processes.values():
             try:
-                process.wait(timeout=30)
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-                process.wait(timeout=30)
-            _signal_group(process, signal.SIGKILL)  # what is left of its group
+                pass
+            _signal_group(process, signal.SIGKILL)  # the process if still there, and what is left of its group
+            process.wait(timeout=30)
 
     def log_path(self, name: str) -> Path:
         return self.home / "logs" / f"{name}.out"

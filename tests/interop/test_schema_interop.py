@@ -15,6 +15,7 @@ from typing import Any
 import pulsar
 import pulsar.schema as official_schema
 import pytest
+from google.protobuf import type_pb2
 
 from airflow_pulsar.client import exceptions
 from airflow_pulsar.client import schema as our_schema
@@ -54,6 +55,14 @@ SCHEMAS: list[tuple[str, Any, Any, Any, Any]] = [
     ("avro", our_schema.AvroSchema(OurOrder), official_schema.AvroSchema(OfficialOrder), _our_order, _official_order),
     ("json", our_schema.JsonSchema(OurOrder), official_schema.JsonSchema(OfficialOrder), _our_order, _official_order),
     ("string", our_schema.StringSchema(), official_schema.StringSchema(), lambda i: f"text-{i}", lambda i: f"text-{i}"),
+    ("bytes", our_schema.BytesSchema(), official_schema.BytesSchema(), lambda i: bytes([i]) * 3, lambda i: bytes([i]) * 3),
+    (
+        "protobuf_native",
+        our_schema.ProtobufNativeSchema(type_pb2.Type),
+        official_schema.ProtobufNativeSchema(type_pb2.Type),
+        lambda i: type_pb2.Type(name=f"type-{i}", oneofs=[str(i)]),
+        lambda i: type_pb2.Type(name=f"type-{i}", oneofs=[str(i)]),
+    ),
 ]
 COUNT = 5
 

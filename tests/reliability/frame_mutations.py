@@ -213,7 +213,10 @@ class FrameFuzzer:
         return struct.pack(">II", len(body) + 4, len(body)) + body
 
     def _unsupported_command(self) -> bytes:
-        kind = self.rng.choice([T.CONNECTED, T.SEND_RECEIPT, T.MESSAGE, T.SUCCESS, T.ERROR, T.AUTH_RESPONSE, T.GET_OR_CREATE_SCHEMA])
+        # Commands only a broker sends, and AUTH_RESPONSE to a broker without authentication.
+        kind = self.rng.choice(
+            [T.CONNECTED, T.SEND_RECEIPT, T.MESSAGE, T.SUCCESS, T.ERROR, T.AUTH_RESPONSE, T.PRODUCER_SUCCESS, T.LOOKUP_RESPONSE]
+        )
         command = BaseCommand(type=kind)
         body = getattr(command, commands.field_name(kind))
         self._fill(body, body.DESCRIPTOR, depth=2)
