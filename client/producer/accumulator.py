@@ -3,9 +3,11 @@
 A message that may be batched waits in the batch container until a trigger fires: the batch is
 full (messages or bytes), the next message does not fit, a sync send asks for it, or the first
 message has waited the max publish delay (checked on each send here, and on the producer's batch
-timer through :meth:`MessageAccumulator.flush_if_due`). Any other message becomes one op, or one
-per chunk, after the batch before it. Entries come from the :class:`~.entry_builder.EntryBuilder`;
-each op is handed to ``queue`` as soon as it is formed, so ops are queued in write order.
+timer through :meth:`MessageAccumulator.flush_if_due`). A message for other clusters than the
+batch's (its replicate_to) starts a new batch. Any other message, a delayed one among them,
+becomes one op, or one per chunk, after the batch before it. Entries come from the
+:class:`~.entry_builder.EntryBuilder`; each op is handed to ``queue`` as soon as it is formed, so
+ops are queued in write order.
 
 Not thread-safe: the partition producer calls it under its lock.
 """
@@ -19,6 +21,7 @@ from ..crypto import MessageEncryptor
 from ..protocol.wire import single_header, single_header_with
 from .batch_container import BatchContainer, SendCallback
 from .config import ProducerConfig
+from .delivery import Delivery
 from .entry_builder import EntryBuilder
 from .pending import OpSend
 from .stats import ProducerStats
@@ -37,7 +40,16 @@ class MessageAccumulator:
     ``queue`` receives each op as it is formed; ``batch_delay`` is the max publish delay in seconds.
     """
 
-    __slots__ = ("_queue", "_entries", "_key_b64", "_batch", "_max_batch_bytes", "batch_delay", "_send_timeout")
+    __slots__ = (
+        "_queue",
+        "_entries",
+        "_key_b64",
+        "_batch",
+        "_batch_delivery",
+        "_max_batch_bytes",
+        "batch_delay",
+        "_send_timeout",
+    )
 
     def __init__(self, config: ProducerConfig, stats: ProducerStats, queue: Callable[[OpSend], None]):
         self._queue = queue
@@ -49,6 +61,9 @@ class MessageAccumulator:
         self._batch = (
             BatchContainer(config.batching_max_messages, config.batching_max_allowed_size_in_bytes) if config.batching_enabled else None
         )
+        # The delivery of the batch's messages (their replicate_to), None for none; plain messages
+        # joining a plain batch pass with one identity test.
+        self._batch_delivery: Delivery | None = None
         self._max_batch_bytes = config.batching_max_allowed_size_in_bytes
         self.batch_delay = config.batching_max_publish_delay_ms / 1000
         self._send_timeout = config.send_timeout
@@ -74,11 +89,13 @@ class MessageAccumulator:
         ordering_key: bytes | None,
         event_timestamp: int | None,
         flush: bool,
+        delivery: Delivery | None = None,
     ) -> bool:
         """Take one message; True when it waits in the batch (the batch timer must be running).
 
         ``content`` None is a null value: an empty payload flagged ``null_value``. ``flush`` sends
-        the batch at once (a sync send has nothing to wait for).
+        the batch at once (a sync send has nothing to wait for). ``delivery`` holds the message's
+        delivery time and replication clusters, if it has any.
 
         Raises:
             MessageTooBig: an unbatched message exceeds the max message size and chunking is off.
@@ -92,7 +109,7 @@ class MessageAccumulator:
             content = b""
         size = len(content)
         batch = self._batch
-        if batch is not None and batch.accepts(size):
+        if batch is not None and batch.accepts(size) and (delivery is self._batch_delivery or self._joins_batch(delivery)):
             if properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value:
                 header = single_header(size, sequence_id)
             else:
@@ -114,7 +131,9 @@ class MessageAccumulator:
                 return False
             return True
         self.flush()  # keep order: the batch was sent first
-        entries = self._entries.message_entries(content, sequence_id, properties, partition_key, ordering_key, event_timestamp, null_value)
+        entries = self._entries.message_entries(
+            content, sequence_id, properties, partition_key, ordering_key, event_timestamp, null_value, delivery
+        )
         now = time.monotonic()
         deadline = self._deadline(now)
         last = len(entries) - 1
@@ -151,7 +170,7 @@ class MessageAccumulator:
                 highest_sequence_id=drained.last_sequence_id,
                 num_messages=count,
                 batched=True,
-                entry=self._entries.batch_entry(drained),
+                entry=self._entries.batch_entry(drained, _replicate_to(self._batch_delivery)),
                 callbacks=drained.callbacks,
                 permits=count,
                 memory=drained.payload_bytes,
@@ -159,6 +178,17 @@ class MessageAccumulator:
                 deadline=self._deadline(drained.first_added),
             )
         )
+
+    def _joins_batch(self, delivery: Delivery | None) -> bool:
+        """Whether a message with ``delivery`` goes into the batch: not when delayed (it leaves as its
+        own entry, as the official producers send it). The batch is sent first when the message
+        goes to other clusters, replicate_to being a field of the whole entry."""
+        if delivery is not None and delivery.deliver_at_time is not None:
+            return False
+        if _replicate_to(delivery) != _replicate_to(self._batch_delivery):
+            self.flush()
+        self._batch_delivery = delivery
+        return True
 
     def flush_if_due(self) -> float | None:
         """Queue the batch if its first message has waited the max publish delay.
@@ -176,3 +206,7 @@ class MessageAccumulator:
 
     def _deadline(self, created: float) -> float | None:
         return None if self._send_timeout is None else created + self._send_timeout
+
+
+def _replicate_to(delivery: Delivery | None) -> tuple[str, ...]:
+    return () if delivery is None else delivery.replicate_to

@@ -26,6 +26,7 @@ from ..protocol.PulsarApi_pb2 import MessageMetadata
 from ..protocol.wire import encode_plain_metadata, tag, varint
 from .batch_container import Batch
 from .chunking import chunk_size_for, split_into_chunks
+from .delivery import Delivery
 from .stats import ProducerStats
 
 __all__ = ["Entry", "EntryBuilder"]
@@ -89,8 +90,9 @@ class EntryBuilder:
         self.schema_version = schema_version
         self._schema_field = _SCHEMA_VERSION + varint(len(schema_version)) + schema_version if schema_version else b""
 
-    def batch_entry(self, batch: Batch) -> Entry:
-        """The entry of a drained batch: its messages' headers and payloads, compressed as one."""
+    def batch_entry(self, batch: Batch, replicate_to: tuple[str, ...] = ()) -> Entry:
+        """The entry of a drained batch: its messages' headers and payloads, compressed as one,
+        replicated to ``replicate_to`` (the clusters all its messages name) if given."""
         count = batch.num_messages
         compression = self._compression
         payload = compress(compression, batch.payload)
@@ -104,6 +106,8 @@ class EntryBuilder:
             # Written only for more than one sequence id, as the official clients do.
             batch.last_sequence_id if batch.last_sequence_id > batch.first_sequence_id else None,
         ) + self._schema_field
+        if replicate_to:
+            metadata += MessageMetadata(replicate_to=replicate_to).SerializePartialToString()
         self._stats.record_written(count, len(batch.payload), len(payload), True)
         return self._sealed(metadata, payload)
 
@@ -116,6 +120,7 @@ class EntryBuilder:
         ordering_key: bytes | None = None,
         event_timestamp: int | None = None,
         null_value: bool = False,
+        delivery: Delivery | None = None,
     ) -> list[Entry]:
         """The entry of one unbatched message, or its chunks in order when it exceeds the max message size.
 
@@ -133,7 +138,12 @@ class EntryBuilder:
         # broker's headroom; counting it keeps every entry under the max message size).
         limit = self.max_message_size - (encryptor.overhead if encryptor is not None else 0)
         if len(payload) <= limit and (
-            properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value
+            properties is None
+            and partition_key is None
+            and ordering_key is None
+            and event_timestamp is None
+            and not null_value
+            and delivery is None
         ):
             metadata = encode_plain_metadata(
                 self.producer_name, sequence_id, int(time.time() * 1000), int(compression), size
@@ -152,6 +162,8 @@ class EntryBuilder:
             full.partition_key_b64_encoded = True
         if null_value:
             full.null_value = True
+        if delivery is not None:
+            delivery.stamp(full)  # every chunk carries it, as each copies this metadata
         if len(payload) <= limit:
             return [self._sealed(full, payload)]
         if not self._chunking:

@@ -38,6 +38,7 @@ from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue
 from ..protocol.wire import signed64
 from .accumulator import MessageAccumulator
 from .config import ProducerConfig
+from .delivery import Delivery
 from .limits import PendingLimit, SendQuota
 from .pending import OpSend, PendingQueue, fail_callback
 from .stats import ProducerStats
@@ -217,10 +218,11 @@ class PartitionProducer:
         event_timestamp: int | None = None,
         sequence_id: int | None = None,
         flush: bool = False,
+        delivery: Delivery | None = None,
     ) -> None:
         """Queue one message; ``callback(result, message_id)`` runs when it completes (None: nobody waits).
 
-        ``flush`` sends the batch at once (a sync send has nothing to wait for).
+        ``flush`` sends the batch at once (a sync send has nothing to wait for); ``delivery``: see :mod:`.delivery`.
         """
         size = 0 if content is None else len(content)
         error = self._quota.reserve(size)
@@ -237,7 +239,8 @@ class PartitionProducer:
                 self._next_sequence_id = sequence_id + 1
             elif sequence_id >= self._next_sequence_id:
                 self._next_sequence_id = sequence_id + 1
-            batched = self._accumulator.add(content, callback, sequence_id, properties, partition_key, ordering_key, event_timestamp, flush)
+            batched = self._accumulator.add(content, callback, sequence_id, properties, partition_key, ordering_key,
+                                            event_timestamp, flush, delivery)
             # One batch timer at a time, not one per batch: when it fires it flushes the batch if
             # its first message has waited long enough, and otherwise waits for the rest of that time.
             if batched and not self._batch_timer_armed:

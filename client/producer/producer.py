@@ -3,7 +3,9 @@
 Mirrors ``pulsar.Producer``: ``send``, ``send_async(content, callback)``, ``flush``, ``close``,
 ``topic``, ``producer_name``, ``last_sequence_id``, ``is_connected``; plus ``send_future`` (a
 ``concurrent.futures.Future``, awaitable through ``asyncio.wrap_future``) and ``stats``.
-A non-partitioned topic has a single partition producer and no router.
+A non-partitioned topic has a single partition producer and no router. The delivery arguments of
+a send (delayed delivery, replication clusters) travel down as one :class:`~.delivery.Delivery`,
+None for the messages that use none of them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import base64
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..arguments import check_type
@@ -20,6 +23,7 @@ from ..protocol.message_id import MessageId
 from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
 from .config import ProducerConfig
+from .delivery import delivery_of
 from .limits import PendingLimit
 from .message import OutgoingMessage
 from .partition_producer import PartitionProducer, SendCallback
@@ -119,7 +123,11 @@ class Producer:
         partition_key: str | None = None,
         ordering_key: str | None = None,
         sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool = False,
         event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: timedelta | None = None,
     ) -> None:
         """Queue a message; ``callback(result, message_id)`` runs on the IO thread when it completes.
 
@@ -137,6 +145,10 @@ class Producer:
             and ordering_key is None
             and sequence_id is None
             and event_timestamp is None
+            and deliver_after is None
+            and deliver_at is None
+            and replication_clusters is None
+            and disable_replication is False
             and not self._interceptors
         ):
             # The common case, with nothing to check or convert; a custom router goes through _dispatch.
@@ -146,7 +158,10 @@ class Producer:
             if self._route_unkeyed is not None:
                 self._partitions[self._route_unkeyed(self._num_partitions)].send_async(content, callback)
                 return
-        self._dispatch(content, callback, properties, partition_key, ordering_key, sequence_id, event_timestamp, False)
+        self._dispatch(
+            content, callback, properties, partition_key, ordering_key, sequence_id,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, False,
+        )
 
     def send(
         self,
@@ -155,11 +170,23 @@ class Producer:
         partition_key: str | None = None,
         ordering_key: str | None = None,
         sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool = False,
         event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: timedelta | None = None,
     ) -> MessageId:
-        """Publish a message and wait for the broker's receipt; returns its MessageId."""
+        """Publish a message and wait for the broker's receipt; returns its MessageId.
+
+        ``deliver_at`` (ms since the epoch) or ``deliver_after`` delays its delivery to Shared and
+        Key_Shared subscriptions; ``replication_clusters`` overrides the namespace's clusters for it,
+        ``disable_replication`` keeps it in this cluster.
+        """
         waiter = _Waiter()
-        self._dispatch(content, waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp, True)
+        self._dispatch(
+            content, waiter, properties, partition_key, ordering_key, sequence_id,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, True,
+        )
         try:
             return waiter.wait()
         except KeyboardInterrupt as exc:  # Ctrl-C while waiting, reported as the official client reports it
@@ -172,11 +199,18 @@ class Producer:
         partition_key: str | None = None,
         ordering_key: str | None = None,
         sequence_id: int | None = None,
+        replication_clusters: list[str] | None = None,
+        disable_replication: bool = False,
         event_timestamp: int | None = None,
+        deliver_at: int | None = None,
+        deliver_after: timedelta | None = None,
     ) -> Future[MessageId]:
         """Queue a message; the future resolves to its MessageId (``await asyncio.wrap_future(f)``)."""
         waiter = _Waiter()
-        self._dispatch(content, waiter, properties, partition_key, ordering_key, sequence_id, event_timestamp, False)
+        self._dispatch(
+            content, waiter, properties, partition_key, ordering_key, sequence_id,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, False,
+        )
         return waiter.future
 
     def _dispatch(
@@ -187,7 +221,11 @@ class Producer:
         partition_key: str | None,
         ordering_key: str | None,
         sequence_id: int | None,
+        replication_clusters: list[str] | None,
+        disable_replication: bool,
         event_timestamp: int | None,
+        deliver_at: int | None,
+        deliver_after: timedelta | None,
         flush: bool,
     ) -> None:
         if content is None:
@@ -205,6 +243,11 @@ class Producer:
                 raise TypeError(f"content must be bytes or None, got {type(content).__name__}")
             content = bytes(content) if not isinstance(content, bytes) else content
         _check_fields(properties, partition_key, ordering_key, sequence_id, event_timestamp)
+        delivery = (
+            None
+            if deliver_after is None and deliver_at is None and replication_clusters is None and disable_replication is False
+            else delivery_of(replication_clusters, disable_replication, deliver_at, deliver_after)
+        )
         if self._interceptors:
             message = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
             for interceptor in self._interceptors:
@@ -226,6 +269,7 @@ class Producer:
             event_timestamp,
             sequence_id,
             flush,
+            delivery,
         )
 
     def _intercepted(self, callback: SendCallback, message: OutgoingMessage) -> SendCallback:
@@ -359,14 +403,18 @@ def _check_fields(
     sequence_id: int | None,
     event_timestamp: int | None,
 ) -> None:
+    """Check the per-message arguments: ``ValueError`` for an argument of the wrong type, ``TypeError``
+    for a property that is not str to str (the official client's errors). The checks run inline and
+    call :func:`check_type` only to raise: this is on every keyed send's path."""
     if properties is not None and not (
         isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
     ):
+        check_type(Mapping, properties, "properties")
         raise TypeError(f"properties must be a dict of str to str, got {properties!r}")
     if partition_key is not None and not isinstance(partition_key, str):
-        raise TypeError(f"partition_key must be a str, got {partition_key!r}")
+        check_type(str, partition_key, "partition_key")
     if ordering_key is not None and not isinstance(ordering_key, str):
-        raise TypeError(f"ordering_key must be a str, got {ordering_key!r}")
+        check_type(str, ordering_key, "ordering_key")
     for name, value in (("sequence_id", sequence_id), ("event_timestamp", event_timestamp)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"{name} must be a non-negative int, got {value!r}")

@@ -2,8 +2,9 @@
 
 Peek-messages, get-message-by-id and examine-message all answer this way. The headers are the
 ones Apache Pulsar 4.2.4 sends (the message id, properties as one JSON object, the broker entry
-index when enabled, publish time, batch size, producer and sequence ids); the body is the entry's
-payload decompressed: a whole batch, with its per-message headers, when the entry is a batch.
+index when enabled, publish, event and delivery times, batch size, producer and sequence ids, one
+header per cluster the entry is replicated to); the body is the entry's payload decompressed: a
+whole batch, with its per-message headers, when the entry is a batch.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from .storage import StoredEntry
 
 
 def _time(millis: int) -> str:
-    """Pulsar's DateFormatter form: ISO 8601 in UTC with milliseconds, e.g. 2026-01-02T03:04:05.678Z."""
-    return datetime.fromtimestamp(millis / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Pulsar's DateFormatter form: ISO 8601 in UTC, the fraction without trailing zeros, e.g.
+    2026-01-02T03:04:05.678Z, 2026-01-02T03:04:05.6Z, 2026-01-02T03:04:05Z."""
+    seconds, fraction = divmod(millis, 1000)
+    text = datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "")
+    return f"{text}.{fraction:03d}".rstrip("0") + "Z" if fraction else text + "Z"
 
 
 def _batch_size(entry: StoredEntry, payload: memoryview, index: int | None) -> int:
@@ -33,7 +37,7 @@ def _batch_size(entry: StoredEntry, payload: memoryview, index: int | None) -> i
 
 def _headers(
     ledger_id: int, entry: StoredEntry, metadata: MessageMetadata, payload: memoryview, index: int | None
-) -> dict[str, str]:
+) -> list[tuple[str, str]]:
     """The ``X-Pulsar-*`` headers of an entry whose metadata and (stored) payload are given."""
     properties = {kv.key: kv.value for kv in metadata.properties}
     headers = {
@@ -45,6 +49,8 @@ def _headers(
     headers["X-Pulsar-publish-time"] = _time(metadata.publish_time)
     if metadata.event_time:
         headers["X-Pulsar-event-time"] = _time(metadata.event_time)
+    if metadata.HasField("deliver_at_time"):
+        headers["X-Pulsar-deliver-at-time"] = _time(metadata.deliver_at_time)
     if metadata.HasField("num_messages_in_batch"):
         headers["X-Pulsar-num-batch-message"] = str(metadata.num_messages_in_batch)
         headers["X-Pulsar-batch-size"] = str(_batch_size(entry, payload, index))
@@ -56,7 +62,8 @@ def _headers(
     if metadata.HasField("highest_sequence_id"):
         headers["X-Pulsar-highest-sequence-id"] = str(metadata.highest_sequence_id)
     headers["X-Pulsar-txn-uncommitted"] = "false"
-    return headers
+    # One header per cluster, as Pulsar writes a repeated field.
+    return [*headers.items(), *(("X-Pulsar-replicated-to", cluster) for cluster in metadata.replicate_to)]
 
 
 def entry_response(ledger_id: int, entry: StoredEntry, index: int | None) -> web.Response:

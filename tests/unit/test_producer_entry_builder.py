@@ -1,4 +1,5 @@
-"""Entries built from messages decode back: metadata fields, compression, checksum, chunk split; and the ops around them."""
+"""Entries built from messages decode back: metadata fields, delivery fields, compression, checksum, chunk split;
+and the ops around them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from airflow_pulsar.client.exceptions import MessageTooBig
 from airflow_pulsar.client.producer.accumulator import MessageAccumulator
 from airflow_pulsar.client.producer.batch_container import BatchContainer
 from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.producer.delivery import LOCAL_CLUSTER, Delivery
 from airflow_pulsar.client.producer.entry_builder import Entry, EntryBuilder
 from airflow_pulsar.client.producer.pending import OpSend
 from airflow_pulsar.client.producer.stats import ProducerStats
@@ -228,3 +230,57 @@ def test_op_frame_is_a_send_around_the_entry() -> None:
     assert (send.producer_id, send.sequence_id, send.highest_sequence_id, send.num_messages) == (42, 7, 8, 2)
     assert not send.is_chunk
     assert (frame.entry, frame.checksum) == (ops[0].entry.data, ops[0].entry.checksum)
+
+
+def test_delivery_fields_are_written_to_the_entry_metadata() -> None:
+    builder, _ = _builder()
+    (entry,) = builder.message_entries(b"later", 2, delivery=Delivery(1_800_000_000_000, ("east", "west")))
+    metadata, payload = _decode(entry)
+    assert payload == b"later"
+    assert (metadata.deliver_at_time, list(metadata.replicate_to)) == (1_800_000_000_000, ["east", "west"])
+    (plain,) = builder.message_entries(b"now", 3)
+    metadata, _ = _decode(plain)
+    assert not metadata.HasField("deliver_at_time") and not metadata.replicate_to
+
+
+def test_every_chunk_of_a_delayed_message_carries_its_delivery_time() -> None:
+    builder, _ = _builder(chunking=True, max_size=2048)
+    entries = builder.message_entries(bytes(range(256)) * 40, 9, delivery=Delivery(1_800_000_000_000, (LOCAL_CLUSTER,)))
+    assert len(entries) > 2
+    for entry in entries:
+        metadata, _ = split_entry(entry.data)
+        assert (metadata.deliver_at_time, list(metadata.replicate_to)) == (1_800_000_000_000, [LOCAL_CLUSTER])
+
+
+def _send_with(accumulator: MessageAccumulator, content: bytes, sequence_id: int, delivery: Delivery | None) -> bool:
+    return accumulator.add(content, None, sequence_id, None, None, None, None, False, delivery)
+
+
+def test_a_delayed_message_leaves_as_its_own_entry_between_batches() -> None:
+    accumulator, ops = _accumulator(batching_max_publish_delay_ms=60_000)
+    _send(accumulator, b"a", 0)
+    assert not _send_with(accumulator, b"later", 1, Delivery(1_800_000_000_000, ()))
+    assert _send(accumulator, b"b", 2)
+    accumulator.flush()
+    assert [(op.sequence_id, op.batched) for op in ops] == [(0, True), (1, False), (2, True)]
+    delayed, _ = _decode(ops[1].entry)
+    assert delayed.deliver_at_time == 1_800_000_000_000 and not delayed.HasField("num_messages_in_batch")
+    assert not any(_decode(ops[i].entry)[0].HasField("deliver_at_time") for i in (0, 2))
+
+
+def test_a_batch_holds_only_messages_bound_for_the_same_clusters() -> None:
+    """replicate_to is a field of the entry: the official producers batch such messages and write
+    it in the batch's metadata; a change of clusters starts a new batch, so none is misdirected."""
+    accumulator, ops = _accumulator(batching_max_publish_delay_ms=60_000)
+    east = Delivery(None, ("east",))
+    for sequence_id, delivery in enumerate([None, east, east, Delivery(None, (LOCAL_CLUSTER,)), None, None]):
+        _send_with(accumulator, b"m%d" % sequence_id, sequence_id, delivery)
+    accumulator.flush()
+    assert all(op.batched for op in ops)
+    batches = [(_decode(op.entry)[0], _batch_messages(*_decode(op.entry))) for op in ops]
+    assert [(list(meta.replicate_to), [data for data, _ in messages]) for meta, messages in batches] == [
+        ([], [b"m0"]),
+        (["east"], [b"m1", b"m2"]),
+        ([LOCAL_CLUSTER], [b"m3"]),
+        ([], [b"m4", b"m5"]),
+    ]
