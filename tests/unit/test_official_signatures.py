@@ -46,12 +46,6 @@ EXCLUDED = {
     "pulsar.asyncio.Reader.__init__",
 }
 
-# Built on other branches at the same time; the lead empties this list when merging them.
-PENDING_ELSEWHERE: set[str] = set()
-
-# Not built yet on any branch.
-NOT_YET_BUILT: set[str] = set()
-
 # Defaults that differ on purpose (each is in the README's list of differences).
 DELIBERATE_DEFAULTS = {
     "pulsar.Client.__init__(tls_validate_hostname)",  # hostname verification on by default
@@ -61,8 +55,6 @@ DELIBERATE_DEFAULTS = {
     "pulsar.Client.create_reader(schema)",
     "pulsar.Client.create_table_view(schema)",
 }
-
-SKIPPED = EXCLUDED | PENDING_ELSEWHERE | NOT_YET_BUILT
 
 
 def _official_names(module: types.ModuleType) -> Iterator[tuple[str, Any]]:
@@ -100,7 +92,7 @@ def _signature_problems(label: str, official: Any, ours: Any) -> list[str]:
     problems = []
     for index, parameter in enumerate(theirs):
         where = f"{label}({parameter.name})"
-        if where in SKIPPED:
+        if where in EXCLUDED:
             continue
         if index >= len(mine) or (mine[index].name, mine[index].kind) != (parameter.name, parameter.kind):
             found = [(p.name, p.kind.name) for p in mine]
@@ -125,11 +117,11 @@ def _class_problems(label: str, official: type, ours: Any) -> list[str]:
         ]
     problems = []
     members = vars(official)
-    if "__init__" in members and f"{label}.__init__" not in SKIPPED:
+    if "__init__" in members and f"{label}.__init__" not in EXCLUDED:
         problems += _signature_problems(f"{label}.__init__", official.__init__, ours.__init__)
     for name, value in members.items():
         member = f"{label}.{name}"
-        if name.startswith("_") or member in SKIPPED or _is_core_class(official) and not callable(value):
+        if name.startswith("_") or member in EXCLUDED or _is_core_class(official) and not callable(value):
             continue
         if not hasattr(ours, name):
             problems.append(f"{member}: missing")
@@ -139,7 +131,7 @@ def _class_problems(label: str, official: type, ours: Any) -> list[str]:
 
 
 def _module_problems(official_name: str) -> list[str]:
-    if official_name in SKIPPED:
+    if official_name in EXCLUDED:
         return []
     official = importlib.import_module(official_name)
     try:
@@ -149,7 +141,7 @@ def _module_problems(official_name: str) -> list[str]:
     problems = []
     for name, value in _official_names(official):
         label = f"{official_name}.{name}"
-        if label in SKIPPED:
+        if label in EXCLUDED:
             continue
         if not hasattr(ours, name):
             problems.append(f"{label}: missing")
