@@ -4,7 +4,10 @@ Every broker-backed test runs against both brokers through the module-scoped ``b
 ``embedded`` (our standalone broker, a fresh one per module) and ``pulsar`` (Apache Pulsar
 standalone from Maven Central, one per test process for the whole session, because a JVM takes
 seconds to start). ``--brokers embedded|pulsar|both`` picks them. A test that exercises our broker's
-own internals is marked ``embedded_only`` and says in its docstring why.
+own internals is marked ``embedded_only`` and says in its docstring why. A tier whose subject is not
+the broker (Spark's cluster deploy modes, Airflow's separate processes) is marked ``one_broker``: it
+runs on Apache Pulsar when selected, else on the embedded broker, since what it checks is the same
+on either and the tiers that run on both already hold the brokers to one behaviour.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "embedded_only: tests our broker's own internals; runs against the embedded broker only"
     )
     config.addinivalue_line(
+        "markers", "one_broker: not about the broker; runs on Apache Pulsar if selected, else on the embedded broker"
+    )
+    config.addinivalue_line(
         "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, a bookie, two brokers), one a session"
     )
 
@@ -93,6 +99,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     kinds = selected_kinds(metafunc.config)
     if metafunc.definition.get_closest_marker("embedded_only") is not None:
         kinds = [kind for kind in kinds if kind == "embedded"]
+    elif metafunc.definition.get_closest_marker("one_broker") is not None:
+        kinds = ["pulsar"] if "pulsar" in kinds else kinds[:1]
     metafunc.parametrize("broker_kind", kinds, scope="module")
 
 

@@ -24,7 +24,8 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.examples.shop_events import ALERTS_TOPIC, LARGE_ORDER_EUR, TOPIC
 from polling import wait_until
 
-pytestmark = pytest.mark.timeout(900)
+# Airflow's process boundaries, not the broker, are the subject here (see conftest.py).
+pytestmark = [pytest.mark.timeout(900), pytest.mark.one_broker]
 
 INGEST, PRODUCER, TALLY, ALERTS = (
     "pulsar_shop_events_ingest",

@@ -27,6 +27,9 @@ from spark_helpers import VALUE_SCHEMA, Catalog, assert_exactly_once, produce_js
 
 SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 
+# Spark's deploy modes, not the broker, are the subject here (see conftest.py).
+pytestmark = pytest.mark.one_broker
+
 
 def free_port() -> int:
     with socket.socket() as sock:
