@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 T = BaseCommand
 CLIENT_VERSION = "airflow-pulsar-0.1.0"
 _RECV_SIZE = 256 * 1024
+_UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 
 
 class ProducerHandler(Protocol):
@@ -129,14 +130,16 @@ class Connection:
             connected = self._await_connected(stream, deadline)
         except ssl.SSLError as exc:
             sock.close()
-            presented = self._auth is not None and self._auth.tls_certificate_files() is not None
-            if presented and not isinstance(exc, ssl.SSLCertVerificationError):
+            if self._presents_certificate() and not isinstance(exc, ssl.SSLCertVerificationError):
                 # The broker's alert (unknown CA, bad or expired certificate) refuses our credentials.
                 raise AuthenticationError(f"{self.address} refused the TLS client certificate: {exc}") from exc
             raise ConnectError(f"handshake with {self.address} failed: {exc}") from exc
         except (OSError, FrameError) as exc:
             sock.close()
-            raise ConnectError(f"handshake with {self.address} failed: {exc}") from exc
+            # With TLS 1.3 the broker checks our certificate after our side of the handshake is
+            # done: its refusal arrives as a reset here, or as an end of stream (_await_connected).
+            hint = _UNTRUSTED_CERTIFICATE if isinstance(exc, ConnectionResetError) and self._presents_certificate() else ""
+            raise ConnectError(f"handshake with {self.address} failed: {exc}{hint}") from exc
         except PulsarException:
             sock.close()
             raise
@@ -149,6 +152,10 @@ class Connection:
         self._last_received = time.monotonic()
         threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
         self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
+
+    def _presents_certificate(self) -> bool:
+        """Whether this connection shows the broker a TLS client certificate."""
+        return self._tls_context is not None and self._auth is not None and self._auth.tls_certificate_files() is not None
 
     def _connect_command(self) -> BaseCommand:
         auth_name = self._auth.auth_method_name if self._auth else "none"
@@ -170,10 +177,8 @@ class Connection:
             sock.settimeout(remaining)
             data = sock.recv(_RECV_SIZE)
             if not data:
-                hint = ""
-                if self._tls_context is not None and self._auth is not None and self._auth.tls_certificate_files():
-                    # A TLS broker drops a client certificate it does not trust right after the handshake.
-                    hint = " (it may not trust the TLS client certificate)"
+                # A TLS broker drops a client certificate it does not trust right after the handshake.
+                hint = _UNTRUSTED_CERTIFICATE if self._presents_certificate() else ""
                 raise ConnectError(f"{self.address} closed the connection during the handshake{hint}")
             for frame in self._decoder.feed(data):
                 command = frame.command

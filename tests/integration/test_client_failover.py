@@ -74,7 +74,13 @@ def test_ctrl_c_interrupts_a_blocking_receive_with_interrupted(broker: Any, topi
         """
     )
     child = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        # Ctrl-C as in a terminal: a test run started as a background job passes SIGINT on ignored,
+        # and Python only turns SIGINT into KeyboardInterrupt when it starts with the default action.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "receiving"
