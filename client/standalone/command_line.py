@@ -2,7 +2,8 @@
 
 A failure is one line on stderr, ``PROG: cause``, and exit status 1: a usage error, a bad option
 value, or an error the input or the environment causes (the client's exceptions, ``OSError``,
-``ValueError``). Anything else is a bug: one line says so, and ``--debug`` shows its traceback.
+``ValueError``). Anything else is a bug, and its one line says so. ``--debug`` lets any failure
+through with its traceback.
 """
 
 from __future__ import annotations
@@ -87,11 +88,11 @@ def split_debug_flag(argv: Sequence[str]) -> tuple[bool, list[str]]:
 
 
 def describe(exc: BaseException) -> str:
-    """The cause an exception names, on one line."""
+    """The cause an exception names, on one line ("" if it names none)."""
     if isinstance(exc, OSError) and exc.strerror:
         text = f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
     else:
-        text = str(exc) or type(exc).__name__
+        text = str(exc)
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
@@ -107,13 +108,11 @@ def run_command(prog: str, command: Callable[[], int | None], *, debug: bool = F
     except EXPECTED_ERRORS as exc:
         if debug:
             raise
-        print(f"{prog}: {describe(exc)}", file=sys.stderr)
+        print(f"{prog}: {describe(exc) or type(exc).__name__}", file=sys.stderr)
     except Exception as exc:
         if debug:
             raise
-        print(
-            f"{prog}: internal error: {type(exc).__name__}: {describe(exc)} "
-            f"(rerun with {DEBUG_FLAG} to see the traceback)",
-            file=sys.stderr,
-        )
+        detail = describe(exc)
+        bug = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        print(f"{prog}: internal error: {bug} (rerun with {DEBUG_FLAG} to see the traceback)", file=sys.stderr)
     return FAILED

@@ -33,6 +33,8 @@ def test_an_error_of_the_input_or_environment_is_one_line(capsys: pytest.Capture
 def test_a_bug_is_one_line_that_points_at_debug(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_command("prog", lambda: failing(KeyError("slot"))) == 1
     assert capsys.readouterr().err == "prog: internal error: KeyError: 'slot' (rerun with --debug to see the traceback)\n"
+    assert run_command("prog", lambda: failing(AssertionError())) == 1
+    assert capsys.readouterr().err == "prog: internal error: AssertionError (rerun with --debug to see the traceback)\n"
 
 
 def test_debug_lets_every_failure_through() -> None:
