@@ -16,7 +16,6 @@ the Airflow home, the Spark warehouse and metastore, and the DAG run's log.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -29,6 +28,7 @@ from typing import Protocol
 
 import airflow_pulsar.client as pulsar
 from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.client.standalone.command_line import CommandParser
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
 DEMO_DIR = Path("var/demo")
@@ -131,13 +131,12 @@ def _start_broker(kind: str) -> DemoBroker:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo and print what happened; exits non-zero if the table or the backlog is wrong."""
-    parser = argparse.ArgumentParser(prog="python -m airflow_pulsar.demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--broker", choices=("embedded", "pulsar"), default="embedded",
-                        help="the broker to run the demo on (default: embedded)")
+    parser = CommandParser(prog="airflow-pulsar demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--broker", choices=("embedded", "pulsar"), default="embedded", help="the broker to run the demo on")
     args = parser.parse_args(argv)
     if not (DAGS_DIR / f"{DAG_ID}.py").exists():
-        print(f"the example DAGs are not at {DAGS_DIR}: run the demo from a checkout of the project", file=sys.stderr)
-        return 2
+        print(f"airflow-pulsar demo: the example DAGs are not at {DAGS_DIR}: run it from a checkout of the project", file=sys.stderr)
+        return 1
     shutil.rmtree(DEMO_DIR, ignore_errors=True)
     DEMO_DIR.mkdir(parents=True)
     log = DEMO_DIR / "demo.log"

@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from airflow_pulsar.client import AuthenticationToken, Client
 from airflow_pulsar.client.admin import PulsarAdmin
 
 DEFAULT_SERVICE_URL = "pulsar://127.0.0.1:6650"
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
+# The URL schemes each option takes.
+_SCHEMES = {"--service-url": ("pulsar", "pulsar+ssl"), "--admin-url": ("http", "https")}
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser, *, service: bool = True) -> None:
@@ -25,12 +28,12 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, *, service: bool = T
         parser.add_argument(
             "--service-url",
             default=os.environ.get("PULSAR_SERVICE_URL", DEFAULT_SERVICE_URL),
-            help=f"broker service URL (env PULSAR_SERVICE_URL; default {DEFAULT_SERVICE_URL})",
+            help="broker service URL, pulsar:// or pulsar+ssl:// (env PULSAR_SERVICE_URL)",
         )
     parser.add_argument(
         "--admin-url",
         default=os.environ.get("PULSAR_ADMIN_URL", DEFAULT_ADMIN_URL),
-        help=f"admin REST URL (env PULSAR_ADMIN_URL; default {DEFAULT_ADMIN_URL})",
+        help="admin REST URL, http:// or https:// (env PULSAR_ADMIN_URL)",
     )
     parser.add_argument(
         "--token-file",
@@ -46,9 +49,27 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, *, service: bool = T
 
 
 def _token(args: argparse.Namespace) -> str | None:
-    if args.token_file is not None:
-        return Path(args.token_file).read_text().strip()
-    return os.environ.get("PULSAR_TOKEN") or None
+    if args.token_file is None:
+        return os.environ.get("PULSAR_TOKEN") or None
+    try:
+        token = Path(args.token_file).read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"--token-file {args.token_file}: cannot read it: {exc.strerror or exc}") from None
+    if not token:
+        raise ValueError(f"--token-file {args.token_file} is empty")
+    return token
+
+
+def _checked_url(option: str, url: str) -> str:
+    """``url`` if its scheme suits ``option``. The two URLs are easily swapped, so a URL that suits
+    the other option says so."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in _SCHEMES[option]:
+        return url
+    wanted = " or ".join(f"{name}://" for name in _SCHEMES[option])
+    other = next((name for name, schemes in _SCHEMES.items() if scheme in schemes), None)
+    swapped = f" ({scheme}:// is for {other})" if other else ""
+    raise ValueError(f"{option} {url!r} must start with {wanted}{swapped}")
 
 
 def open_client(args: argparse.Namespace, operation_timeout_seconds: float = 10) -> Client:
@@ -56,7 +77,7 @@ def open_client(args: argparse.Namespace, operation_timeout_seconds: float = 10)
     token = _token(args)
     authentication = AuthenticationToken(token) if token else None
     return Client(
-        args.service_url,
+        _checked_url("--service-url", args.service_url),
         authentication=authentication,
         operation_timeout_seconds=operation_timeout_seconds,
         tls_trust_certs_file_path=args.tls_trust_certs_file,
@@ -67,7 +88,7 @@ def open_admin(args: argparse.Namespace) -> PulsarAdmin:
     """An admin REST client for ``--admin-url``, with the token when one is given."""
     token = _token(args)
     return PulsarAdmin(
-        args.admin_url,
+        _checked_url("--admin-url", args.admin_url),
         authentication=AuthenticationToken(token) if token else None,
         tls_trust_certs_file_path=args.tls_trust_certs_file,
     )

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from airflow_pulsar.client.standalone.command_line import CommandParser
 from airflow_pulsar.client.standalone.token_keys import create_secret_key, read_secret_key
 from airflow_pulsar.client.standalone.tokens import TokenError, create_token, verify_token
 
@@ -35,8 +36,8 @@ def parse_duration(text: str) -> int:
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> CommandParser:
+    parser = CommandParser(
         prog="airflow-pulsar tokens", description="Make and check Pulsar authentication tokens (HS256 JWTs)."
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -96,11 +97,7 @@ ACTIONS = {"create": _create, "create-secret-key": _create_secret_key, "validate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one tokens action; a bad key or token prints the reason and exits 1."""
+    """Run one tokens action; a bad key or token raises TokenError (or OSError) naming the reason."""
     args = _parser().parse_args(argv)
-    try:
-        print(ACTIONS[args.action](args))
-    except (TokenError, OSError) as exc:
-        print(f"airflow-pulsar tokens {args.action}: {exc}", file=sys.stderr)
-        return 1
+    print(ACTIONS[args.action](args))
     return 0

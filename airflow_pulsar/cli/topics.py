@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_pulsar.client.admin import AdminError, MessageBacklog, PulsarAdmin
+from airflow_pulsar.client.admin import MessageBacklog, PulsarAdmin
+from airflow_pulsar.client.standalone.command_line import CommandParser, non_negative_int
 
 from .endpoints import add_endpoint_arguments, open_admin
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="airflow-pulsar topics", description="Create, list, inspect and delete topics.")
+def _parser() -> CommandParser:
+    parser = CommandParser(prog="airflow-pulsar topics", description="Create, list, inspect and delete topics.")
     commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     create = commands.add_parser("create", help="create a topic (partitioned with --partitions N)")
     create.add_argument("topic")
-    create.add_argument("--partitions", type=int, default=0, help="number of partitions; 0 for a non-partitioned topic")
+    create.add_argument(
+        "--partitions", type=non_negative_int, default=0, help="number of partitions; 0 for a non-partitioned topic"
+    )
 
     listing = commands.add_parser("list", help="list the topics of a namespace")
-    listing.add_argument("--namespace", default="public/default", help="tenant/namespace (default public/default)")
+    listing.add_argument("--namespace", default="public/default", help="tenant/namespace")
 
     stats = commands.add_parser(
         "stats",
@@ -42,8 +44,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _create(admin: PulsarAdmin, args: argparse.Namespace) -> str:
-    if args.partitions < 0:
-        raise SystemExit(f"--partitions must be 0 or more, got {args.partitions}")
     if args.partitions:
         admin.create_partitioned_topic(args.topic, args.partitions)
         return f"created {args.topic} with {args.partitions} partitions"
@@ -109,12 +109,8 @@ ACTIONS = {"create": _create, "list": _list, "stats": _stats, "delete": _delete}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one topics action; admin errors print Pulsar's reason and exit 1."""
+    """Run one topics action; a failed admin call raises AdminError with Pulsar's reason."""
     args = _parser().parse_args(argv)
-    try:
-        with open_admin(args) as admin:
-            print(ACTIONS[args.action](admin, args))
-    except (AdminError, ValueError) as exc:  # ValueError: a malformed topic name
-        print(f"airflow-pulsar topics {args.action}: {exc}", file=sys.stderr)
-        return 1
+    with open_admin(args) as admin:
+        print(ACTIONS[args.action](admin, args))
     return 0

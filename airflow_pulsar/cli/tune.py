@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
 from airflow_pulsar.client import recommend_settings
+from airflow_pulsar.client.standalone.command_line import CommandParser
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> CommandParser:
+    parser = CommandParser(
         prog="airflow-pulsar tune",
         description="Recommend producer and client settings (the producer tuning template).",
     )
@@ -31,10 +31,7 @@ def _plain(value: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the recommended settings as Python keyword arguments (or JSON) with the template's notes."""
     args = _parser().parse_args(argv)
-    try:
-        tuning = recommend_settings(args.message_size, args.partitions, args.latency_ms, args.max_pending)
-    except ValueError as exc:
-        raise SystemExit(f"airflow-pulsar tune: {exc}") from None
+    tuning = recommend_settings(args.message_size, args.partitions, args.latency_ms, args.max_pending)  # ValueError names a bad value
     if args.json:
         document = {
             "client": {k: _plain(v) for k, v in tuning.client_settings.items()},

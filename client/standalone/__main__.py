@@ -1,7 +1,9 @@
-"""``python -m airflow_pulsar.client.standalone``: run the embedded broker."""
+"""``python -m airflow_pulsar.client.standalone``: run the embedded broker (``airflow-pulsar standalone``)."""
 
 import sys
 
-from .server import main
+from .command_line import run_command, split_debug_flag
+from .server import PROG, main
 
-sys.exit(main())
+debug, args = split_debug_flag(sys.argv[1:])
+sys.exit(run_command(PROG, lambda: main(args), debug=debug))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
+from .command_line import port_number, positive_int
 
 
 class ConfigError(ValueError):
@@ -49,14 +50,14 @@ class BrokerConfig:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the broker's options to ``parser`` (shared by ``airflow-pulsar standalone`` and ``-m``)."""
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=6650, help="binary protocol port; 0 picks a free one")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    parser.add_argument("--port", type=port_number, default=6650, help="binary protocol port; 0 picks a free one")
     parser.add_argument(
         "--http-port",
-        type=int,
+        type=port_number,
         default=8080,
-        help="admin REST port (default 8080, as Apache Pulsar's, and also Airflow's api-server default: "
-        "run one of them on another port); 0 picks a free one",
+        help="admin REST port; 0 picks a free one. Apache Pulsar's is 8080 too, and so is Airflow's api-server's: "
+        "run one of them on another port",
     )
     parser.add_argument("--data-dir", type=Path, required=True, help="directory for the broker's database")
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync commits (faster, not crash-safe)")
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "AppendIndexMetadataInterceptor: backlogs in messages are then estimated",
     )
     parser.add_argument(
-        "--max-message-size", type=_positive_int, default=DEFAULT_MAX_MESSAGE_SIZE, help="largest message in bytes"
+        "--max-message-size", type=positive_int, default=DEFAULT_MAX_MESSAGE_SIZE, help="largest message in bytes"
     )
     parser.add_argument(
         "--token-secret-file",
@@ -83,9 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(DER or PEM; also a file: or data: URL, as Pulsar's tokenPublicKey)",
     )
     parser.add_argument(
-        "--token-public-alg", default="RS256", help="algorithm family of --token-public-key: RS256 (default), ES256, ..."
+        "--token-public-alg", default="RS256", help="algorithm family of --token-public-key: RS256, ES256, ..."
     )
-    parser.add_argument("--token-auth-claim", default="sub", help="the token claim holding the role (default sub)")
+    parser.add_argument("--token-auth-claim", default="sub", help="the token claim holding the role")
     parser.add_argument("--token-audience-claim", help="the token claim that must name --token-audience (e.g. aud)")
     parser.add_argument("--token-audience", help="the audience standing for this broker, with --token-audience-claim")
     parser.add_argument(
@@ -150,10 +151,3 @@ def _check_combinations(args: argparse.Namespace) -> None:
             raise ConfigError(f"{option} needs {required}")
     if args.token_secret_file and args.token_public_key:
         raise ConfigError("give --token-secret-file or --token-public-key, not both: tokens are checked with one key")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of bytes, got {text}")
-    return value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import errno
@@ -10,7 +9,6 @@ import gc
 import logging
 import signal
 import ssl
-import sys
 import weakref
 from collections.abc import Iterator, Sequence
 
@@ -18,13 +16,15 @@ from aiohttp import web
 
 from .admin_http import AdminApi
 from .authentication_config import authentication_service, trust_client_certificates
+from .command_line import CommandParser
 from .config import BrokerConfig, ConfigError, add_arguments, from_arguments
 from .connection import ServerConnection
 from .service import BrokerService
 
 log = logging.getLogger(__name__)
 
-READY_PREFIX = "airflow-pulsar standalone ready:"
+PROG = "airflow-pulsar standalone"
+READY_PREFIX = f"{PROG} ready:"
 # Allocations between collections of the youngest generation (Python's default: 700). The broker
 # keeps many objects alive (entry caches, sends awaiting their group commit), and at the default
 # the collector kept walking them: unbatched publishing ran at ~24k msg/s, ~50k at this threshold.
@@ -105,20 +105,17 @@ async def serve(config: BrokerConfig) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``airflow-pulsar standalone`` and ``python -m airflow_pulsar.client.standalone``."""
-    parser = argparse.ArgumentParser(
-        prog="airflow-pulsar standalone", description="Run the embedded Pulsar standalone broker."
-    )
+    """Entry point of ``airflow-pulsar standalone`` and ``python -m airflow_pulsar.client.standalone``;
+    a setting it cannot start with raises :class:`ConfigError` naming the option."""
+    parser = CommandParser(prog=PROG, description="Run the embedded Pulsar standalone broker.")
     add_arguments(parser)
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser.add_argument(
+        "--log-level", default="INFO", type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="logging level"
+    )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     gc.set_threshold(_GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-    try:
-        asyncio.run(serve(from_arguments(args)))
-    except ConfigError as exc:
-        print(f"airflow-pulsar standalone: {exc}", file=sys.stderr)
-        return 2
+    asyncio.run(serve(from_arguments(args)))
     return 0
 
 
@@ -149,6 +146,3 @@ def _tls_context(config: BrokerConfig) -> ssl.SSLContext | None:
     trust_client_certificates(context, config)
     return context
 
-
-if __name__ == "__main__":
-    sys.exit(main())
