@@ -218,14 +218,12 @@ def reset_cursor(topic: str, subscription: str, timestamp_ms: int) -> Operation[
     return (yield AdminCall("reset_cursor", "POST", path, decode=decode_nothing))
 
 
-def reset_cursor_to_message_id(
-    topic: str, subscription: str, message_id: MessageId | InitialPosition, excluded: bool = False
-) -> Operation[None]:
-    """Move the subscription to ``message_id`` (Earliest, Latest or an id; with ``excluded``, just
-    after it) on a non-partitioned topic or one partition (Pulsar refuses a partitioned topic with
+def reset_cursor_to_message_id(topic: str, subscription: str, message_id: MessageId | InitialPosition) -> Operation[None]:
+    """Move the subscription to ``message_id`` (Earliest, Latest or an id: that message is the next
+    delivered) on a non-partitioned topic or one partition (Pulsar refuses a partitioned topic with
     405); its consumers are disconnected first."""
     path = topic_path(topic_name(topic), "subscription", subscription, "resetcursor")
-    body = {**_position_body(message_id), "isExcluded": _check_flag(excluded, "excluded")}
+    body = _position_body(message_id)
     return (yield AdminCall("reset_cursor_to_message_id", "POST", path, body=body, decode=decode_nothing))
 
 

@@ -18,6 +18,8 @@ from .topic import Topic
 _SUBSCRIPTION = TOPIC_PATH + "/subscription/{subscription}"
 # Pulsar's MessageId.latest: ledger and entry at Long.MAX_VALUE.
 _LATEST = 2**63 - 1
+# Pulsar's message id bodies (ResetCursorData) also read these words.
+_POSITION_WORDS = {"earliest": {"ledgerId": -1, "entryId": -1}, "latest": {"ledgerId": _LATEST, "entryId": _LATEST}}
 
 
 class Subscriptions(AdminResource):
@@ -51,10 +53,9 @@ class Subscriptions(AdminResource):
         Pulsar, a topic that does not exist yet is created with it."""
         sub_name = request.match_info["subscription"]
         body = await request.text()
-        try:
-            start = json.loads(body) if body.strip() else None
-        except ValueError:
-            return error(400, f"the body must be a message id or \"earliest\"/\"latest\", got {body[:50]!r}")
+        start = _message_id_body(body.strip() or '"latest"')  # no body: Pulsar's default
+        if start is None:
+            return error(400, f"the body must be a message id {{ledgerId, entryId}} or \"earliest\"/\"latest\", got {body[:50]!r}")
         name = self.topic_name(request)
         if not self.exists(name):
             await self.service.get_topic(name)
@@ -62,15 +63,7 @@ class Subscriptions(AdminResource):
         for topic in await self.topics_of(name):
             if sub_name in topic.subscriptions:
                 continue
-            if start in (None, "latest"):
-                entry: int | None = None
-            elif start == "earliest":
-                entry = 0
-            elif isinstance(start, dict) and "entryId" in start:
-                entry = _entry_at(start, topic.ledger.last_entry_id)
-            else:
-                return error(400, "the body must be a message id {ledgerId, entryId} or \"earliest\"/\"latest\"")
-            subscription = topic.subscription(sub_name, 0, True, entry)
+            subscription = topic.subscription(sub_name, 0, True, _entry_at(start, topic.ledger.last_entry_id))
             saved = subscription.persist()
             if saved is not None:
                 await saved
@@ -115,26 +108,20 @@ class Subscriptions(AdminResource):
         return web.Response(status=204)
 
     async def reset_cursor_to_position(self, request: web.Request) -> web.Response:
-        """Move the subscription of a non-partitioned topic or one partition to a message id (its
-        entry; with ``isExcluded``, the next). Consumers are disconnected first."""
+        """Move the subscription of a non-partitioned topic or one partition to a message id: its
+        entry is the next delivered. Consumers are disconnected first."""
         name = self.topic_name(request)
         if self.service.partitions_of(name) and name.partition < 0:
             return error(405, "Reset-cursor at position is not allowed for partitioned-topic")
         body = await request.text()
-        try:
-            position = json.loads(body) if body.strip() else None
-        except ValueError:
-            position = None
-        if not isinstance(position, dict) or "ledgerId" not in position or "entryId" not in position:
-            return error(400, f"the body must be a message id {{ledgerId, entryId}}, got {body[:50]!r}")
+        position = _message_id_body(body)
+        if position is None:
+            return error(400, f"the body must be a message id {{ledgerId, entryId}} or \"earliest\"/\"latest\", got {body[:50]!r}")
         sub_name = request.match_info["subscription"]
         subscription = (await self.existing(name)).subscriptions.get(sub_name)
         if subscription is None:
             return error(404, _no_subscription(sub_name, name))
-        entry = _entry_at(position, subscription.ledger.last_entry_id)
-        if position.get("isExcluded") and position.get("ledgerId") != _LATEST and int(position["entryId"]) >= 0:
-            entry += 1
-        await _reset(subscription, entry)
+        await _reset(subscription, _entry_at(position, subscription.ledger.last_entry_id))
         return web.Response(status=204)
 
     async def skip_all(self, request: web.Request) -> web.Response:
@@ -231,6 +218,18 @@ class Subscriptions(AdminResource):
             if entry_id < 0:
                 return error(412, f"messagePosition {position} is beyond the {last + 1} entries of topic {name}")
         return self._entry_response(topic, topic.ledger.read(entry_id, 1)[0])
+
+
+def _message_id_body(body: str) -> dict[str, Any] | None:
+    """A message id body (Pulsar's ResetCursorData: ``{ledgerId, entryId, ...}``, or the words
+    ``"earliest"``/``"latest"``) as a dict; None when it is neither."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, str):
+        value = _POSITION_WORDS.get(value)
+    return value if isinstance(value, dict) and "entryId" in value else None
 
 
 def _entry_at(message_id: dict[str, Any], last_entry_id: int) -> int:
