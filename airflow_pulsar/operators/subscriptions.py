@@ -37,7 +37,7 @@ class _SubscriptionOperator(BaseOperator):
 
     @staticmethod
     def _position(value: Any, name: str) -> SubscriptionPosition:
-        """A rendered position: a template left unrendered is an error, as any other bad value."""
+        """A rendered position, read as at parse time; a template left unrendered is an error."""
         position = arguments.subscription_position(value, name)
         if isinstance(position, str):
             raise ValueError(f"{name} was not rendered: {position!r}")
@@ -72,7 +72,8 @@ class PulsarCreateSubscriptionOperator(_SubscriptionOperator):
 
     def __init__(self, *, initial_position: Any = "earliest", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.initial_position = arguments.subscription_position(initial_position, "initial_position")
+        arguments.subscription_position(initial_position, "initial_position")
+        self.initial_position = initial_position  # as written: the rendered template shows it so
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Create the subscription unless it exists."""
@@ -114,7 +115,8 @@ class PulsarResetSubscriptionOperator(_SubscriptionOperator):
 
     def __init__(self, *, to: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.to = arguments.subscription_position(to, "to")
+        arguments.subscription_position(to, "to")
+        self.to = to
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Reset the subscription."""
