@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import enum
 import importlib.util
+import re
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
 from airflow_pulsar.client.consumer.settings import ConsumerType, InitialPosition
 from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
 E = TypeVar("E", bound=enum.Enum)
@@ -60,6 +62,50 @@ def consumer_type(value: Any, name: str = "subscription_type") -> ConsumerType:
 def initial_position(value: Any, name: str = "initial_position") -> InitialPosition:
     """Where a new subscription starts: Earliest or Latest."""
     return enum_member(InitialPosition, value, name)
+
+
+# Where a subscription is placed: the start or end of the topic, a message id, or a publish time
+# (ms since the epoch). InitialPosition is an IntEnum: tell it apart from a time before testing int.
+SubscriptionPosition = InitialPosition | MessageId | int
+_MESSAGE_ID_TEXT = re.compile(r"-?\d+:-?\d+(:-?\d+){0,2}")
+
+
+def subscription_position(value: Any, name: str) -> SubscriptionPosition | str:
+    """A subscription position: ``"earliest"``/``"latest"`` (or InitialPosition), a message id
+    (MessageId, the official client's, or ``"ledger:entry[:partition[:batch]]"``), or a publish
+    time: a datetime (naive means UTC), an ISO 8601 string, or ms since the epoch. A template is
+    left for the task to render."""
+    if isinstance(value, str):
+        text = value.strip()
+        if is_template(text):
+            return value
+        if text.lower() in ("earliest", "latest"):
+            return initial_position(text, name)
+        if _MESSAGE_ID_TEXT.fullmatch(text):
+            ledger, entry, partition, batch = ([int(part) for part in text.split(":")] + [-1, -1])[:4]
+            return MessageId(partition, ledger, entry, batch)
+        if text.isdigit():  # ms, as a template renders a number
+            return int(text)
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            pass
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        return round(moment.timestamp() * 1000)
+    if isinstance(value, enum.Enum):  # before int: InitialPosition is an IntEnum
+        return initial_position(value, name)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if callable(getattr(value, "ledger_id", None)):  # an official pulsar.MessageId
+        try:
+            return MessageId.wrap(value)
+        except ValueError:
+            pass
+    raise ValueError(
+        f"{name} must be 'earliest', 'latest', a message id (MessageId or 'ledger:entry[:partition[:batch]]') "
+        f"or a publish time (datetime, ISO 8601 text or ms since the epoch), got {value!r}"
+    )
 
 
 def topic_list(value: Any, name: str = "topics") -> list[str]:

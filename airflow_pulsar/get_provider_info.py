@@ -89,6 +89,8 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_pulsar.operators.produce",
                     "airflow_pulsar.operators.consume",
                     "airflow_pulsar.operators.pulsar_to_table",
+                    "airflow_pulsar.operators.subscriptions",
+                    "airflow_pulsar.operators.topics",
                 ],
             }
         ],

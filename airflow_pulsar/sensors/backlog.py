@@ -9,11 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
-from airflow_pulsar import arguments
+from airflow_pulsar import arguments, subscriptions
+from airflow_pulsar.client.admin import AdminNotFoundError
+from airflow_pulsar.client.consumer.settings import InitialPosition
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger
+from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger, missing_subscription
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 
 
@@ -33,10 +36,17 @@ class PulsarBacklogSensor(BaseSensorOperator):
     and the embedded broker), else an estimate from the average messages per entry. A batch
     acknowledged in part counts whole.
 
-    With ``deferrable=True`` (the default) the sensor defers to :class:`PulsarBacklogTrigger`,
-    which polls every ``poke_interval`` seconds inside the triggerer and holds no worker slot;
-    with ``deferrable=False`` it pokes in a worker (``mode="poke"`` or ``"reschedule"``).
+    With ``deferrable=True`` the sensor defers to :class:`PulsarBacklogTrigger`, which polls
+    every ``poke_interval`` seconds inside the triggerer and holds no worker slot (a deferred task
+    only resumes where an Airflow triggerer runs); with ``deferrable=False`` it pokes in a worker
+    (``mode="poke"`` or ``"reschedule"``). The default is Airflow's ``[operators]
+    default_deferrable`` (False unless configured), as for every provider's sensors.
     ``timeout``, ``soft_fail`` and ``mode`` behave as in every Airflow sensor.
+
+    The subscription must exist (a missing one fails the task with a message naming
+    ``create_subscription``), unless ``create_subscription=True``: the sensor then creates it at
+    the earliest message, so everything already on the topic counts, before it first reads the
+    backlog; an existing one is left where it is.
 
     Returns the figures to XCom: ``{"topic", "subscription", "messages", "entries", "exact",
     "backlog_size", "oldest_message_age", "partitions": {partition: {"messages", "entries",
@@ -45,12 +55,13 @@ class PulsarBacklogSensor(BaseSensorOperator):
     (seconds) are only read when ``max_message_age`` is set.
 
     :param topic: The topic (partitioned or not). Templated.
-    :param subscription: The subscription whose backlog is watched; it must exist. Templated.
+    :param subscription: The subscription whose backlog is watched. Templated.
     :param threshold: Messages that make the backlog ready (>= 1; a batch of n counts n).
     :param min_backlog_bytes: Bytes the backlog must also hold.
     :param max_message_age: Seconds (or a timedelta) after which the oldest message makes the backlog ready.
-    :param pulsar_conn_id: The Pulsar connection (its admin URL and token are used).
-    :param deferrable: Defer to the triggerer (default) or poke in a worker.
+    :param pulsar_conn_id: The Pulsar connection (its admin URL and token are used). Templated.
+    :param deferrable: Defer to the triggerer, or poke in a worker; default ``[operators] default_deferrable``.
+    :param create_subscription: Create the subscription, at the earliest message, if it does not exist.
 
     Example::
 
@@ -65,7 +76,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
         )
     """
 
-    template_fields: Sequence[str] = ("topic", "subscription")
+    template_fields: Sequence[str] = ("topic", "subscription", "pulsar_conn_id")
     ui_color = "#fff3d6"
 
     def __init__(
@@ -77,7 +88,8 @@ class PulsarBacklogSensor(BaseSensorOperator):
         min_backlog_bytes: int | None = None,
         max_message_age: float | timedelta | None = None,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
-        deferrable: bool = True,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        create_subscription: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -90,6 +102,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
         self.max_message_age = arguments.seconds(max_message_age, "max_message_age", optional=True)
         self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
         self.deferrable = arguments.flag(deferrable, "deferrable")
+        self.create_subscription = arguments.flag(create_subscription, "create_subscription")
 
     def _trigger(self, deadline: float) -> PulsarBacklogTrigger:
         return PulsarBacklogTrigger(
@@ -111,6 +124,8 @@ class PulsarBacklogSensor(BaseSensorOperator):
         Deferring a condition that already holds would cost a trip through the triggerer, and a
         trigger that fires within a second or two of the deferral races the scheduler.
         """
+        if self.create_subscription:
+            self._create_subscription()
         if not self.deferrable:
             return super().execute(context)
         first = self.poke(context)
@@ -121,6 +136,16 @@ class PulsarBacklogSensor(BaseSensorOperator):
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),
         )
+
+    def _create_subscription(self) -> None:
+        topic = arguments.topic_name(self.topic)
+        subscription = arguments.non_empty_str(self.subscription, "subscription")
+        with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
+            created = subscriptions.create_subscription(hook.get_admin(), topic, subscription, InitialPosition.Earliest)
+        if created:
+            self.log.info("Created subscription %r on %s at the earliest message", subscription, topic)
+        else:
+            self.log.info("Subscription %r already exists on %s: left as it is", subscription, topic)
 
     def poke(self, context: Any) -> PokeReturnValue:
         """Read the backlog once; done when the condition holds (transient admin errors: not yet)."""
@@ -141,6 +166,8 @@ class PulsarBacklogSensor(BaseSensorOperator):
         except TRANSIENT_ADMIN_ERRORS as exc:
             self.log.warning("Cannot read the backlog now, poking again: %s", exc)
             return PokeReturnValue(is_done=False)
+        except AdminNotFoundError as exc:
+            raise AirflowException(f"Cannot watch the backlog: {missing_subscription(exc, topic, subscription)}") from None
         self.log.info("Backlog of %s / %s: %s", self.topic, self.subscription, reading.describe())
         return PokeReturnValue(is_done=condition.met(reading), xcom_value=reading.as_xcom())
 

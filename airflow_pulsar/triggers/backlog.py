@@ -10,13 +10,22 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client.admin import AdminConnectionError, AdminServerError
+from airflow_pulsar.client.admin import AdminConnectionError, AdminNotFoundError, AdminServerError
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
 
 # Worth another poll: the admin service is unreachable, slow, or failing for now.
 TRANSIENT_ADMIN_ERRORS = (AdminConnectionError, AdminServerError)
+
+
+def missing_subscription(exc: AdminNotFoundError, topic: str, subscription: str) -> str:
+    """Why the backlog cannot be watched when the subscription (or its topic) is not there, and
+    the sensor option that creates it."""
+    reason = exc.reason
+    if not reason.startswith("subscription "):
+        reason = f"subscription {subscription!r} not found on topic {topic} ({reason})"
+    return f"{reason}; pass create_subscription=True to create it"
 
 
 class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
@@ -31,7 +40,8 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
     estimated (the event says which). Unreachable or failing admin
     service: it logs and polls again. The event payload is ``{"status": "success", "backlog":
     {...}}``, ``{"status": "timeout", ...}`` once ``deadline`` passed, or ``{"status": "error",
-    "message": ...}`` (e.g. no such topic or subscription).
+    "message": ...}`` (e.g. no such topic or subscription: the message then names the sensor's
+    ``create_subscription`` option).
 
     :param topic: The topic (partitioned or not).
     :param subscription: The subscription whose backlog is watched.
@@ -105,6 +115,9 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
                     reading = await condition.read(admin, self.topic, self.subscription)
                 except TRANSIENT_ADMIN_ERRORS as exc:
                     self.log.warning("Cannot read the backlog now, polling again: %s", exc)
+                except AdminNotFoundError as exc:
+                    yield TriggerEvent({"status": "error", "message": missing_subscription(exc, self.topic, self.subscription)})
+                    return
                 except Exception as exc:
                     yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
                     return

@@ -114,6 +114,8 @@ class AdminBase:
     list_subscriptions = AdminMethod(operations.list_subscriptions)
     create_subscription = AdminMethod(operations.create_subscription)
     delete_subscription = AdminMethod(operations.delete_subscription)
+    reset_cursor = AdminMethod(operations.reset_cursor)
+    reset_cursor_to_message_id = AdminMethod(operations.reset_cursor_to_message_id)
     clear_backlog = AdminMethod(operations.clear_backlog)
     peek_message = AdminMethod(operations.peek_message)
     get_message_by_id = AdminMethod(operations.get_message_by_id)

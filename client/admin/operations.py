@@ -50,7 +50,7 @@ def _stats_params(precise_backlog: bool) -> dict[str, str]:
 
 
 def _position_body(start: MessageId | InitialPosition) -> dict[str, Any]:
-    """The message id body of a create-subscription request, as Pulsar's Java admin sends it."""
+    """The message id body of a create-subscription or reset-cursor request, as Pulsar's Java admin sends it."""
     if isinstance(start, InitialPosition):
         start = MessageId.earliest if start == InitialPosition.Earliest else MessageId.latest
     if not isinstance(start, MessageId):
@@ -208,6 +208,23 @@ def delete_subscription(topic: str, subscription: str, force: bool = False) -> O
     path = topic_path(topic_name(topic), "subscription", subscription)
     call = AdminCall("delete_subscription", "DELETE", path, {"force": _flag(force)}, decode=decode_nothing)
     return (yield call)
+
+
+def reset_cursor(topic: str, subscription: str, timestamp_ms: int) -> Operation[None]:
+    """Move the subscription to the first message published at or after ``timestamp_ms`` (ms since
+    the epoch), on every partition of a partitioned topic; its consumers are disconnected first."""
+    timestamp = non_negative_int(timestamp_ms, "timestamp_ms")
+    path = topic_path(topic_name(topic), "subscription", subscription, "resetcursor", str(timestamp))
+    return (yield AdminCall("reset_cursor", "POST", path, decode=decode_nothing))
+
+
+def reset_cursor_to_message_id(topic: str, subscription: str, message_id: MessageId | InitialPosition) -> Operation[None]:
+    """Move the subscription to ``message_id`` (Earliest, Latest or an id: that message is the next
+    delivered) on a non-partitioned topic or one partition (Pulsar refuses a partitioned topic with
+    405); its consumers are disconnected first."""
+    path = topic_path(topic_name(topic), "subscription", subscription, "resetcursor")
+    body = _position_body(message_id)
+    return (yield AdminCall("reset_cursor_to_message_id", "POST", path, body=body, decode=decode_nothing))
 
 
 def clear_backlog(topic: str, subscription: str) -> Operation[None]:

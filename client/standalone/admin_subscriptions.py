@@ -4,6 +4,7 @@ them (peek, get by id, examine), with Pulsar's statuses, reasons and headers."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from aiohttp import web
 
@@ -15,10 +16,14 @@ from .subscription import Subscription
 from .topic import Topic
 
 _SUBSCRIPTION = TOPIC_PATH + "/subscription/{subscription}"
+# Pulsar's MessageId.latest: ledger and entry at Long.MAX_VALUE.
+_LATEST = 2**63 - 1
+# Pulsar's message id bodies (ResetCursorData) also read these words.
+_POSITION_WORDS = {"earliest": {"ledgerId": -1, "entryId": -1}, "latest": {"ledgerId": _LATEST, "entryId": _LATEST}}
 
 
 class Subscriptions(AdminResource):
-    """A topic's subscriptions: list, create, delete, skip; and its messages: peek, by id, examine."""
+    """A topic's subscriptions: list, create, delete, skip, reset; and its messages: peek, by id, examine."""
 
     def routes(self) -> list[web.RouteDef]:
         """The subscription and message paths of a topic."""
@@ -27,6 +32,8 @@ class Subscriptions(AdminResource):
             web.put(_SUBSCRIPTION, self.create_subscription),
             web.delete(_SUBSCRIPTION, self.delete_subscription),
             web.post(_SUBSCRIPTION + "/skip_all", self.skip_all),
+            web.post(_SUBSCRIPTION + r"/resetcursor/{timestamp:-?\d+}", self.reset_cursor_to_time),
+            web.post(_SUBSCRIPTION + "/resetcursor", self.reset_cursor_to_position),
             web.get(_SUBSCRIPTION + "/position/{position}", self.peek),
             web.get(TOPIC_PATH + r"/ledger/{ledger:-?\d+}/entry/{entry:-?\d+}", self.message_by_id),
             web.get(TOPIC_PATH + "/examinemessage", self.examine_message),
@@ -46,10 +53,9 @@ class Subscriptions(AdminResource):
         Pulsar, a topic that does not exist yet is created with it."""
         sub_name = request.match_info["subscription"]
         body = await request.text()
-        try:
-            start = json.loads(body) if body.strip() else None
-        except ValueError:
-            return error(400, f"the body must be a message id or \"earliest\"/\"latest\", got {body[:50]!r}")
+        start = _message_id_body(body.strip() or '"latest"')  # no body: Pulsar's default
+        if start is None:
+            return error(400, f"the body must be a message id {{ledgerId, entryId}} or \"earliest\"/\"latest\", got {body[:50]!r}")
         name = self.topic_name(request)
         if not self.exists(name):
             await self.service.get_topic(name)
@@ -57,15 +63,7 @@ class Subscriptions(AdminResource):
         for topic in await self.topics_of(name):
             if sub_name in topic.subscriptions:
                 continue
-            if start in (None, "latest") or (isinstance(start, dict) and start.get("ledgerId", -1) == 2**63 - 1):
-                entry = None
-            elif start == "earliest" or (isinstance(start, dict) and start.get("entryId", -1) < 0):
-                entry = 0
-            elif isinstance(start, dict) and "entryId" in start:
-                entry = int(start["entryId"])
-            else:
-                return error(400, "the body must be a message id {ledgerId, entryId} or \"earliest\"/\"latest\"")
-            subscription = topic.subscription(sub_name, 0, True, entry)
+            subscription = topic.subscription(sub_name, 0, True, _entry_at(start, topic.ledger.last_entry_id))
             saved = subscription.persist()
             if saved is not None:
                 await saved
@@ -94,6 +92,36 @@ class Subscriptions(AdminResource):
             saved = topic.remove_subscription(sub_name)
             if saved is not None:
                 await saved
+        return web.Response(status=204)
+
+    async def reset_cursor_to_time(self, request: web.Request) -> web.Response:
+        """Move the subscription, on every partition, to the first entry published at or after the
+        timestamp (ms); past the last entry when there is none. Consumers are disconnected first."""
+        sub_name = request.match_info["subscription"]
+        timestamp = int(request.match_info["timestamp"])
+        name = self.topic_name(request)
+        found = [t.subscriptions[sub_name] for t in await self.topics_of(name) if sub_name in t.subscriptions]
+        if not found:
+            return error(404, _no_subscription(sub_name, name))
+        for subscription in found:
+            await _reset(subscription, subscription.ledger.entry_at_or_after(timestamp))
+        return web.Response(status=204)
+
+    async def reset_cursor_to_position(self, request: web.Request) -> web.Response:
+        """Move the subscription of a non-partitioned topic or one partition to a message id: its
+        entry is the next delivered. Consumers are disconnected first."""
+        name = self.topic_name(request)
+        if self.service.partitions_of(name) and name.partition < 0:
+            return error(405, "Reset-cursor at position is not allowed for partitioned-topic")
+        body = await request.text()
+        position = _message_id_body(body)
+        if position is None:
+            return error(400, f"the body must be a message id {{ledgerId, entryId}} or \"earliest\"/\"latest\", got {body[:50]!r}")
+        sub_name = request.match_info["subscription"]
+        subscription = (await self.existing(name)).subscriptions.get(sub_name)
+        if subscription is None:
+            return error(404, _no_subscription(sub_name, name))
+        await _reset(subscription, _entry_at(position, subscription.ledger.last_entry_id))
         return web.Response(status=204)
 
     async def skip_all(self, request: web.Request) -> web.Response:
@@ -190,6 +218,34 @@ class Subscriptions(AdminResource):
             if entry_id < 0:
                 return error(412, f"messagePosition {position} is beyond the {last + 1} entries of topic {name}")
         return self._entry_response(topic, topic.ledger.read(entry_id, 1)[0])
+
+
+def _message_id_body(body: str) -> dict[str, Any] | None:
+    """A message id body (Pulsar's ResetCursorData: ``{ledgerId, entryId, ...}``, or the words
+    ``"earliest"``/``"latest"``) as a dict; None when it is neither."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, str):
+        value = _POSITION_WORDS.get(value)
+    return value if isinstance(value, dict) and "entryId" in value else None
+
+
+def _entry_at(message_id: dict[str, Any], last_entry_id: int) -> int:
+    """The entry a message id body names: latest is past the last entry, earliest (or any
+    negative entry) the first one."""
+    if message_id.get("ledgerId") == _LATEST:
+        return last_entry_id + 1
+    return max(int(message_id.get("entryId", -1)), 0)
+
+
+async def _reset(subscription: Subscription, entry_id: int) -> None:
+    """Reset the subscription's cursor and store it."""
+    subscription.reset(entry_id)
+    saved = subscription.persist()
+    if saved is not None:
+        await saved
 
 
 def _no_subscription(subscription: str, topic: TopicName) -> str:

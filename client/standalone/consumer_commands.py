@@ -182,11 +182,7 @@ class ConsumerCommands:
             entry = _entry_of(ledger, body.message_id)
         else:
             raise Rejected(ServerError.MetadataError, "SEEK needs a message id or a publish time")
-        # As Pulsar does: disconnect every consumer first (they resubscribe at the new position),
-        # then move the cursor, then answer.
-        for consumer in list(subscription.consumers):
-            consumer.sink.close_consumer(consumer.consumer_id)
-        subscription.seek(entry)
+        subscription.reset(entry)
         # A reader's subscription went with its consumer; Pulsar keeps a reset cursor under its name,
         # and the reader needs it: after a seek by time it resubscribes without a start id.
         topic.subscriptions.setdefault(subscription.name, subscription)

@@ -430,6 +430,13 @@ class Subscription:
         self._key_holders.clear()
         self._held_keys.clear()
 
+    def reset(self, entry_id: int) -> None:
+        """Reset the cursor as Pulsar does: disconnect every consumer (they resubscribe and read
+        from the new position), then seek to ``entry_id``."""
+        for consumer in list(self.consumers):
+            consumer.sink.close_consumer(consumer.consumer_id)
+        self.seek(entry_id)
+
     def persist(self) -> asyncio.Future[None] | None:
         """Queue the cursor's state for storage if durable; the future resolves when saved."""
         if not self.cursor.durable:

@@ -279,8 +279,9 @@ def test_sensor_rejects_bad_arguments(arguments: dict, error: str) -> None:
 
 def test_sensor_templated_fields_and_defaults() -> None:
     sensor = PulsarBacklogSensor(task_id="wait", topic="{{ params.t }}", subscription="s", threshold=1)
-    assert set(sensor.template_fields) == {"topic", "subscription"}
-    assert sensor.deferrable is True and sensor.topic == "{{ params.t }}"
+    assert set(sensor.template_fields) == {"topic", "subscription", "pulsar_conn_id"}
+    # Airflow's [operators] default_deferrable, False unless configured (the test settings leave it unset).
+    assert sensor.deferrable is False and sensor.create_subscription is False and sensor.topic == "{{ params.t }}"
 
 
 def test_a_backlog_already_ready_finishes_without_deferring(

@@ -14,10 +14,10 @@ WATCHED = {"topic": "{{ dag_run.conf['topic'] }}", "subscription": "{{ dag_run.c
 
 # dag id -> sensor arguments
 SENSORS = {
-    "pulsar_backlog_deferred": {"threshold": 5, "timeout": 60},
+    "pulsar_backlog_deferred": {"threshold": 5, "timeout": 60, "deferrable": True},
     "pulsar_backlog_poke": {"threshold": 5, "timeout": 60, "deferrable": False, "mode": "poke"},
     # A threshold in messages that default batching packs into a few entries.
-    "pulsar_backlog_batched": {"threshold": 2000, "timeout": 60},
+    "pulsar_backlog_batched": {"threshold": 2000, "timeout": 60, "deferrable": True},
     "pulsar_backlog_age": {
         "threshold": 1000,
         "max_message_age": 1.0,
@@ -25,8 +25,8 @@ SENSORS = {
         "deferrable": False,
         "mode": "reschedule",
     },
-    "pulsar_backlog_timeout": {"threshold": 1000, "timeout": 1},
-    "pulsar_backlog_timeout_soft": {"threshold": 1000, "timeout": 1, "soft_fail": True},
+    "pulsar_backlog_timeout": {"threshold": 1000, "timeout": 1, "deferrable": True},
+    "pulsar_backlog_timeout_soft": {"threshold": 1000, "timeout": 1, "soft_fail": True, "deferrable": True},
     "pulsar_backlog_poke_timeout_soft": {"threshold": 1000, "timeout": 1, "soft_fail": True, "deferrable": False},
 }
 
