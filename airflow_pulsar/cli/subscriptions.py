@@ -4,12 +4,12 @@ admin REST API, with the positions the subscription operators take."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from airflow_pulsar import arguments, subscriptions
 from airflow_pulsar.arguments import SubscriptionPosition
-from airflow_pulsar.client.admin import AdminError, PulsarAdmin
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.client.standalone.command_line import CommandParser
 
 from .endpoints import add_endpoint_arguments, open_admin
 
@@ -20,7 +20,7 @@ _POSITION_HELP = (
 
 
 def _position(text: str) -> SubscriptionPosition:
-    """A position option, refused by argparse (one line, exit 2) when malformed."""
+    """A position option, refused by the parser (one line, exit 1) when malformed."""
     try:
         position = arguments.subscription_position(text, "position")
     except ValueError as exc:
@@ -30,8 +30,8 @@ def _position(text: str) -> SubscriptionPosition:
     return position
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> CommandParser:
+    parser = CommandParser(
         prog="airflow-pulsar subscriptions", description="Create, list, reset (seek) and delete subscriptions."
     )
     commands = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -86,12 +86,9 @@ ACTIONS = {"create": _create, "list": _list, "reset": _reset, "delete": _delete}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subscriptions action; admin errors print Pulsar's reason and exit 1."""
+    """Run one subscriptions action; a failed admin call raises AdminError with Pulsar's reason, and
+    a malformed topic name or an id without its partition ValueError (the CLI prints either in one line)."""
     args = _parser().parse_args(argv)
-    try:
-        with open_admin(args) as admin:
-            print(ACTIONS[args.action](admin, args))
-    except (AdminError, ValueError) as exc:  # ValueError: a malformed topic name, an id without its partition
-        print(f"airflow-pulsar subscriptions {args.action}: {exc}", file=sys.stderr)
-        return 1
+    with open_admin(args) as admin:
+        print(ACTIONS[args.action](admin, args))
     return 0

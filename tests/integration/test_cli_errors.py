@@ -79,6 +79,13 @@ CASES: dict[str, BadInput] = {
         ("topics", "list", "--admin-url", "{service_url}"),
         "--admin-url '{service_url}' must start with http:// or https:// (pulsar:// is for --service-url)",
     ),
+    # subscriptions (admin REST)
+    "subscriptions-bad-position": BadInput(
+        ("subscriptions", "create", "t", "s", "--position", "yesterday"), "argument --position:"
+    ),
+    "subscriptions-reset-of-a-missing-subscription": BadInput(
+        ("subscriptions", "reset", "never-created", "s", "--to", "earliest"), "HTTP 404"
+    ),
     # produce (binary protocol)
     "produce-service-url-is-http": BadInput(
         ("produce", "t", "-m", "x", "--service-url", "{web_url}"),
