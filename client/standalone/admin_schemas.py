@@ -97,14 +97,12 @@ class Schemas(AdminResource):
     async def post_schema(self, request: web.Request) -> web.Response:
         """Register a schema (PostSchemaPayload: ``type``, ``schema``, ``properties``) under the
         topic's strategy: its version, 409 when incompatible, 422 when the definition is invalid."""
-        name = self._schema_topic(request)
-        self.service.check_namespace(name)
-        schema = await _posted_schema(request)
-        if isinstance(schema, web.Response):
-            return schema
-        strategy = self.service.policies.schema_compatibility_strategy(name)
+        posted = await self._posted_with_strategy(request)
+        if isinstance(posted, web.Response):
+            return posted
+        sid, schema, strategy = posted
         try:
-            version = await self.service.schemas.add_schema(schema_id(name), schema, strategy)
+            version = await self.service.schemas.add_schema(sid, schema, strategy)
         except IncompatibleSchemaError as exc:
             return error(409, str(exc))
         except InvalidSchemaError as exc:
@@ -125,17 +123,27 @@ class Schemas(AdminResource):
     async def test_compatibility(self, request: web.Request) -> web.Response:
         """Whether a producer could register the schema now; as Pulsar, 202 with the strategy when
         it could, and a 500 whose reason says why when it could not."""
+        posted = await self._posted_with_strategy(request)
+        if isinstance(posted, web.Response):
+            return posted
+        sid, schema, strategy = posted
+        try:
+            self.service.schemas.check_compatible(sid, schema, strategy)
+        except IncompatibleSchemaError as exc:
+            return error(500, str(exc))
+        return web.json_response({"schemaCompatibilityStrategy": strategy.value, "compatibility": True}, status=202)
+
+    async def _posted_with_strategy(
+        self, request: web.Request
+    ) -> tuple[str, SchemaData, SchemaCompatibilityStrategy] | web.Response:
+        """The topic's schema id, the posted schema and the strategy it is judged by; or the 400
+        that says what is wrong with the body."""
         name = self._schema_topic(request)
         self.service.check_namespace(name)
         schema = await _posted_schema(request)
         if isinstance(schema, web.Response):
             return schema
-        strategy = self.service.policies.schema_compatibility_strategy(name)
-        try:
-            self.service.schemas.check_compatible(schema_id(name), schema, strategy)
-        except IncompatibleSchemaError as exc:
-            return error(500, str(exc))
-        return web.json_response({"schemaCompatibilityStrategy": strategy.value, "compatibility": True}, status=202)
+        return schema_id(name), schema, self.service.policies.schema_compatibility_strategy(name)
 
     # ---- the policies ----
 
