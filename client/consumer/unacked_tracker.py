@@ -30,7 +30,10 @@ class UnackedMessageTracker:
         tick_ms: int | None = None,
     ):
         tick_ms = tick_ms or min(MAX_TICK_MS, max(ack_timeout_ms // 10, 1))
-        self._buckets: deque[set[MessageId]] = deque(set() for _ in range(max(ack_timeout_ms // tick_ms, 1)))
+        # One bucket more than the timeout spans: a message added just before a tick must still sit
+        # out ``ack_timeout`` whole ticks after it.
+        spans = -(-ack_timeout_ms // tick_ms)
+        self._buckets: deque[set[MessageId]] = deque(set() for _ in range(spans + 1))
         self._where: dict[MessageId, set[MessageId]] = {}
         self._lock = threading.Lock()
         self._redeliver = redeliver

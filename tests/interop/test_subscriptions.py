@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -137,8 +138,11 @@ def test_failover_consumer_joining_with_a_higher_rank_takes_over(
     producer.send(b"before")
     assert late.receive(timeout_millis=5000).data() == b"before"
     # A joiner that Pulsar's hash ring ranks above "z" for this topic becomes the active consumer;
-    # "z" keeps what it already holds.
-    joiner = next(name for name in "abcdefghijklmnopqrstuvwxy" if failover_active(topic_name, ["z", name]) == name)
+    # "z" keeps what it already holds. Many candidates, since one of z's points may lie just past the
+    # topic's hash and leave few names a point in between.
+    joiner = next(
+        name for name in (f"joiner-{i}" for i in itertools.count()) if failover_active(topic_name, ["z", name]) == name
+    )
     early = client_b.subscribe(topic_name, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name=joiner)
     time.sleep(0.3)
     for i in range(5):
