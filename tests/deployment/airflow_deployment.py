@@ -150,7 +150,10 @@ class AirflowDeployment:
             run = self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
             return run if run["state"] in ("success", "failed") else None
 
-        run = wait_until(ended, f"{dag_id} run {run_id} to finish", timeout, interval=2.0)
+        try:
+            run = wait_until(ended, f"{dag_id} run {run_id} to finish", timeout, interval=2.0)
+        except pytest.fail.Exception as timed_out:
+            pytest.fail(f"{timed_out}: {self.task_states(dag_id, run_id)}\n{self.log_tail('scheduler')}")
         if run["state"] != "success":
             pytest.fail(
                 f"{dag_id} run {run_id} {run['state']}: {self.task_states(dag_id, run_id)}\n"
