@@ -1,5 +1,6 @@
-"""Produce then consume, once per acknowledgement mode, a consumer whose function fails, and
-produce -> backlog sensor -> consume of 20,000 messages with default settings.
+"""Produce then consume, once per acknowledgement mode, a consumer whose function fails (without
+and with a dead-letter policy), and produce -> backlog sensor -> consume of 20,000 messages with
+default settings.
 
 The topic, subscription, message count and output file come from ``dag_run.conf`` through the
 operators' templated fields (tests/airflow/test_produce_consume_operators.py).
@@ -61,6 +62,20 @@ with DAG("pulsar_consume_failing", schedule=None, start_date=datetime(2024, 1, 1
         apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
         max_batch_size=4,
         poll_timeout=0.5,
+    )
+
+# The same failing function under a dead-letter policy: the bad message goes to the dead-letter
+# topic (the default <topic>-<subscription>-DLQ) after two redeliveries, and the task succeeds.
+with DAG("pulsar_consume_dead_letter", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
+    _produce() >> PulsarConsumeOperator(
+        task_id="consume",
+        topics=TOPIC,
+        subscription=SUBSCRIPTION,
+        apply_function="pulsar_test_functions.record_until",
+        apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
+        max_redeliver_count=2,
+        max_batch_size=4,
+        poll_timeout=1.0,
     )
 
 # The flow a first DAG has: produce with default settings, wait for the whole backlog, consume it.
