@@ -59,11 +59,14 @@ async def _next(events: AsyncIterator[Any], timeout: float = 10.0) -> Any:
 def test_message_queue_trigger_with_the_pulsar_scheme_is_the_pulsar_trigger() -> None:
     from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
 
-    trigger = MessageQueueTrigger(scheme="pulsar", topics="orders", subscription="watch", apply_function="pkg.match")
+    trigger = MessageQueueTrigger(
+        scheme="pulsar", topics="orders", subscription="watch", apply_function="pkg.match", max_redeliver_count=5
+    )
     assert isinstance(trigger.trigger, PulsarMessageEventTrigger)
     classpath, kwargs = trigger.serialize()
     assert classpath == TRIGGER_CLASS
     assert kwargs["topics"] == ["orders"] and kwargs["apply_function"] == "pkg.match"
+    assert kwargs["max_redeliver_count"] == 5 and kwargs["dead_letter_topic"] is None
 
 
 def test_asset_watcher_schedules_the_dag_on_a_produced_message(broker, broker_admin: PulsarAdmin) -> None:

@@ -53,30 +53,22 @@ for ack, (subscription_type, function) in CONSUMERS.items():
             **function,
         )
 
-with DAG("pulsar_consume_failing", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
-    _produce() >> PulsarConsumeOperator(
-        task_id="consume",
-        topics=TOPIC,
-        subscription=SUBSCRIPTION,
-        apply_function="pulsar_test_functions.record_until",
-        apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
-        max_batch_size=4,
-        poll_timeout=0.5,
-    )
-
-# The same failing function under a dead-letter policy: the bad message goes to the dead-letter
-# topic (the default <topic>-<subscription>-DLQ) after two redeliveries, and the task succeeds.
-with DAG("pulsar_consume_dead_letter", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
-    _produce() >> PulsarConsumeOperator(
-        task_id="consume",
-        topics=TOPIC,
-        subscription=SUBSCRIPTION,
-        apply_function="pulsar_test_functions.record_until",
-        apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
-        max_redeliver_count=2,
-        max_batch_size=4,
-        poll_timeout=1.0,
-    )
+# A function failing on the value conf["bad"]: without a dead-letter policy the task fails; with
+# one, the bad message goes to the dead-letter topic (the default <topic>-<subscription>-DLQ)
+# after two redeliveries and the task succeeds.
+FAILING = {"pulsar_consume_failing": {}, "pulsar_consume_dead_letter": {"max_redeliver_count": 2}}
+for dag_id, dead_letter in FAILING.items():
+    with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
+        _produce() >> PulsarConsumeOperator(
+            task_id="consume",
+            topics=TOPIC,
+            subscription=SUBSCRIPTION,
+            apply_function="pulsar_test_functions.record_until",
+            apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
+            max_batch_size=4,
+            poll_timeout=0.5,
+            **dead_letter,
+        )
 
 # The flow a first DAG has: produce with default settings, wait for the whole backlog, consume it.
 FLOW_MESSAGES = 20_000
