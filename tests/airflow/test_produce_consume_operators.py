@@ -119,6 +119,29 @@ def test_dead_letter_policy_moves_the_failing_message_and_the_task_goes_on(
     assert broker_admin.message_backlog(topic_name, "sub").messages == 0  # acknowledged on the source too
 
 
+def test_dead_letter_policy_with_a_batch_function_moves_the_failing_batch(
+    broker, broker_admin: PulsarAdmin, topic_name: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "consumed.txt"
+    with Client(broker.service_url) as client:
+        dead_letters = client.subscribe(f"{topic_name}-sub-DLQ", "inspect", initial_position=InitialPosition.Earliest)
+        conf = {"topic": topic_name, "subscription": "sub", "count": COUNT, "out": str(out), "bad": "m5"}
+        result = run_dag("pulsar_consume_batch_dead_letter", **conf)
+
+        assert result.states == {"produce": "success", "consume": "success"}
+        moved = []
+        while True:
+            try:
+                moved.append(dead_letters.receive(timeout_millis=1000).data().decode())
+            except exceptions.Timeout:
+                break
+    # Which messages share the bad one's batch depends on arrival; each message is in exactly one place.
+    recorded = out.read_text().split()
+    assert "m5" in moved and sorted(recorded + moved, key=EXPECTED.index) == EXPECTED
+    assert result.xcoms["consume"]["dead_lettered"] == len(moved)
+    assert broker_admin.message_backlog(topic_name, "sub").messages == 0
+
+
 def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match="ack='cumulative' needs an Exclusive or Failover subscription, got Shared"):
         PulsarConsumeOperator(task_id="c", topics="t", subscription="s", apply_function=print, ack="cumulative")

@@ -9,6 +9,7 @@ operators' templated fields (tests/airflow/test_produce_consume_operators.py).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from airflow.sdk import DAG
 
@@ -54,20 +55,26 @@ for ack, (subscription_type, function) in CONSUMERS.items():
         )
 
 # A function failing on the value conf["bad"]: without a dead-letter policy the task fails; with
-# one, the bad message goes to the dead-letter topic (the default <topic>-<subscription>-DLQ)
-# after two redeliveries and the task succeeds.
-FAILING = {"pulsar_consume_failing": {}, "pulsar_consume_dead_letter": {"max_redeliver_count": 2}}
-for dag_id, dead_letter in FAILING.items():
+# one, the bad message (for a batch function, its batch) goes to the dead-letter topic (the
+# default <topic>-<subscription>-DLQ) after its redeliveries, and the task succeeds.
+FAILING: dict[str, dict[str, Any]] = {
+    "pulsar_consume_failing": {"apply_function": "pulsar_test_functions.record_until"},
+    "pulsar_consume_dead_letter": {"apply_function": "pulsar_test_functions.record_until", "max_redeliver_count": 2},
+    "pulsar_consume_batch_dead_letter": {
+        "apply_function_batch": "pulsar_test_functions.record_batch_until",
+        "max_redeliver_count": 1,
+    },
+}
+for dag_id, consumer in FAILING.items():
     with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
         _produce() >> PulsarConsumeOperator(
             task_id="consume",
             topics=TOPIC,
             subscription=SUBSCRIPTION,
-            apply_function="pulsar_test_functions.record_until",
             apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
             max_batch_size=4,
             poll_timeout=0.5,
-            **dead_letter,
+            **consumer,
         )
 
 # The flow a first DAG has: produce with default settings, wait for the whole backlog, consume it.
