@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
@@ -13,6 +13,10 @@ from airflow_pulsar import arguments
 from airflow_pulsar.client import Consumer, ConsumerType, Message, exceptions
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.message_source import dead_letter_arguments, dead_letter_policy
+
+if TYPE_CHECKING:
+    from airflow.sdk.types import Logger
 
 ACK_MODES = ("individual", "cumulative", "never")
 # Cumulative acks cover a position in a partition, which only one consumer at a time reads.
@@ -41,9 +45,15 @@ class PulsarConsumeOperator(BaseOperator):
     * ``"never"``: nothing is acknowledged; the messages stay in the subscription's backlog.
 
     When the function raises, the messages not yet acknowledged in that batch are negatively
-    acknowledged (the broker redelivers them and counts the redelivery, which a dead-letter
-    policy acts on) and the task fails. Returns a summary to XCom: ``{"topics", "subscription",
-    "ack", "messages", "batches", "acknowledged"}``.
+    acknowledged (the broker redelivers them) and the task fails. With a dead-letter policy
+    (``max_redeliver_count``) the task goes on instead: the failed message (for a batch
+    function, the batch) is negatively acknowledged and comes back within the run, and once it
+    has failed again after ``max_redeliver_count`` redeliveries the client publishes it to the
+    dead-letter topic (properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` name its origin) and
+    acknowledges it here. The retries happen within one run because Pulsar forgets its
+    redelivery counts when a subscription's last consumer leaves. Each delivery counts towards
+    ``max_messages``. Returns a summary to XCom: ``{"topics", "subscription", "ack",
+    "messages", "batches", "acknowledged", "dead_lettered"}``.
 
     :param topics: A topic or a list of topics. Templated.
     :param subscription: The subscription name. Templated.
@@ -58,8 +68,13 @@ class PulsarConsumeOperator(BaseOperator):
     :param max_batch_size: The most messages in one batch (default 1000).
     :param poll_timeout: Seconds to wait for the first message of a batch (default 60).
     :param consumer_settings: Further ``subscribe`` keyword arguments (``receiver_queue_size``,
-        ``dead_letter_policy``, ``negative_ack_redelivery_delay_ms``, ...).
+        ``negative_ack_redelivery_delay_ms``, ...).
     :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default.
+    :param dead_letter_topic: The dead-letter topic; None (default): ``<topic>-<subscription>-DLQ``.
+        Needs ``max_redeliver_count``.
+    :param max_redeliver_count: Redeliveries after which a failing message goes to the dead-letter
+        topic (>= 1); None (default): no dead-letter policy, a failing function fails the task.
+        Needs a ``Shared`` or ``KeyShared`` subscription, the types on which Pulsar counts redeliveries.
 
     Example::
 
@@ -93,6 +108,8 @@ class PulsarConsumeOperator(BaseOperator):
         poll_timeout: float = 60.0,
         consumer_settings: Mapping[str, Any] | None = None,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
+        dead_letter_topic: str | None = None,
+        max_redeliver_count: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -122,6 +139,11 @@ class PulsarConsumeOperator(BaseOperator):
         self.poll_timeout = arguments.seconds(poll_timeout, "poll_timeout", allow_zero=True)
         self.consumer_settings = self._checked_consumer_settings(consumer_settings)
         self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.dead_letter_topic, self.max_redeliver_count = dead_letter_arguments(
+            dead_letter_topic, max_redeliver_count, self.subscription_type
+        )
+        if "dead_letter_policy" in self.consumer_settings:
+            raise ValueError("consumer_settings must not set 'dead_letter_policy': use max_redeliver_count and dead_letter_topic")
 
     def _checked_consumer_settings(self, settings: Mapping[str, Any] | None) -> dict[str, Any]:
         settings = dict(settings or {})
@@ -150,15 +172,18 @@ class PulsarConsumeOperator(BaseOperator):
         else:
             function = arguments.resolve_function(self.apply_function_batch, "apply_function_batch")
         apply = partial(function, *self.apply_function_args, **self.apply_function_kwargs)
-        messages = batches = acknowledged = 0
+        messages = batches = acknowledged = dead_lettered = 0
+        policy = dead_letter_policy(self.dead_letter_topic, self.max_redeliver_count)
         with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
             consumer = hook.subscribe(
                 self.topics[0] if len(self.topics) == 1 else list(self.topics),
                 self.subscription,
                 consumer_type=self.subscription_type,
                 initial_position=self.initial_position,
+                dead_letter_policy=policy,
                 **self.consumer_settings,
             )
+            route = None if policy is None else _DeadLetterRoute(consumer, policy.max_redeliver_count, self.log)
             while self.max_messages is None or messages < self.max_messages:
                 limit = self.max_batch_size
                 if self.max_messages is not None:
@@ -167,9 +192,12 @@ class PulsarConsumeOperator(BaseOperator):
                 if not batch:
                     self.log.info("No message within %s s; stopping", self.poll_timeout)
                     break
-                acknowledged += self._process(consumer, batch, apply)
+                acknowledged += self._process(consumer, batch, apply, route)
                 messages += len(batch)
                 batches += 1
+            if route is not None:
+                delay = self.consumer_settings.get("negative_ack_redelivery_delay_ms", 0) / 1000
+                dead_lettered = route.settle(delay + _NACK_SETTLE_SECONDS)
         self.log.info(
             "Consumed %d messages in %d batches from %s; acknowledged %d (%s)",
             messages, batches, ", ".join(self.topics), acknowledged, self.ack,
@@ -181,6 +209,7 @@ class PulsarConsumeOperator(BaseOperator):
             "messages": messages,
             "batches": batches,
             "acknowledged": acknowledged,
+            "dead_lettered": dead_lettered,
         }
 
     def _receive_batch(self, consumer: Consumer, limit: int) -> list[Message]:
@@ -195,7 +224,9 @@ class PulsarConsumeOperator(BaseOperator):
                 break
         return batch
 
-    def _process(self, consumer: Consumer, batch: list[Message], apply: Callable[..., Any]) -> int:
+    def _process(
+        self, consumer: Consumer, batch: list[Message], apply: Callable[..., Any], route: _DeadLetterRoute | None
+    ) -> int:
         """Apply the function to one batch and acknowledge as ``ack`` says; returns how many were acked."""
         acked = 0
         if self.apply_function is not None:
@@ -203,8 +234,11 @@ class PulsarConsumeOperator(BaseOperator):
                 try:
                     apply(message)
                 except Exception:
-                    self._reject(consumer, batch[index:])
-                    raise
+                    if route is None:
+                        self._reject(consumer, batch[index:])
+                        raise
+                    route.reject([message])
+                    continue
                 if self.ack == "individual":
                     consumer.acknowledge(message)
                     acked += 1
@@ -212,8 +246,11 @@ class PulsarConsumeOperator(BaseOperator):
             try:
                 apply(batch)
             except Exception:
-                self._reject(consumer, batch)
-                raise
+                if route is None:
+                    self._reject(consumer, batch)
+                    raise
+                route.reject(batch)
+                return 0
             if self.ack == "individual":
                 for message in batch:
                     consumer.acknowledge(message)
@@ -233,3 +270,34 @@ class PulsarConsumeOperator(BaseOperator):
         deadline = time.monotonic() + _NACK_SETTLE_SECONDS
         while consumer.stats().pending_nacks and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+class _DeadLetterRoute:
+    """A run's failed messages under a dead-letter policy: redelivered until their last chance, then moved."""
+
+    def __init__(self, consumer: Consumer, max_redeliver_count: int, log: Logger) -> None:
+        self._consumer = consumer
+        self._max_redeliver_count = max_redeliver_count
+        self._last_chances = 0
+        self.log = log
+
+    def reject(self, messages: list[Message]) -> None:
+        """Negatively acknowledge failed messages; the client moves those on their last delivery."""
+        self.log.warning("The function failed; negatively acknowledging %d message(s)", len(messages))
+        for message in messages:
+            self._consumer.negative_acknowledge(message)
+            if message.redelivery_count() >= self._max_redeliver_count:
+                self._last_chances += 1
+
+    def settle(self, timeout: float) -> int:
+        """Wait (up to ``timeout`` seconds) until the messages failed on their last delivery are in
+        the dead-letter topic and acknowledged, before the consumer closes; returns how many moved."""
+        deadline = time.monotonic() + timeout
+        while (moved := self._consumer.stats().dead_lettered) < self._last_chances and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if moved < self._last_chances:
+            self.log.warning(
+                "%d of %d message(s) not yet in the dead-letter topic; they stay in the subscription",
+                self._last_chances - moved, self._last_chances,
+            )
+        return moved

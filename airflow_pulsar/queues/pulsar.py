@@ -13,7 +13,8 @@ class PulsarMessageQueueProvider(BaseMessageQueueProvider):
     Make ``MessageQueueTrigger(scheme="pulsar", ...)`` a :class:`PulsarMessageEventTrigger`.
 
     The keyword arguments after ``scheme`` are the trigger's (``topics``, ``subscription``,
-    ``apply_function``, ...). The deprecated queue-URI form (``queue="pulsar://..."``) is not
+    ``apply_function``, ``max_redeliver_count`` and ``dead_letter_topic`` for a dead-letter
+    policy, ...). The deprecated queue-URI form (``queue="pulsar://..."``) is not
     supported: a Pulsar connection, not a URI, says where the broker is. Example::
 
         from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger

@@ -12,7 +12,7 @@ from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, reject_s
 from airflow_pulsar import arguments
 from airflow_pulsar.client import Message
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from airflow_pulsar.message_source import MessageSourceSettings
+from airflow_pulsar.message_source import MessageSourceSettings, dead_letter_arguments
 from airflow_pulsar.triggers.message_matching import MessageMatcher
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
 from airflow_pulsar.triggers.shared_stream import PulsarSharedStreamProducer
@@ -25,6 +25,8 @@ _STREAM_ARGUMENTS = (
     "initial_position",
     "redelivery_delay",
     "pulsar_conn_id",
+    "dead_letter_topic",
+    "max_redeliver_count",
 )
 
 
@@ -40,7 +42,12 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     settings share one consumer (:class:`PulsarSharedStreamProducer`): each message goes to every
     trigger of the group, and is acknowledged only once all of them have passed it and the asset
     events it caused are stored. A message whose ``apply_function`` raises is rejected and
-    negatively acknowledged (Pulsar redelivers it after ``redelivery_delay`` seconds). The function
+    negatively acknowledged (Pulsar redelivers it after ``redelivery_delay`` seconds). With
+    ``max_redeliver_count``, a message rejected again after that many redeliveries goes to the
+    dead-letter topic instead (its properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` say where
+    it came from) and is acknowledged on its own topic, so one bad message does not come back
+    forever; without it, it does. Redeliveries for other reasons (events not confirmed in time)
+    count too. The function
     runs in the triggerer, which does not import from the DAGs folder: a function defined there is
     refused when the DAG is parsed.
     ``run()``, used outside the triggerer's shared streams, consumes alone with the same rules,
@@ -57,6 +64,11 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     :param initial_position: Where a new subscription starts: ``Latest`` (default) or ``Earliest``.
     :param redelivery_delay: Seconds before a rejected message is delivered again (default 60).
     :param pulsar_conn_id: The Pulsar connection.
+    :param dead_letter_topic: The dead-letter topic; None (default): ``<topic>-<subscription>-DLQ``,
+        per topic. Needs ``max_redeliver_count``.
+    :param max_redeliver_count: Redeliveries after which a rejected message goes to the
+        dead-letter topic (>= 1); None (default): no dead-letter policy. Needs a ``Shared`` or
+        ``KeyShared`` subscription, the types on which Pulsar counts redeliveries.
 
     Example::
 
@@ -83,6 +95,8 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
         initial_position: Any = "Latest",
         redelivery_delay: float = 60.0,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
+        dead_letter_topic: str | None = None,
+        max_redeliver_count: int | None = None,
     ) -> None:
         super().__init__()
         self._set_message_source(
@@ -96,6 +110,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
             pulsar_conn_id=pulsar_conn_id,
         )
         self.redelivery_delay = arguments.seconds(redelivery_delay, "redelivery_delay", allow_zero=True)
+        self.dead_letter_topic, self.max_redeliver_count = dead_letter_arguments(
+            dead_letter_topic, max_redeliver_count, self.subscription_type
+        )
         arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=False)
         self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
 
@@ -113,6 +130,8 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
                 "initial_position": self.initial_position,
                 "redelivery_delay": self.redelivery_delay,
                 "pulsar_conn_id": self.pulsar_conn_id,
+                "dead_letter_topic": self.dead_letter_topic,
+                "max_redeliver_count": self.max_redeliver_count,
             },
         )
 
@@ -136,6 +155,8 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
             self.subscription_type,
             self.initial_position,
             self.redelivery_delay,
+            self.dead_letter_topic,
+            self.max_redeliver_count,
         )
 
     @classmethod

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Hashable, Sequence
 
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
-from airflow_pulsar import arguments
+from airflow_pulsar import arguments, message_source
 from airflow_pulsar.client import Message
 from airflow_pulsar.client.asyncio import Client as AsyncClient
 from airflow_pulsar.client.asyncio import Consumer as AsyncConsumer
@@ -28,9 +28,12 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
     is now stored, or let it pass); any other outcome, a trigger's reject
     (``reject_shared_stream_event``, a terminal refusal), a failure (ack timeout, overflow) or a
     broadcast with no trigger listening, negatively acknowledges it, so Pulsar redelivers it
-    after ``redelivery_delay`` seconds (and counts the redelivery, which a dead-letter policy on
-    the subscription acts on). Acknowledgements wait for the broker's receipt, so ``advance``
-    returns only once they are recorded. Advances are ordered per partition.
+    after ``redelivery_delay`` seconds and counts the redelivery. With ``max_redeliver_count``,
+    a message negatively acknowledged once more after that many redeliveries is published to
+    the dead-letter topic (properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` name its origin)
+    and acknowledged here: the client's dead-letter policy, as Pulsar's clients implement it.
+    Acknowledgements wait for the broker's receipt, so ``advance`` returns only once they are
+    recorded. Advances are ordered per partition.
 
     :param topics: Topic names.
     :param subscription: The subscription the group consumes with.
@@ -38,6 +41,9 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
     :param initial_position: Where a new subscription starts: ``Latest`` or ``Earliest``.
     :param redelivery_delay: Seconds before a negatively acknowledged message comes back.
     :param pulsar_conn_id: The Pulsar connection.
+    :param dead_letter_topic: Where rejected messages go, None for ``<topic>-<subscription>-DLQ``.
+    :param max_redeliver_count: Redeliveries before a rejected message goes to the dead-letter
+        topic; None: no dead-letter policy, rejected messages come back forever.
     """
 
     def __init__(
@@ -49,6 +55,8 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         initial_position: str,
         redelivery_delay: float,
         pulsar_conn_id: str,
+        dead_letter_topic: str | None = None,
+        max_redeliver_count: int | None = None,
     ) -> None:
         self.topics = list(topics)
         self.subscription = subscription
@@ -56,6 +64,7 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         self.initial_position = arguments.initial_position(initial_position)
         self.redelivery_delay = redelivery_delay
         self.pulsar_conn_id = pulsar_conn_id
+        self.dead_letter_policy = message_source.dead_letter_policy(dead_letter_topic, max_redeliver_count)
         self._client: AsyncClient | None = None
         self._consumer: AsyncConsumer | None = None
 
@@ -71,6 +80,7 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
             consumer_type=self.subscription_type,
             initial_position=self.initial_position,
             negative_ack_redelivery_delay_ms=int(self.redelivery_delay * 1000),
+            dead_letter_policy=self.dead_letter_policy,
             ack_receipt_enabled=True,
             # Messages of a producer batch are settled one by one.
             batch_index_ack_enabled=True,

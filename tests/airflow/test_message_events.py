@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import select
 
 from airflow_helpers import subscription_stats
-from airflow_pulsar.client import Client, ConsumerType, InitialPosition, exceptions
+from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
 
@@ -59,11 +59,14 @@ async def _next(events: AsyncIterator[Any], timeout: float = 10.0) -> Any:
 def test_message_queue_trigger_with_the_pulsar_scheme_is_the_pulsar_trigger() -> None:
     from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
 
-    trigger = MessageQueueTrigger(scheme="pulsar", topics="orders", subscription="watch", apply_function="pkg.match")
+    trigger = MessageQueueTrigger(
+        scheme="pulsar", topics="orders", subscription="watch", apply_function="pkg.match", max_redeliver_count=5
+    )
     assert isinstance(trigger.trigger, PulsarMessageEventTrigger)
     classpath, kwargs = trigger.serialize()
     assert classpath == TRIGGER_CLASS
     assert kwargs["topics"] == ["orders"] and kwargs["apply_function"] == "pkg.match"
+    assert kwargs["max_redeliver_count"] == 5 and kwargs["dead_letter_topic"] is None
 
 
 def test_asset_watcher_schedules_the_dag_on_a_produced_message(broker, broker_admin: PulsarAdmin) -> None:
@@ -185,6 +188,73 @@ def test_shared_stream_acknowledges_only_once_events_are_persisted(
             consumer.receive(timeout_millis=300)
 
 
+def test_a_poison_message_goes_to_the_dead_letter_topic_and_the_watcher_keeps_serving(
+    broker, broker_admin: PulsarAdmin, topic_name: str
+) -> None:
+    from airflow.triggers.shared_stream import SharedStreamManager
+
+    dead_letter_topic = f"{topic_name}-dead"
+    trigger = PulsarMessageEventTrigger(
+        topics=topic_name,
+        subscription="watchers",
+        apply_function="pulsar_test_functions.is_alert",
+        initial_position="Earliest",
+        redelivery_delay=0.1,
+        dead_letter_topic=dead_letter_topic,
+        max_redeliver_count=2,
+    )
+    key = trigger.shared_stream_key()
+    client = Client(broker.service_url)
+    # Subscribed first, so Pulsar keeps what arrives there.
+    dead_letters = client.subscribe(dead_letter_topic, "inspect", initial_position=InitialPosition.Earliest)
+    # The message without a level makes the function raise, every time it comes.
+    _send(broker.service_url, topic_name, "alert", None, "info", "alert")
+
+    async def scenario() -> tuple[list[str], Any]:
+        manager = SharedStreamManager(ack_timeout=30)
+        fired: list[str] = []
+
+        async def run() -> None:
+            stream = manager.subscribe(trigger_id=1, trigger=trigger, key=key)
+            async for event in trigger.filter_shared_stream(stream):
+                fired.append(event.payload["message"]["value"])
+                # As the triggerer's supervisor does once the asset event is stored.
+                manager.confirm_persisted([manager.bind_pending_event(trigger_id=1, key=key)])
+
+        task = asyncio.create_task(run())
+        try:
+            moved = await asyncio.to_thread(dead_letters.receive, 10_000)
+            # After the poison message is gone, the watcher still serves the topic.
+            await asyncio.to_thread(_send, broker.service_url, topic_name, "alert")
+            for _ in range(200):
+                stats = await asyncio.to_thread(subscription_stats, broker_admin, topic_name, "watchers")
+                if len(fired) == 3 and stats["msgBacklog"] == 0:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await manager.unsubscribe(1, key)
+        return fired, moved
+
+    try:
+        fired, moved = asyncio.run(scenario())
+        # The alerts before and after the poison message, then the one sent once it had moved.
+        assert fired == ["event-0-alert", "event-3-alert", "event-0-alert"]
+        assert moved.data() == b"event-1-None"
+        assert moved.properties()["REAL_TOPIC"] == f"persistent://public/default/{topic_name}"
+        origin = client.create_reader(topic_name, MessageId.earliest)
+        origin.read_next(5000)
+        assert moved.properties()["ORIGIN_MESSAGE_ID"] == str(origin.read_next(5000).message_id())
+        with pytest.raises(exceptions.Timeout):
+            dead_letters.receive(timeout_millis=300)
+    finally:
+        client.close()
+    # Everything settled on the source: the fired and passed messages acknowledged, the poison one moved.
+    stats = subscription_stats(broker_admin, topic_name, "watchers")
+    assert stats["msgBacklog"] == 0 and stats["unackedMessages"] == 0
+
+
 def test_shared_stream_producer_connects_only_when_the_stream_opens() -> None:
     trigger = PulsarMessageEventTrigger(topics=["a", "b"], subscription="s", pulsar_conn_id="no_such_connection")
     producer = PulsarMessageEventTrigger.create_shared_stream_producer(trigger.serialize()[1])
@@ -199,6 +269,13 @@ def test_shared_stream_producer_connects_only_when_the_stream_opens() -> None:
         ({"redelivery_delay": -1}, "redelivery_delay must be a non-negative number"),
         ({"subscription": ""}, "subscription must be a non-empty string"),
         ({"topics": 5}, "topics must be a topic name or a non-empty list"),
+        ({"max_redeliver_count": "3"}, "max_redeliver_count must be an int >= 1"),
+        ({"dead_letter_topic": "dlq"}, "dead_letter_topic 'dlq' needs max_redeliver_count"),
+        ({"max_redeliver_count": 1, "dead_letter_topic": "{{ params.dlq }}"}, "dead_letter_topic is not templated"),
+        (
+            {"max_redeliver_count": 1, "subscription_type": "Exclusive"},
+            "max_redeliver_count needs a Shared or KeyShared subscription, got Exclusive",
+        ),
     ],
 )
 def test_trigger_rejects_bad_arguments(arguments: dict, error: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from airflow_helpers import run_dag, subscription_stats
-from airflow_pulsar.client import Client, ConsumerType, InitialPosition, exceptions
+from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.consume import PulsarConsumeOperator
 from airflow_pulsar.operators.produce import PulsarProduceOperator
@@ -40,6 +40,7 @@ def test_produce_then_consume_with_each_ack_mode(
         "messages": COUNT,
         "batches": 3,  # max_batch_size=4
         "acknowledged": acknowledged,
+        "dead_lettered": 0,
     }
     assert out.read_text().split() == EXPECTED  # templated kwargs reached the function
     assert broker_admin.message_backlog(topic_name, "sub").messages == backlog_after
@@ -89,6 +90,58 @@ def test_failing_function_nacks_and_fails_the_task(
     assert sorted(redelivered) == EXPECTED[5:]
 
 
+def test_dead_letter_policy_moves_the_failing_message_and_the_task_goes_on(
+    broker, broker_admin: PulsarAdmin, topic_name: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "consumed.txt"
+    dead_letter_topic = f"persistent://public/default/{topic_name}-sub-DLQ"  # Pulsar's default name
+    with Client(broker.service_url) as client:
+        # Subscribed first, so Pulsar keeps what arrives there.
+        dead_letters = client.subscribe(dead_letter_topic, "inspect", initial_position=InitialPosition.Earliest)
+        conf = {"topic": topic_name, "subscription": "sub", "count": COUNT, "out": str(out), "bad": "m5"}
+        result = run_dag("pulsar_consume_dead_letter", **conf)
+
+        assert result.states == {"produce": "success", "consume": "success"}
+        summary = result.xcoms["consume"]
+        # m5 failed on its first delivery and on both redeliveries; then it was moved.
+        assert (summary["messages"], summary["acknowledged"], summary["dead_lettered"]) == (COUNT + 2, COUNT - 1, 1)
+        assert out.read_text().split() == EXPECTED[:5] + EXPECTED[6:]
+        moved = dead_letters.receive(timeout_millis=5000)
+        assert moved.data() == b"m5" and moved.partition_key() == "k5"
+        properties = moved.properties()
+        assert properties["i"] == "5"  # the message's own properties travel with it
+        assert properties["REAL_TOPIC"] == f"persistent://public/default/{topic_name}"
+        with pytest.raises(exceptions.Timeout):
+            dead_letters.receive(timeout_millis=300)
+        reader = client.create_reader(topic_name, MessageId.earliest)
+        origin = next(m for m in (reader.read_next(5000) for _ in range(COUNT)) if m.data() == b"m5")
+        assert properties["ORIGIN_MESSAGE_ID"] == str(origin.message_id())
+    assert broker_admin.message_backlog(topic_name, "sub").messages == 0  # acknowledged on the source too
+
+
+def test_dead_letter_policy_with_a_batch_function_moves_the_failing_batch(
+    broker, broker_admin: PulsarAdmin, topic_name: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "consumed.txt"
+    with Client(broker.service_url) as client:
+        dead_letters = client.subscribe(f"{topic_name}-sub-DLQ", "inspect", initial_position=InitialPosition.Earliest)
+        conf = {"topic": topic_name, "subscription": "sub", "count": COUNT, "out": str(out), "bad": "m5"}
+        result = run_dag("pulsar_consume_batch_dead_letter", **conf)
+
+        assert result.states == {"produce": "success", "consume": "success"}
+        moved = []
+        while True:
+            try:
+                moved.append(dead_letters.receive(timeout_millis=1000).data().decode())
+            except exceptions.Timeout:
+                break
+    # Which messages share the bad one's batch depends on arrival; each message is in exactly one place.
+    recorded = out.read_text().split()
+    assert "m5" in moved and sorted(recorded + moved, key=EXPECTED.index) == EXPECTED
+    assert result.xcoms["consume"]["dead_lettered"] == len(moved)
+    assert broker_admin.message_backlog(topic_name, "sub").messages == 0
+
+
 def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match="ack='cumulative' needs an Exclusive or Failover subscription, got Shared"):
         PulsarConsumeOperator(task_id="c", topics="t", subscription="s", apply_function=print, ack="cumulative")
@@ -121,6 +174,17 @@ def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() ->
         ({"apply_function_args": "abc"}, "apply_function_args must be a list or tuple"),
         ({"consumer_settings": {"receiver_queue_size": -1}}, "consumer_settings: Argument receiver_queue_size must be"),
         ({"consumer_settings": {"consumer_type": 1}}, "consumer_settings must not set 'consumer_type'"),
+        ({"max_redeliver_count": 0}, "max_redeliver_count must be an int >= 1"),
+        ({"dead_letter_topic": "dlq"}, "dead_letter_topic 'dlq' needs max_redeliver_count"),
+        ({"max_redeliver_count": 3, "dead_letter_topic": ""}, "dead_letter_topic must be a non-empty topic name"),
+        (
+            {"max_redeliver_count": 3, "subscription_type": "Failover"},
+            "max_redeliver_count needs a Shared or KeyShared subscription, got Failover",
+        ),
+        (
+            {"consumer_settings": {"dead_letter_policy": None}},
+            "consumer_settings must not set 'dead_letter_policy': use max_redeliver_count",
+        ),
     ],
 )
 def test_consume_operator_rejects_bad_arguments(arguments: dict, error: str) -> None:

@@ -49,6 +49,13 @@ TRIGGERS = [
         initial_position="Earliest",
         redelivery_delay=0.5,
     ),
+    PulsarMessageEventTrigger(
+        topics=["alerts", "warnings"],
+        subscription="assets",
+        subscription_type="Key_Shared",
+        dead_letter_topic="persistent://public/default/alerts-dead",
+        max_redeliver_count=3,
+    ),
 ]
 
 
@@ -70,11 +77,13 @@ def test_serialize_round_trips_through_the_task_sdk(trigger) -> None:
     assert rebuilt.serialize() == (classpath, kwargs)
 
 
-def test_event_trigger_round_trips_through_the_trigger_table() -> None:
+@pytest.mark.parametrize(
+    "trigger", [t for t in TRIGGERS if isinstance(t, PulsarMessageEventTrigger)], ids=["failover", "dead_letter"]
+)
+def test_event_trigger_round_trips_through_the_trigger_table(trigger: PulsarMessageEventTrigger) -> None:
     from airflow.models.trigger import Trigger
     from airflow.serialization.encoders import encode_trigger
 
-    trigger = TRIGGERS[-1]
     encoded = encode_trigger(trigger)  # what the DAG processor stores for an asset watcher
     row = Trigger(classpath=encoded["classpath"], kwargs=encoded["kwargs"])
     rebuilt = _rebuild(row.classpath, row.kwargs)
@@ -87,3 +96,14 @@ def test_triggers_keep_plain_json_arguments() -> None:
     for trigger in TRIGGERS:
         _, kwargs = trigger.serialize()
         assert json.loads(json.dumps(kwargs)) == kwargs
+
+
+def test_a_dead_letter_policy_is_part_of_the_shared_stream() -> None:
+    """Watchers with and without a policy on one subscription never share a consumer, and the
+    group's consumer gets the policy from the serialized arguments."""
+    plain = PulsarMessageEventTrigger(topics="alerts", subscription="assets")
+    policed = PulsarMessageEventTrigger(topics="alerts", subscription="assets", max_redeliver_count=4)
+    assert plain.shared_stream_key() != policed.shared_stream_key()
+    assert PulsarMessageEventTrigger.create_shared_stream_producer(plain.serialize()[1]).dead_letter_policy is None
+    policy = PulsarMessageEventTrigger.create_shared_stream_producer(policed.serialize()[1]).dead_letter_policy
+    assert policy is not None and (policy.max_redeliver_count, policy.dead_letter_topic) == (4, "")

@@ -1,5 +1,6 @@
-"""Produce then consume, once per acknowledgement mode, a consumer whose function fails, and
-produce -> backlog sensor -> consume of 20,000 messages with default settings.
+"""Produce then consume, once per acknowledgement mode, a consumer whose function fails (without
+and with a dead-letter policy), and produce -> backlog sensor -> consume of 20,000 messages with
+default settings.
 
 The topic, subscription, message count and output file come from ``dag_run.conf`` through the
 operators' templated fields (tests/airflow/test_produce_consume_operators.py).
@@ -8,6 +9,7 @@ operators' templated fields (tests/airflow/test_produce_consume_operators.py).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from airflow.sdk import DAG
 
@@ -52,16 +54,28 @@ for ack, (subscription_type, function) in CONSUMERS.items():
             **function,
         )
 
-with DAG("pulsar_consume_failing", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
-    _produce() >> PulsarConsumeOperator(
-        task_id="consume",
-        topics=TOPIC,
-        subscription=SUBSCRIPTION,
-        apply_function="pulsar_test_functions.record_until",
-        apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
-        max_batch_size=4,
-        poll_timeout=0.5,
-    )
+# A function failing on the value conf["bad"]: without a dead-letter policy the task fails; with
+# one, the bad message (for a batch function, its batch) goes to the dead-letter topic (the
+# default <topic>-<subscription>-DLQ) after its redeliveries, and the task succeeds.
+FAILING: dict[str, dict[str, Any]] = {
+    "pulsar_consume_failing": {"apply_function": "pulsar_test_functions.record_until"},
+    "pulsar_consume_dead_letter": {"apply_function": "pulsar_test_functions.record_until", "max_redeliver_count": 2},
+    "pulsar_consume_batch_dead_letter": {
+        "apply_function_batch": "pulsar_test_functions.record_batch_until",
+        "max_redeliver_count": 1,
+    },
+}
+for dag_id, consumer in FAILING.items():
+    with DAG(dag_id, schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
+        _produce() >> PulsarConsumeOperator(
+            task_id="consume",
+            topics=TOPIC,
+            subscription=SUBSCRIPTION,
+            apply_function_kwargs={**OUT, "bad": "{{ dag_run.conf['bad'] }}"},
+            max_batch_size=4,
+            poll_timeout=0.5,
+            **consumer,
+        )
 
 # The flow a first DAG has: produce with default settings, wait for the whole backlog, consume it.
 FLOW_MESSAGES = 20_000

@@ -33,6 +33,13 @@ def record_until(message: Any, out: str, bad: str) -> None:
     record(message, out)
 
 
+def record_batch_until(messages: list[Any], out: str, bad: str) -> None:
+    """Record a batch, but fail on a batch holding the value ``bad`` (recording none of it)."""
+    if any(message.data().decode() == bad for message in messages):
+        raise ValueError(f"refusing a batch with {bad}")
+    record_batch(messages, out)
+
+
 def order_number(message: Any, wanted: str) -> dict[str, Any] | None:
     """Match ``order-<wanted>`` and return its number and key."""
     value = message.data().decode()
