@@ -78,7 +78,7 @@ def test_taskflow_output_feeds_the_topic_and_jinja_the_connection(
 def test_expand_over_topics_and_a_topic_pattern(broker, broker_admin: PulsarAdmin, tmp_path: Path, request) -> None:
     prefix = re.sub(r"\W", "-", request.node.name)[:40] + f"-{tmp_path.name[-6:]}"
     out = tmp_path / "consumed.txt"
-    result = run_dag("pulsar_mapped_topics_pattern", prefix=prefix, subscription="sub", out=str(out))
+    result = run_dag("pulsar_mapped_topics_pattern", prefix=prefix, subscription="sub", count="3", out=str(out))
 
     assert result.state == "success", result.states
     topics = [f"persistent://public/default/{prefix}-{suffix}" for suffix in "ab"]

@@ -3,7 +3,8 @@ parity features: a topic pattern, the end-of-operator acknowledgement, a deliver
 await-message sensor's xcom_push_key (tests/airflow/test_taskflow_arguments.py).
 
 Names come from ``dag_run.conf``: ``topic``, ``subscription``, ``prefix`` (of the mapped topics),
-``out`` (the consumer's output file) and ``conn`` (the Pulsar connection id).
+``count`` (messages per mapped topic), ``out`` (the consumer's output file) and ``conn`` (the
+Pulsar connection id).
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ with DAG("pulsar_mapped_topics_pattern", **START):
     pattern = "persistent://public/default/{{ dag_run.conf['prefix'] }}-.*"
     (
         PulsarProduceOperator.partial(
-            task_id="produce", producer_function="pulsar_test_functions.numbered", producer_function_args=["3"]
+            task_id="produce",
+            producer_function="pulsar_test_functions.numbered",
+            producer_function_args=["{{ dag_run.conf['count'] }}"],
         ).expand(topic=mapped_topics())
         >> PulsarAwaitMessageSensor(
             task_id="await",
