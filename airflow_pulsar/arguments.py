@@ -4,7 +4,8 @@ A bad DAG fails while it is parsed, with a message naming the argument, instead 
 runs. Nothing here connects to Pulsar. Dotted paths are checked for shape (functions the triggerer
 runs are also located, which imports only their parent packages) and imported with
 :func:`resolve_function` when the task (or trigger) runs.
-Values that are Jinja templates are left for the task to render and are checked by the client then.
+Each check takes the value as the task will use it: templated values are checked once rendered
+(see :mod:`airflow_pulsar.templated_arguments`), by the same functions.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _CONSUMER_TYPE_ALIASES = {"key_shared": ConsumerType.KeyShared}
 
 def is_template(value: Any) -> bool:
     """Whether ``value`` is a string Airflow will render with Jinja before the task runs."""
-    return isinstance(value, str) and ("{{" in value or "{%" in value)
+    return isinstance(value, str) and ("{{" in value or "{%" in value or "{#" in value)
 
 
 def enum_member(kind: type[E], value: Any, name: str) -> E:
@@ -70,15 +71,12 @@ SubscriptionPosition = InitialPosition | MessageId | int
 _MESSAGE_ID_TEXT = re.compile(r"-?\d+:-?\d+(:-?\d+){0,2}")
 
 
-def subscription_position(value: Any, name: str) -> SubscriptionPosition | str:
+def subscription_position(value: Any, name: str) -> SubscriptionPosition:
     """A subscription position: ``"earliest"``/``"latest"`` (or InitialPosition), a message id
     (MessageId, the official client's, or ``"ledger:entry[:partition[:batch]]"``), or a publish
-    time: a datetime (naive means UTC), an ISO 8601 string, or ms since the epoch. A template is
-    left for the task to render."""
+    time: a datetime (naive means UTC), an ISO 8601 string, or ms since the epoch."""
     if isinstance(value, str):
         text = value.strip()
-        if is_template(text):
-            return value
         if text.lower() in ("earliest", "latest"):
             return initial_position(text, name)
         if _MESSAGE_ID_TEXT.fullmatch(text):
@@ -109,7 +107,7 @@ def subscription_position(value: Any, name: str) -> SubscriptionPosition | str:
 
 
 def topic_list(value: Any, name: str = "topics") -> list[str]:
-    """One topic or a non-empty list of them; names are checked unless templated."""
+    """One topic or a non-empty list of them."""
     topics = [value] if isinstance(value, str) else value
     if not isinstance(topics, Sequence) or isinstance(topics, (bytes, bytearray)) or not topics:
         raise ValueError(f"{name} must be a topic name or a non-empty list of topic names, got {value!r}")
@@ -117,15 +115,53 @@ def topic_list(value: Any, name: str = "topics") -> list[str]:
 
 
 def topic_name(value: Any, name: str = "topic") -> str:
-    """A topic name (short or ``persistent://tenant/ns/topic``), checked unless templated."""
+    """A topic name (short or ``persistent://tenant/ns/topic``)."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{name} must be a non-empty topic name, got {value!r}")
-    if not is_template(value):
-        try:
-            TopicName.parse(value)
-        except InvalidTopicNameError as exc:
-            raise ValueError(f"{name}: {exc}") from None
+    try:
+        TopicName.parse(value)
+    except InvalidTopicNameError as exc:
+        raise ValueError(f"{name}: {exc}") from None
     return value
+
+
+# A pattern subscription lists the topics of one namespace, so the namespace is written literally.
+_PATTERN_NAMESPACE = re.compile(r"((non-)?persistent://)?[-=:.\w]+/[-=:.\w]+/.+")
+
+
+def topics_pattern(value: Any, name: str = "topics_pattern") -> str:
+    """A regular expression of full topic names in one namespace (a ``re.Pattern`` or its text),
+    e.g. ``persistent://public/default/orders-.*``; returned as text, which triggers can serialize."""
+    text = value.pattern if isinstance(value, re.Pattern) else value
+    if not isinstance(text, str) or not _PATTERN_NAMESPACE.fullmatch(text.strip()):
+        raise ValueError(
+            f"{name} must be a regular expression of topic names that spells out its tenant and namespace, "
+            f"like 'persistent://public/default/orders-.*', got {value!r}"
+        )
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise ValueError(f"{name} {text!r} is not a valid regular expression: {exc}") from None
+    return text.strip()
+
+
+def topic_source(topics: Any, pattern: Any) -> tuple[Any, Any]:
+    """``(topics, topics_pattern)`` as given, exactly one of them set; a ``re.Pattern`` given as
+    ``topics`` is taken as ``topics_pattern``."""
+    if isinstance(topics, re.Pattern):
+        if pattern is not None:
+            raise ValueError("give a re.Pattern as topics or a topics_pattern, not both")
+        topics, pattern = None, topics
+    if (topics is None) == (pattern is None):
+        raise ValueError("give exactly one of topics (a topic, a list of topics or a re.Pattern) or topics_pattern")
+    return topics, pattern
+
+
+def subscribed_topics(topics: Sequence[str], pattern: str | None) -> str | list[str] | re.Pattern[str]:
+    """What ``Client.subscribe`` takes for the topics, or the pattern, of a checked topic source."""
+    if pattern is not None:
+        return re.compile(pattern)
+    return topics[0] if len(topics) == 1 else list(topics)
 
 
 def non_empty_str(value: Any, name: str) -> str:
@@ -221,15 +257,25 @@ def _is_dotted_path(value: str) -> bool:
     return len(parts) >= 2 and all(part.isidentifier() for part in parts)
 
 
+def function_args(value: Any, name: str) -> Sequence[Any]:
+    """The extra positional arguments of a user function: a list or tuple (None: none)."""
+    value = () if value is None else value
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ValueError(f"{name} must be a list or tuple, got {value!r}")
+    return value
+
+
+def function_kwargs(value: Any, name: str) -> dict[str, Any]:
+    """The extra keyword arguments of a user function: a dict with str keys (None: none)."""
+    value = {} if value is None else value
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise ValueError(f"{name} must be a dict with str keys, got {value!r}")
+    return dict(value)
+
+
 def function_arguments(args: Any, kwargs: Any, prefix: str) -> tuple[Sequence[Any], dict[str, Any]]:
     """The extra positional and keyword arguments of a user function."""
-    args = () if args is None else args
-    kwargs = {} if kwargs is None else kwargs
-    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
-        raise ValueError(f"{prefix}_args must be a list or tuple, got {args!r}")
-    if not isinstance(kwargs, Mapping) or not all(isinstance(key, str) for key in kwargs):
-        raise ValueError(f"{prefix}_kwargs must be a dict with str keys, got {kwargs!r}")
-    return args, dict(kwargs)
+    return function_args(args, f"{prefix}_args"), function_kwargs(kwargs, f"{prefix}_kwargs")
 
 
 def flag(value: Any, name: str) -> bool:

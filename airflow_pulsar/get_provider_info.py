@@ -2,7 +2,7 @@
 
 The connection form is declared here (``conn-fields`` and ``ui-field-behaviour``), as Airflow 3.2+
 prefers: the UI reads it without importing the hook. ``PulsarHook`` builds its (deprecated)
-``get_connection_form_widgets`` / ``get_ui_field_behaviour`` answers from the same constants.
+``get_ui_field_behaviour`` answer from the same constants.
 Keep this module free of heavy imports: Airflow imports it in every process that lists providers.
 """
 
@@ -39,6 +39,45 @@ PULSAR_CONN_FIELDS: dict[str, dict[str, Any]] = {
         "description": "Check that the broker certificate matches the host name.",
         "schema": {"type": ["boolean", "null"], "default": True},
     },
+    "auth_method": {
+        "label": "Authentication",
+        "description": (
+            "token: the password is a JWT (the default when a password is set); basic: login and password; "
+            "tls: the client certificate below; oauth2: client credentials from the OAuth2 fields below "
+            "(client id and secret as login and password, or a credentials file)."
+        ),
+        "schema": {"type": ["string", "null"], "enum": [None, "token", "basic", "tls", "oauth2"]},
+    },
+    "tls_certificate_file_path": {
+        "label": "TLS client certificate path",
+        "description": "PEM certificate the client presents (mutual TLS, and the credentials of tls authentication).",
+        "schema": {"type": ["string", "null"]},
+    },
+    "tls_private_key_file_path": {
+        "label": "TLS client key path",
+        "description": "PEM private key of the client certificate.",
+        "schema": {"type": ["string", "null"]},
+    },
+    "oauth2_issuer_url": {
+        "label": "OAuth2 issuer URL",
+        "description": "The token issuer (its /.well-known/openid-configuration names the token endpoint).",
+        "schema": {"type": ["string", "null"]},
+    },
+    "oauth2_private_key": {
+        "label": "OAuth2 credentials file",
+        "description": "Path or file: URL of a JSON file with client_id and client_secret (instead of login and password).",
+        "schema": {"type": ["string", "null"]},
+    },
+    "oauth2_audience": {
+        "label": "OAuth2 audience",
+        "description": "The audience asked for, e.g. urn:pulsar:cluster.",
+        "schema": {"type": ["string", "null"]},
+    },
+    "oauth2_scope": {
+        "label": "OAuth2 scope",
+        "description": "The scope asked for (optional).",
+        "schema": {"type": ["string", "null"]},
+    },
     "operation_timeout_seconds": {
         "label": "Operation timeout (seconds)",
         "description": "Timeout of lookups, producer/consumer creation and other broker operations.",
@@ -52,12 +91,18 @@ PULSAR_CONN_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 PULSAR_UI_FIELD_BEHAVIOUR: dict[str, Any] = {
-    "hidden-fields": ["schema", "login"],
-    "relabeling": {"host": "Broker host (or service URL)", "port": "Broker port", "password": "Token"},
+    "hidden-fields": ["schema"],
+    "relabeling": {
+        "host": "Broker host (or service URL)",
+        "port": "Broker port",
+        "login": "User (basic) or client id (OAuth2)",
+        "password": "Token, password or client secret",
+    },
     "placeholders": {
         "host": "localhost or pulsar://broker-1:6650,broker-2:6650",
         "port": "6650 (6651 with TLS)",
-        "password": "JWT for token authentication (optional)",
+        "login": "only for basic or OAuth2 authentication",
+        "password": "a JWT for token authentication (optional)",
     },
 }
 
@@ -107,6 +152,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_pulsar.triggers.backlog",
                     "airflow_pulsar.triggers.await_message",
                     "airflow_pulsar.triggers.message_event",
+                    "airflow_pulsar.triggers.message_queue",
                 ],
             }
         ],

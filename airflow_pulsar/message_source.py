@@ -3,8 +3,9 @@
 The await-message sensor and trigger and the message event trigger take the same arguments and
 keep them as attributes of the same names (the sensor templates some of them, and builds its
 trigger from them). Enums are kept by name and the function by dotted path, so the values stay
-plain JSON for the triggerer. The message event trigger and the consume operator also take a
-dead-letter policy as two plain arguments, checked here the same way for both.
+plain JSON for the triggerer. The sensor checks its templated ones once rendered; a trigger is
+built from rendered values and checks all at once. The message event trigger and the consume
+operator also take a dead-letter policy as two plain arguments, checked here the same way for both.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ from typing import Any
 
 from airflow_pulsar import arguments
 from airflow_pulsar.client import ConsumerDeadLetterPolicy, ConsumerType
+from airflow_pulsar.templated_arguments import ArgumentChecks
 
 # Pulsar counts redeliveries only on these subscription types, and a dead-letter policy acts on the count.
 _COUNTED_TYPES = (ConsumerType.Shared, ConsumerType.KeyShared)
 
 
-class MessageSourceSettings:
+class MessageSourceSettings(ArgumentChecks):
     """Validated subscription settings as attributes; a bad argument raises ValueError naming it."""
 
     topics: list[str]
+    topics_pattern: str | None
     subscription: str
     apply_function: str | None
     apply_function_args: Sequence[Any]
@@ -42,20 +45,24 @@ class MessageSourceSettings:
         subscription_type: Any,
         initial_position: Any,
         pulsar_conn_id: Any,
+        topics_pattern: Any = None,
     ) -> None:
-        function_args, function_kwargs = arguments.function_arguments(
-            apply_function_args, apply_function_kwargs, "apply_function"
+        topics, topics_pattern = arguments.topic_source(topics, topics_pattern)
+        self.topics = [] if topics is None else self._argument("topics", topics, arguments.topic_list)
+        self.topics_pattern = (
+            None if topics_pattern is None else self._argument("topics_pattern", topics_pattern, arguments.topics_pattern)
         )
-        self.topics = arguments.topic_list(topics)
-        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
         self.apply_function = arguments.function_reference(
             apply_function, "apply_function", optional=True, allow_callable=False
         )
-        self.apply_function_args = function_args
-        self.apply_function_kwargs = function_kwargs
+        self.apply_function_args = self._argument("apply_function_args", apply_function_args, arguments.function_args)
+        self.apply_function_kwargs = self._argument(
+            "apply_function_kwargs", apply_function_kwargs, arguments.function_kwargs
+        )
         self.subscription_type = arguments.consumer_type(subscription_type).name
         self.initial_position = arguments.initial_position(initial_position).name
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
 
 
 def dead_letter_arguments(

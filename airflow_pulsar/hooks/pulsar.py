@@ -1,8 +1,8 @@
 """PulsarHook: turns an Airflow ``pulsar`` connection into a bundled-client ``Client``.
 
 Nothing here connects at import or construction; the client is built on first use and cached.
-The token (the connection's password) is registered with Airflow's secrets masker and never
-appears in a repr, a log line or a ``test_connection`` message.
+The password (a token, a basic password or an OAuth2 client secret) is registered with Airflow's
+secrets masker and never appears in a repr, a log line or a ``test_connection`` message.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
 
-from airflow_pulsar.client import AuthenticationToken, Client, Consumer, MessageId, Producer, Reader
+from airflow_pulsar.client import Client, Consumer, MessageId, Producer, Reader
 from airflow_pulsar.client.asyncio import Client as AsyncClient
 from airflow_pulsar.client.services import Closeable
 from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
+from airflow_pulsar.hooks.authentication import ConnectionAuthentication
 
 if TYPE_CHECKING:  # at run time the admin client is imported on first use
     from airflow_pulsar.client.admin import AsyncPulsarAdmin, PulsarAdmin
@@ -66,11 +67,11 @@ def _as_number(value: Any, name: str, kind: type) -> Any:
 
 @dataclass(frozen=True)
 class PulsarConnectionConfig:
-    """What a ``pulsar`` connection resolves to; the token is left out of the repr."""
+    """What a ``pulsar`` connection resolves to; the password is left out of the repr."""
 
     service_url: str
     admin_url: str
-    token: str | None = field(default=None, repr=False)
+    credentials: ConnectionAuthentication = field(default_factory=ConnectionAuthentication)
     use_tls: bool = False
     tls_trust_certs_file_path: str | None = None
     tls_allow_insecure_connection: bool = False
@@ -78,10 +79,18 @@ class PulsarConnectionConfig:
     operation_timeout_seconds: float | None = None
     memory_limit_bytes: int | None = None
 
+    @property
+    def token(self) -> str | None:
+        """The token of token authentication, else None."""
+        return self.credentials.token
+
     def client_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``Client`` (without the service URL); None values are left out."""
         kwargs: dict[str, Any] = {
-            "authentication": AuthenticationToken(self.token) if self.token else None,
+            "authentication": self.credentials.authentication(),
+            # Presented in every TLS handshake (mutual TLS), whichever the authentication method.
+            "tls_certificate_file_path": self.credentials.tls_certificate_file_path,
+            "tls_private_key_file_path": self.credentials.tls_private_key_file_path,
             "use_tls": self.use_tls,
             "tls_trust_certs_file_path": self.tls_trust_certs_file_path,
             "tls_allow_insecure_connection": self.tls_allow_insecure_connection,
@@ -117,15 +126,15 @@ class PulsarConnectionConfig:
         admin_url = extra.get("admin_url") or (
             f"https://{first_host}:{DEFAULT_ADMIN_TLS_PORT}" if use_tls else f"http://{first_host}:{DEFAULT_ADMIN_PORT}"
         )
-        token = conn.password or None
-        if token:
-            _mask_secret(token)
+        password = conn.password or None
+        if password:
+            _mask_secret(password)
         timeout = extra.get("operation_timeout_seconds")
         memory = extra.get("memory_limit_bytes")
         return cls(
             service_url=service_url,
             admin_url=str(admin_url).rstrip("/"),
-            token=token,
+            credentials=ConnectionAuthentication.from_connection(conn.conn_id, conn.login, password, extra),
             use_tls=use_tls,
             tls_trust_certs_file_path=extra.get("tls_trust_certs_file_path") or None,
             tls_allow_insecure_connection=_as_bool(
@@ -153,8 +162,11 @@ class PulsarHook(BaseHook):
 
     The connection's host (and port) give the service URL, ``pulsar://host:6650`` or, with the
     ``use_tls`` extra, ``pulsar+ssl://host:6651``; a host holding a ``pulsar://`` or
-    ``pulsar+ssl://`` URL (several brokers allowed) is used as is. The password is a token for
-    ``AuthenticationToken``. Producers, consumers and readers made here are closed by ``close()``.
+    ``pulsar+ssl://`` URL (several brokers allowed) is used as is. The ``auth_method`` extra picks
+    the authentication (see :mod:`airflow_pulsar.hooks.authentication`): by default the password
+    is a token for ``AuthenticationToken``; ``basic``, ``tls`` (client certificate) and ``oauth2``
+    read the login, password and extras. Producers, consumers and readers made here are closed by
+    ``close()``.
 
     :param pulsar_conn_id: The Airflow connection to use, ``pulsar_default`` by default.
     :param client_kwargs: Further keyword arguments for ``Client``, overriding the connection's.
@@ -187,7 +199,7 @@ class PulsarHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Relabel host/port, show the password as "Token", hide schema and login."""
+        """Relabel host, port, login and password for Pulsar's authentication methods; hide schema."""
         return {
             "hidden_fields": list(PULSAR_UI_FIELD_BEHAVIOUR["hidden-fields"]),
             "relabeling": dict(PULSAR_UI_FIELD_BEHAVIOUR["relabeling"]),
@@ -266,7 +278,7 @@ class PulsarHook(BaseHook):
     def _admin_kwargs(self) -> dict[str, Any]:
         config = self.config
         return {
-            "authentication": AuthenticationToken(config.token) if config.token else None,
+            "authentication": config.credentials.authentication(),
             "timeout_seconds": config.operation_timeout_seconds or 30,
             "tls_trust_certs_file_path": config.tls_trust_certs_file_path,
             "tls_allow_insecure_connection": config.tls_allow_insecure_connection,
@@ -355,5 +367,5 @@ class PulsarHook(BaseHook):
         )
 
     def _redact(self, message: str) -> str:
-        token = self._config.token if self._config is not None else None
-        return message.replace(token, "***") if token else message
+        password = self._config.credentials.password if self._config is not None else None
+        return message.replace(password, "***") if password else message

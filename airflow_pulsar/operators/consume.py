@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
-
-from airflow.sdk import BaseOperator
 
 from airflow_pulsar import arguments
 from airflow_pulsar.client import Consumer, ConsumerType, Message, exceptions
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import dead_letter_arguments, dead_letter_policy
+from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
     from airflow.sdk.types import Logger
 
-ACK_MODES = ("individual", "cumulative", "never")
+ACK_MODES = ("individual", "cumulative", "end_of_operator", "never")
 # Cumulative acks cover a position in a partition, which only one consumer at a time reads.
 _CUMULATIVE_TYPES = (ConsumerType.Exclusive, ConsumerType.Failover)
 # How long a failing task waits for its negative acks to reach the broker before it closes.
 _NACK_SETTLE_SECONDS = 2.0
 
 
-class PulsarConsumeOperator(BaseOperator):
+class PulsarConsumeOperator(TemplatedArguments):
     """
     Consume messages from Pulsar topics and process them with a user function.
 
@@ -42,20 +42,29 @@ class PulsarConsumeOperator(BaseOperator):
       every message of the batch once the call succeeded);
     * ``"cumulative"``: at the end of each batch, up to the batch's last message in each
       partition; needs an ``Exclusive`` or ``Failover`` subscription (checked when the DAG is parsed);
+    * ``"end_of_operator"``: every message, once every batch succeeded, so a task that fails
+      leaves all it received to be delivered again (each received message stays unacknowledged
+      until then: on a ``Shared`` subscription Pulsar stops delivering to a consumer holding
+      ``maxUnackedMessagesPerConsumer``, 50,000 by default, so bound ``max_messages`` below it);
     * ``"never"``: nothing is acknowledged; the messages stay in the subscription's backlog.
 
-    When the function raises, the messages not yet acknowledged in that batch are negatively
-    acknowledged (the broker redelivers them) and the task fails. With a dead-letter policy
-    (``max_redeliver_count``) the task goes on instead: the failed message (for a batch
-    function, the batch) is negatively acknowledged and comes back within the run, and once it
-    has failed again after ``max_redeliver_count`` redeliveries the client publishes it to the
-    dead-letter topic (properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` name its origin) and
-    acknowledges it here. The retries happen within one run because Pulsar forgets its
-    redelivery counts when a subscription's last consumer leaves. Each delivery counts towards
-    ``max_messages``. Returns a summary to XCom: ``{"topics", "subscription", "ack",
-    "messages", "batches", "acknowledged", "dead_lettered"}``.
+    When the function raises, the messages not yet acknowledged in that batch (with
+    ``"end_of_operator"``, every message received) are negatively acknowledged (the broker
+    redelivers them) and the task fails. With a dead-letter policy (``max_redeliver_count``) the
+    task goes on instead: the failed message (for a batch function, the batch) is negatively
+    acknowledged and comes back within the run, and once it has failed again after
+    ``max_redeliver_count`` redeliveries the client publishes it to the dead-letter topic
+    (properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` name its origin) and acknowledges it
+    here. The retries happen within one run because Pulsar forgets its redelivery counts when a
+    subscription's last consumer leaves. Each delivery counts towards ``max_messages``. Returns a
+    summary to XCom: ``{"topics", "topics_pattern", "subscription", "ack", "messages", "batches",
+    "acknowledged", "dead_lettered"}``.
 
-    :param topics: A topic or a list of topics. Templated.
+    :param topics: A topic, a list of topics, or a ``re.Pattern`` of topic names (as ``topics_pattern``). Templated.
+    :param topics_pattern: Instead of ``topics``, a regular expression of full topic names in one
+        namespace, e.g. ``"persistent://public/default/orders-.*"``: the matching topics, and those
+        created later (checked every ``pattern_auto_discovery_period`` seconds of
+        ``consumer_settings``, 60 by default). Templated.
     :param subscription: The subscription name. Templated.
     :param apply_function: Called with each message; a callable or a dotted path.
     :param apply_function_batch: Called with each batch (a list of messages) instead.
@@ -63,13 +72,13 @@ class PulsarConsumeOperator(BaseOperator):
     :param apply_function_kwargs: Extra keyword arguments for the function. Templated.
     :param subscription_type: ``Shared`` (default), ``Exclusive``, ``Failover`` or ``KeyShared``.
     :param initial_position: Where a new subscription starts: ``Earliest`` (default) or ``Latest``.
-    :param ack: ``individual`` (default), ``cumulative`` or ``never``.
+    :param ack: ``individual`` (default), ``cumulative``, ``end_of_operator`` or ``never``.
     :param max_messages: Stop after this many messages; None: until ``poll_timeout`` passes without one.
     :param max_batch_size: The most messages in one batch (default 1000).
     :param poll_timeout: Seconds to wait for the first message of a batch (default 60).
     :param consumer_settings: Further ``subscribe`` keyword arguments (``receiver_queue_size``,
         ``negative_ack_redelivery_delay_ms``, ...).
-    :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default.
+    :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default. Templated.
     :param dead_letter_topic: The dead-letter topic; None (default): ``<topic>-<subscription>-DLQ``.
         Needs ``max_redeliver_count``.
     :param max_redeliver_count: Redeliveries after which a failing message goes to the dead-letter
@@ -88,13 +97,20 @@ class PulsarConsumeOperator(BaseOperator):
         )
     """
 
-    template_fields: Sequence[str] = ("topics", "subscription", "apply_function_args", "apply_function_kwargs")
+    template_fields: Sequence[str] = (
+        "topics",
+        "topics_pattern",
+        "subscription",
+        "apply_function_args",
+        "apply_function_kwargs",
+        "pulsar_conn_id",
+    )
     ui_color = "#ffefe0"
 
     def __init__(
         self,
         *,
-        topics: str | Sequence[str],
+        topics: str | Sequence[str] | re.Pattern[str] | None = None,
         subscription: str,
         apply_function: Callable[..., Any] | str | None = None,
         apply_function_batch: Callable[..., Any] | str | None = None,
@@ -110,19 +126,25 @@ class PulsarConsumeOperator(BaseOperator):
         pulsar_conn_id: str = PulsarHook.default_conn_name,
         dead_letter_topic: str | None = None,
         max_redeliver_count: int | None = None,
+        topics_pattern: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.topics = arguments.topic_list(topics)
-        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        topics, topics_pattern = arguments.topic_source(topics, topics_pattern)
+        self.topics = [] if topics is None else self._argument("topics", topics, arguments.topic_list)
+        self.topics_pattern = (
+            None if topics_pattern is None else self._argument("topics_pattern", topics_pattern, arguments.topics_pattern)
+        )
+        self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
         if (apply_function is None) == (apply_function_batch is None):
             raise ValueError("give exactly one of apply_function or apply_function_batch")
         self.apply_function = arguments.function_reference(apply_function, "apply_function", optional=True)
         self.apply_function_batch = arguments.function_reference(
             apply_function_batch, "apply_function_batch", optional=True
         )
-        self.apply_function_args, self.apply_function_kwargs = arguments.function_arguments(
-            apply_function_args, apply_function_kwargs, "apply_function"
+        self.apply_function_args = self._argument("apply_function_args", apply_function_args, arguments.function_args)
+        self.apply_function_kwargs = self._argument(
+            "apply_function_kwargs", apply_function_kwargs, arguments.function_kwargs
         )
         self.subscription_type = arguments.consumer_type(subscription_type)
         self.initial_position = arguments.initial_position(initial_position)
@@ -138,12 +160,16 @@ class PulsarConsumeOperator(BaseOperator):
         self.max_batch_size = arguments.positive_int(max_batch_size, "max_batch_size")
         self.poll_timeout = arguments.seconds(poll_timeout, "poll_timeout", allow_zero=True)
         self.consumer_settings = self._checked_consumer_settings(consumer_settings)
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
         self.dead_letter_topic, self.max_redeliver_count = dead_letter_arguments(
             dead_letter_topic, max_redeliver_count, self.subscription_type
         )
         if "dead_letter_policy" in self.consumer_settings:
             raise ValueError("consumer_settings must not set 'dead_letter_policy': use max_redeliver_count and dead_letter_topic")
+        if ack == "end_of_operator" and self.max_redeliver_count is not None:
+            # The policy retries a rejected message within the run, while end_of_operator would
+            # acknowledge every message received, rejected ones included, at the end.
+            raise ValueError("ack='end_of_operator' cannot be combined with max_redeliver_count: use ack='individual'")
 
     def _checked_consumer_settings(self, settings: Mapping[str, Any] | None) -> dict[str, Any]:
         settings = dict(settings or {})
@@ -156,7 +182,8 @@ class PulsarConsumeOperator(BaseOperator):
         settings.setdefault("batch_index_ack_enabled", True)
         try:
             ConsumerSettings(
-                self.subscription,
+                # The name is checked on its own (maybe once rendered); these are checked with any.
+                "subscription",
                 consumer_type=self.subscription_type,
                 initial_position=self.initial_position,
                 **settings,
@@ -174,9 +201,10 @@ class PulsarConsumeOperator(BaseOperator):
         apply = partial(function, *self.apply_function_args, **self.apply_function_kwargs)
         messages = batches = acknowledged = dead_lettered = 0
         policy = dead_letter_policy(self.dead_letter_topic, self.max_redeliver_count)
+        held: list[Message] = []  # ack="end_of_operator": processed, acknowledged once every batch succeeded
         with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
             consumer = hook.subscribe(
-                self.topics[0] if len(self.topics) == 1 else list(self.topics),
+                arguments.subscribed_topics(self.topics, self.topics_pattern),
                 self.subscription,
                 consumer_type=self.subscription_type,
                 initial_position=self.initial_position,
@@ -192,18 +220,29 @@ class PulsarConsumeOperator(BaseOperator):
                 if not batch:
                     self.log.info("No message within %s s; stopping", self.poll_timeout)
                     break
-                acknowledged += self._process(consumer, batch, apply, route)
+                try:
+                    acknowledged += self._process(consumer, batch, apply, route)
+                except Exception:
+                    if held:
+                        self._reject(consumer, held)
+                    raise
+                if self.ack == "end_of_operator":
+                    held.extend(batch)
                 messages += len(batch)
                 batches += 1
+            for message in held:
+                consumer.acknowledge(message)
+            acknowledged += len(held)
             if route is not None:
                 delay = self.consumer_settings.get("negative_ack_redelivery_delay_ms", 0) / 1000
                 dead_lettered = route.settle(delay + _NACK_SETTLE_SECONDS)
         self.log.info(
             "Consumed %d messages in %d batches from %s; acknowledged %d (%s)",
-            messages, batches, ", ".join(self.topics), acknowledged, self.ack,
+            messages, batches, self.topics_pattern or ", ".join(self.topics), acknowledged, self.ack,
         )
         return {
             "topics": list(self.topics),
+            "topics_pattern": self.topics_pattern,
             "subscription": self.subscription,
             "ack": self.ack,
             "messages": messages,

@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_pulsar import arguments
@@ -14,17 +13,23 @@ from airflow_pulsar.client import MessageId, Result
 from airflow_pulsar.client.topic_name import TopicName
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.operators import idempotence
+from airflow_pulsar.templated_arguments import TemplatedArguments
+
+# The send callback's form: the outcome and, when stored, the message id (with its partition).
+DeliveryCallback = Callable[[Result, MessageId | None], Any]
 
 
 class _Receipts:
     """Send outcomes reported on the client's IO threads: counts, the last id, the first failure."""
 
-    def __init__(self) -> None:
+    def __init__(self, delivery: DeliveryCallback | None = None) -> None:
         self._lock = threading.Lock()
+        self._delivery = delivery
         self.sent = 0
         self.already_stored = 0
         self.failed = 0
         self.first_error: str | None = None
+        self.delivery_error: str | None = None
         self.last_message_id: MessageId | None = None
         self._last_index = -1
 
@@ -41,10 +46,18 @@ class _Receipts:
                     self.already_stored += 1
                 else:
                     self.sent += 1
+                    message_id = _in_partition(message_id, partition)
                     # Receipts of different partitions arrive in any order; keep the last one queued.
                     if index > self._last_index:
                         self._last_index = index
-                        self.last_message_id = _in_partition(message_id, partition)
+                        self.last_message_id = message_id
+            if self._delivery is None:
+                return
+            try:
+                self._delivery(result, message_id)
+            except Exception as exc:  # on the client's IO thread: keep it for the task, let the receipts go on
+                with self._lock:
+                    self.delivery_error = self.delivery_error or f"message {index}: {type(exc).__name__}: {exc}"
 
         return done
 
@@ -60,7 +73,7 @@ class _Receipts:
             self.first_error = self.first_error or f"message {index}: {type(exc).__name__}: {exc}"
 
 
-class PulsarProduceOperator(BaseOperator):
+class PulsarProduceOperator(TemplatedArguments):
     """
     Publish the messages a user function produces to a Pulsar topic, each once, even across retries.
 
@@ -103,8 +116,14 @@ class PulsarProduceOperator(BaseOperator):
         ``block_if_queue_full`` and ``send_timeout_millis`` itself (and refuses
         ``skip_full_partitions``); a ``message_router`` must choose the same partition for a
         message on every try.
+    :param delivery_callback: Called with each send receipt as ``callback(result, message_id)``, the
+        arguments of the client's ``send_async`` callback: a ``Result`` and, once stored, the
+        message's ``MessageId`` (``None`` when the send failed; ledger and entry -1 when the broker
+        had stored it before). A callable or a dotted path (imported when the task runs). It runs
+        on the client's IO thread, so keep it short; if it raises, the task fails once every
+        receipt is in. Messages an earlier try stored are skipped, so get no call.
     :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default. Its admin URL
-        is used to check the deduplication policy.
+        is used to check the deduplication policy. Templated.
 
     Example::
 
@@ -116,7 +135,7 @@ class PulsarProduceOperator(BaseOperator):
         )
     """
 
-    template_fields: Sequence[str] = ("topic", "producer_function_args", "producer_function_kwargs")
+    template_fields: Sequence[str] = ("topic", "producer_function_args", "producer_function_kwargs", "pulsar_conn_id")
     ui_color = "#e0ecff"
 
     def __init__(
@@ -127,18 +146,23 @@ class PulsarProduceOperator(BaseOperator):
         producer_function_args: Sequence[Any] | None = None,
         producer_function_kwargs: Mapping[str, Any] | None = None,
         producer_settings: Mapping[str, Any] | None = None,
+        delivery_callback: DeliveryCallback | str | None = None,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.topic = arguments.topic_name(topic)
+        self.topic = self._argument("topic", topic, arguments.topic_name)
         self.producer_function = arguments.function_reference(producer_function, "producer_function")
-        self.producer_function_args, self.producer_function_kwargs = arguments.function_arguments(
-            producer_function_args, producer_function_kwargs, "producer_function"
+        self.producer_function_args = self._argument(
+            "producer_function_args", producer_function_args, arguments.function_args
+        )
+        self.producer_function_kwargs = self._argument(
+            "producer_function_kwargs", producer_function_kwargs, arguments.function_kwargs
         )
         self.producer_settings = arguments.producer_settings(producer_settings)
         idempotence.check_producer_settings(self.producer_settings)
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.delivery_callback = arguments.function_reference(delivery_callback, "delivery_callback", optional=True)
+        self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Send every message not stored by an earlier try, wait for the receipts, return the counts."""
@@ -150,7 +174,8 @@ class PulsarProduceOperator(BaseOperator):
             )
         ti = context["ti"]
         name = idempotence.producer_name(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
-        receipts = _Receipts()
+        delivery = self.delivery_callback
+        receipts = _Receipts(arguments.resolve_function(delivery, "delivery_callback") if delivery else None)
         attempted = 0
         with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
             partitions = hook.get_client().partition_count(self.topic)
@@ -190,6 +215,10 @@ class PulsarProduceOperator(BaseOperator):
             raise AirflowException(
                 f"{receipts.failed} of {attempted} messages to {self.topic} failed (first: {receipts.first_error}); "
                 f"{receipts.sent} were sent, {stored_text}"
+            )
+        if receipts.delivery_error:
+            raise AirflowException(
+                f"delivery_callback failed on {receipts.delivery_error}; all {attempted} messages to {self.topic} were sent"
             )
         self.log.info("Sent %d messages to %s as producer %s; %s", receipts.sent, self.topic, name, stored_text)
         last = receipts.last_message_id

@@ -28,9 +28,9 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
     inject_parent_job_information_into_spark_properties,
     inject_transport_information_into_spark_properties,
 )
-from airflow.sdk import BaseOperator, conf
+from airflow.sdk import conf
 
-from airflow_pulsar.client import InitialPosition
+from airflow_pulsar import arguments
 from airflow_pulsar.client.admin import AdminError
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.spark.job.faults import inject
@@ -47,11 +47,10 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
+from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-_POSITIONS = {"earliest": InitialPosition.Earliest, "latest": InitialPosition.Latest}
 
 # Every argument SparkSubmitHook takes passes through, but what to run, which the operator sets.
 _SET_PER_SUBMIT = ("application_args", "java_class")
@@ -69,7 +68,7 @@ _SPARK_TEMPLATED = tuple(
 _DETACHED_TRACKING = ("track_driver_via_k8s_api", "yarn_track_via_rm_api")
 
 
-class PulsarToTableOperator(BaseOperator):
+class PulsarToTableOperator(TemplatedArguments):
     """
     Write the backlog of a Pulsar subscription to a table with a Spark job, then acknowledge it.
 
@@ -102,10 +101,11 @@ class PulsarToTableOperator(BaseOperator):
         whole entries (batches) only, at least one per partition. None: the whole backlog.
     :param min_partitions: Cut large partitions into sub-ranges so that at least this many Spark
         tasks read (without ``max_messages``).
-    :param pulsar_conn_id: The Pulsar connection.
+    :param pulsar_conn_id: The Pulsar connection. (templated)
     :param plan_topic: The plan log topic; default ``<subscription>-ingest-plans`` in the first
-        topic's namespace.
-    :param initial_position: Where a new subscription starts: ``earliest`` (default) or ``latest``.
+        topic's namespace. (templated)
+    :param initial_position: Where a new subscription starts: ``Earliest`` (default) or ``Latest``
+        (an ``InitialPosition``, or its name in any case).
     :param warehouse_dir: ``spark.sql.warehouse.dir`` for the Hive catalog; None leaves the cluster's.
     :param metastore_dir: Directory of a local Derby metastore (and ``derby.system.home``); None
         leaves the cluster's metastore settings (e.g. a metastore service).
@@ -127,6 +127,7 @@ class PulsarToTableOperator(BaseOperator):
         "plan_topic",
         "warehouse_dir",
         "metastore_dir",
+        "pulsar_conn_id",
     )
     # Spark arguments read by name; __init__ sets every one of _SPARK_TEMPLATED.
     conf: dict[str, Any] | None
@@ -146,7 +147,7 @@ class PulsarToTableOperator(BaseOperator):
         min_partitions: int = 1,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
         plan_topic: str | None = None,
-        initial_position: str = "earliest",
+        initial_position: Any = "earliest",
         warehouse_dir: str | None = None,
         metastore_dir: str | None = None,
         read_timeout_seconds: float = 120,
@@ -162,8 +163,6 @@ class PulsarToTableOperator(BaseOperator):
             raise ValueError(f"max_messages must be a positive int or None, got {max_messages!r}")
         if isinstance(min_partitions, bool) or not isinstance(min_partitions, int) or min_partitions < 1:
             raise ValueError(f"min_partitions must be a positive int, got {min_partitions!r}")
-        if initial_position not in _POSITIONS:
-            raise ValueError(f"initial_position must be 'earliest' or 'latest', got {initial_position!r}")
         for label, value in (("read_timeout_seconds", read_timeout_seconds), ("report_timeout_seconds", report_timeout_seconds)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{label} must be a positive number, got {value!r}")
@@ -174,20 +173,20 @@ class PulsarToTableOperator(BaseOperator):
         super().__init__(**kwargs)
         for key in _SPARK_TEMPLATED:
             setattr(self, key, spark.pop(key, None))
-        self.name = name or f"pulsar-ingest-{subscription}"
+        self.name = name
         self.conn_id = conn_id
         self.spark_options = spark
-        self.topics = topics
-        self.subscription = subscription
-        self.table = table
+        self.topics = self._argument("topics", topics, arguments.topic_list)
+        self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
+        self.table = self._argument("table", table, _table_name)
         self.table_format = format
         self.value_format = value_format
         self.value_schema = value_schema
         self.max_messages = max_messages
         self.min_partitions = min_partitions
-        self.pulsar_conn_id = pulsar_conn_id
-        self.plan_topic = plan_topic
-        self.initial_position = initial_position
+        self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
+        self.plan_topic = None if plan_topic is None else self._argument("plan_topic", plan_topic, arguments.topic_name)
+        self.initial_position = arguments.initial_position(initial_position)
         self.warehouse_dir = warehouse_dir
         self.metastore_dir = metastore_dir
         self.read_timeout_seconds = float(read_timeout_seconds)
@@ -200,18 +199,13 @@ class PulsarToTableOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Settle the previous batch if needed, then plan, write and acknowledge the next one."""
-        topics = [self.topics] if isinstance(self.topics, str) else list(self.topics)
-        if not topics or not all(isinstance(t, str) and t for t in topics):
-            raise ValueError(f"topics must be a topic name or a non-empty list of them, got {self.topics!r}")
-        if not isinstance(self.subscription, str) or not self.subscription:
-            raise ValueError(f"subscription must be a non-empty str, got {self.subscription!r}")
-        check_table_name(self.table)
+        topics = list(self.topics)
         self._check_table_format_jars()
         plan_topic = self.plan_topic or default_plan_topic(topics[0], self.subscription)
         hook = PulsarHook(self.pulsar_conn_id)
         try:
             client = hook.get_client()
-            hold = SubscriptionHold(client, topics, self.subscription, _POSITIONS[self.initial_position])
+            hold = SubscriptionHold(client, topics, self.subscription, self.initial_position)
             try:
                 plan_log = PlanLog(client, plan_topic, self.subscription)
                 try:
@@ -333,6 +327,7 @@ class PulsarToTableOperator(BaseOperator):
         arguments: dict[str, Any] = {
             **self.spark_options,
             **{key: getattr(self, key) for key in _SPARK_TEMPLATED},
+            "name": self.name or f"pulsar-ingest-{self.subscription}",
             "conn_id": self.conn_id,
             "conf": self._job_conf(context),
         }
@@ -392,6 +387,12 @@ class PulsarToTableOperator(BaseOperator):
             options = conf.get("spark.driver.extraJavaOptions", "")
             conf["spark.driver.extraJavaOptions"] = f"{options} -Dderby.system.home={metastore}".strip()
         return conf
+
+
+def _table_name(value: Any, name: str) -> str:
+    """The table argument, checked as the job reads it."""
+    check_table_name(value)
+    return value
 
 
 def _setting(value: bool | None, key: str) -> bool:

@@ -9,39 +9,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator
-
 from airflow_pulsar import arguments, subscriptions
 from airflow_pulsar.arguments import SubscriptionPosition
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.templated_arguments import TemplatedArguments
 
 
-class _SubscriptionOperator(BaseOperator):
-    """The topic, subscription and connection every subscription operator takes, checked at parse
-    time and again once rendered."""
+class _SubscriptionOperator(TemplatedArguments):
+    """The topic, subscription and connection every subscription operator takes."""
 
     template_fields: Sequence[str] = ("topic", "subscription", "pulsar_conn_id")
     ui_color = "#e8f0ff"
 
     def __init__(self, *, topic: str, subscription: str, pulsar_conn_id: str = PulsarHook.default_conn_name, **kwargs: Any):
         super().__init__(**kwargs)
-        self.topic = arguments.topic_name(topic)
-        self.subscription = arguments.non_empty_str(subscription, "subscription")
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.topic = self._argument("topic", topic, arguments.topic_name)
+        self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
+        self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
 
     def _rendered(self) -> tuple[str, str, PulsarHook]:
-        """The topic, subscription and hook, the templated values checked as at parse time."""
-        topic = arguments.topic_name(self.topic)
-        subscription = arguments.non_empty_str(self.subscription, "subscription")
-        return topic, subscription, PulsarHook(pulsar_conn_id=arguments.non_empty_str(self.pulsar_conn_id, "pulsar_conn_id"))
+        """The topic, subscription and hook (the templated values were checked once rendered)."""
+        return self.topic, self.subscription, PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
 
     @staticmethod
     def _position(value: Any, name: str) -> SubscriptionPosition:
-        """A rendered position, read as at parse time; a template left unrendered is an error."""
-        position = arguments.subscription_position(value, name)
-        if isinstance(position, str):
-            raise ValueError(f"{name} was not rendered: {position!r}")
-        return position
+        """A position kept as written, read as its check read it."""
+        return arguments.subscription_position(value, name)
 
 
 class PulsarCreateSubscriptionOperator(_SubscriptionOperator):
@@ -72,8 +65,10 @@ class PulsarCreateSubscriptionOperator(_SubscriptionOperator):
 
     def __init__(self, *, initial_position: Any = "earliest", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        arguments.subscription_position(initial_position, "initial_position")
-        self.initial_position = initial_position  # as written: the rendered template shows it so
+        # As written: the rendered template shows it so.
+        self.initial_position = self._argument(
+            "initial_position", initial_position, arguments.subscription_position, keep_as_written=True
+        )
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Create the subscription unless it exists."""
@@ -115,8 +110,7 @@ class PulsarResetSubscriptionOperator(_SubscriptionOperator):
 
     def __init__(self, *, to: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        arguments.subscription_position(to, "to")
-        self.to = to
+        self.to = self._argument("to", to, arguments.subscription_position, keep_as_written=True)
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Reset the subscription."""

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator
-
 from airflow_pulsar import arguments
 from airflow_pulsar.client.admin import AdminConflictError, PulsarAdmin
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.templated_arguments import TemplatedArguments
 
 
 def _create_topic(admin: PulsarAdmin, topic: str, partitions: int) -> bool:
@@ -29,7 +28,7 @@ def _create_topic(admin: PulsarAdmin, topic: str, partitions: int) -> bool:
     return True
 
 
-class PulsarCreateTopicOperator(BaseOperator):
+class PulsarCreateTopicOperator(TemplatedArguments):
     """
     Create a persistent topic; idempotent.
 
@@ -54,14 +53,14 @@ class PulsarCreateTopicOperator(BaseOperator):
         self, *, topic: str, partitions: int = 0, pulsar_conn_id: str = PulsarHook.default_conn_name, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.topic = arguments.topic_name(topic)
+        self.topic = self._argument("topic", topic, arguments.topic_name)
         self.partitions = arguments.positive_int(partitions, "partitions", minimum=0)
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Create the topic unless it exists."""
-        topic = arguments.topic_name(self.topic)
-        with PulsarHook(pulsar_conn_id=arguments.non_empty_str(self.pulsar_conn_id, "pulsar_conn_id")) as hook:
+        topic = self.topic
+        with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
             created = _create_topic(hook.get_admin(), topic, self.partitions)
         shape = f"{self.partitions} partitions" if self.partitions else "non-partitioned"
         if created:

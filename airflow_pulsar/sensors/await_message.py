@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -14,6 +15,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 from airflow_pulsar import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import MessageSourceSettings
+from airflow_pulsar.templated_arguments import TemplatedArguments
 from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
 
 # How long execute() reads the messages already there before it defers.
@@ -28,7 +30,7 @@ async def _first_event(trigger: PulsarAwaitMessageTrigger) -> dict[str, Any]:
         await events.aclose()
 
 
-class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
+class PulsarAwaitMessageSensor(TemplatedArguments, MessageSourceSettings, BaseSensorOperator):
     """
     Wait, deferred, for the first message on a subscription that a user function accepts.
 
@@ -39,9 +41,12 @@ class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
     sensor. Examined messages are acknowledged (``acknowledge=False`` leaves them in the
     subscription). It returns ``{"message": {"topic", "message_id", "key", "properties",
     "publish_timestamp", "event_timestamp", "redelivery_count", "value"}, "result": <the value
-    returned>}`` to XCom. ``timeout`` and ``soft_fail`` behave as in every Airflow sensor.
+    returned>}`` to XCom, and also under ``xcom_push_key`` when one is given. ``timeout`` and
+    ``soft_fail`` behave as in every Airflow sensor.
 
-    :param topics: A topic or a list of topics. Templated.
+    :param topics: A topic, a list of topics, or a ``re.Pattern`` of topic names (as ``topics_pattern``). Templated.
+    :param topics_pattern: Instead of ``topics``, a regular expression of full topic names in one
+        namespace, e.g. ``"persistent://public/default/orders-.*"``. Templated.
     :param subscription: The subscription to consume with. Templated.
     :param apply_function: Dotted path of the function (it runs in the triggerer, so it must be
         importable there: a function in the DAGs folder is refused at parse time); None accepts
@@ -51,7 +56,8 @@ class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
     :param subscription_type: ``Shared`` (default), ``Exclusive``, ``Failover`` or ``KeyShared``.
     :param initial_position: Where a new subscription starts: ``Latest`` (default) or ``Earliest``.
     :param acknowledge: Acknowledge the messages examined (default True).
-    :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default.
+    :param xcom_push_key: Also push the result to XCom under this key (as Kafka's sensor does).
+    :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default. Templated.
 
     Example::
 
@@ -65,13 +71,20 @@ class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
         )
     """
 
-    template_fields: Sequence[str] = ("topics", "subscription", "apply_function_args", "apply_function_kwargs")
+    template_fields: Sequence[str] = (
+        "topics",
+        "topics_pattern",
+        "subscription",
+        "apply_function_args",
+        "apply_function_kwargs",
+        "pulsar_conn_id",
+    )
     ui_color = "#fff3d6"
 
     def __init__(
         self,
         *,
-        topics: str | Sequence[str],
+        topics: str | Sequence[str] | re.Pattern[str] | None = None,
         subscription: str,
         apply_function: str | None = None,
         apply_function_args: Sequence[Any] | None = None,
@@ -80,11 +93,14 @@ class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
         initial_position: Any = "Latest",
         acknowledge: bool = True,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
+        topics_pattern: str | None = None,
+        xcom_push_key: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._set_message_source(
             topics=topics,
+            topics_pattern=topics_pattern,
             subscription=subscription,
             apply_function=apply_function,
             apply_function_args=apply_function_args,
@@ -94,6 +110,7 @@ class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
             pulsar_conn_id=pulsar_conn_id,
         )
         self.acknowledge = arguments.flag(acknowledge, "acknowledge")
+        self.xcom_push_key = None if xcom_push_key is None else arguments.non_empty_str(xcom_push_key, "xcom_push_key")
         arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=True)
 
     def execute(self, context: Any) -> Any:
@@ -114,7 +131,8 @@ class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
 
     def _trigger(self, deadline: float) -> PulsarAwaitMessageTrigger:
         return PulsarAwaitMessageTrigger(
-            topics=self.topics,
+            topics=self.topics or None,
+            topics_pattern=self.topics_pattern,
             subscription=self.subscription,
             apply_function=self.apply_function,
             apply_function_args=self.apply_function_args,
@@ -135,7 +153,10 @@ class PulsarAwaitMessageSensor(MessageSourceSettings, BaseSensorOperator):
         status = event.get("status")
         if status == "success":
             self.log.info("Matched message %s on %s", event["message"]["message_id"], event["message"]["topic"])
-            return {"message": event["message"], "result": event["result"]}
+            matched = {"message": event["message"], "result": event["result"]}
+            if self.xcom_push_key:
+                context["ti"].xcom_push(key=self.xcom_push_key, value=matched)
+            return matched
         if status == "timeout":
             raise AirflowSensorTimeout(f"Sensor has timed out: {event.get('message')}")
         raise AirflowException(f"Awaiting a message failed: {event.get('message', event)}")

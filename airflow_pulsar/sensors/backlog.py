@@ -16,11 +16,12 @@ from airflow_pulsar import arguments, subscriptions
 from airflow_pulsar.client.admin import AdminNotFoundError
 from airflow_pulsar.client.consumer.settings import InitialPosition
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.templated_arguments import TemplatedArguments
 from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger, missing_subscription
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 
 
-class PulsarBacklogSensor(BaseSensorOperator):
+class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
     """
     Wait until a subscription's backlog holds enough messages (or its oldest message is old enough).
 
@@ -93,14 +94,14 @@ class PulsarBacklogSensor(BaseSensorOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.topic = arguments.topic_name(topic)
-        self.subscription = arguments.non_empty_str(subscription, "subscription")
+        self.topic = self._argument("topic", topic, arguments.topic_name)
+        self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
         self.threshold = arguments.positive_int(threshold, "threshold")
         self.min_backlog_bytes = arguments.positive_int(
             min_backlog_bytes, "min_backlog_bytes", optional=True, minimum=0
         )
         self.max_message_age = arguments.seconds(max_message_age, "max_message_age", optional=True)
-        self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
+        self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
         self.deferrable = arguments.flag(deferrable, "deferrable")
         self.create_subscription = arguments.flag(create_subscription, "create_subscription")
 
@@ -138,8 +139,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
         )
 
     def _create_subscription(self) -> None:
-        topic = arguments.topic_name(self.topic)
-        subscription = arguments.non_empty_str(self.subscription, "subscription")
+        topic, subscription = self.topic, self.subscription
         with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
             created = subscriptions.create_subscription(hook.get_admin(), topic, subscription, InitialPosition.Earliest)
         if created:
@@ -150,9 +150,7 @@ class PulsarBacklogSensor(BaseSensorOperator):
     def poke(self, context: Any) -> PokeReturnValue:
         """Read the backlog once; done when the condition holds (transient admin errors: not yet)."""
         condition = BacklogCondition(self.threshold, self.min_backlog_bytes, self.max_message_age)
-        # The templated fields are rendered by now: check them, as building the trigger does.
-        topic = arguments.topic_name(self.topic)
-        subscription = arguments.non_empty_str(self.subscription, "subscription")
+        topic, subscription = self.topic, self.subscription
         hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
         # Read the connection here, outside the event loop below.
         self.log.debug("Reading the backlog from %s", hook.admin_url)

@@ -30,6 +30,7 @@ class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrig
     ``deadline`` passed, or ``{"status": "error", "message": ...}``.
 
     :param topics: Topic names.
+    :param topics_pattern: Instead of ``topics``, a regular expression of full topic names in one namespace.
     :param subscription: The subscription to consume with.
     :param apply_function: Dotted path of ``function(message, *args, **kwargs)``; None: the first message.
     :param apply_function_args: Extra positional arguments for the function.
@@ -44,7 +45,7 @@ class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrig
     def __init__(
         self,
         *,
-        topics: Sequence[str],
+        topics: Sequence[str] | None = None,
         subscription: str,
         apply_function: str | None = None,
         apply_function_args: Sequence[Any] | None = None,
@@ -54,10 +55,12 @@ class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrig
         acknowledge: bool = True,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
         deadline: float | None = None,
+        topics_pattern: str | None = None,
     ) -> None:
         super().__init__()
         self._set_message_source(
             topics=topics,
+            topics_pattern=topics_pattern,
             subscription=subscription,
             apply_function=apply_function,
             apply_function_args=apply_function_args,
@@ -74,7 +77,8 @@ class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrig
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
             {
-                "topics": list(self.topics),
+                "topics": list(self.topics) or None,
+                "topics_pattern": self.topics_pattern,
                 "subscription": self.subscription,
                 "apply_function": self.apply_function,
                 "apply_function_args": list(self.apply_function_args),
@@ -100,9 +104,11 @@ class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrig
         client = hook.get_async_client()
         async with self.resources:
             self.resources.push_async_callback(client.close)
+            topics: str | list[str] = self.topics[0] if len(self.topics) == 1 else list(self.topics)
             consumer = await client.subscribe(
-                self.topics[0] if len(self.topics) == 1 else list(self.topics),
+                self.topics_pattern or topics,
                 self.subscription,
+                is_pattern_topic=self.topics_pattern is not None,
                 consumer_type=arguments.consumer_type(self.subscription_type),
                 initial_position=arguments.initial_position(self.initial_position),
                 # The match is acknowledged before the event fires, so it cannot fire twice.
@@ -117,7 +123,7 @@ class PulsarAwaitMessageTrigger(MessageSourceSettings, ClosesOnCleanup, BaseTrig
                 except PulsarException as exc:
                     if exc.error() is not Result.Timeout:
                         raise
-                    topics = ", ".join(self.topics)
+                    topics = self.topics_pattern or ", ".join(self.topics)
                     yield TriggerEvent({"status": "timeout", "message": f"no matching message on {topics} in time"})
                     return
                 try:

@@ -63,7 +63,8 @@ def test_a_failing_function_fails_the_sensor_and_leaves_the_message(
     [
         ({"apply_function": print}, "apply_function must be a dotted path"),
         ({"apply_function": "nodots"}, "apply_function must be a dotted path"),
-        ({"topics": None}, "topics must be a topic name or a non-empty list"),
+        ({"topics": []}, "topics must be a topic name or a non-empty list"),
+        ({"topics": None}, "give exactly one of topics"),
         ({"subscription_type": "Everyone"}, "subscription_type must be one of"),
         ({"initial_position": 7}, "initial_position must be one of Latest, Earliest"),
         ({"acknowledge": "no"}, "acknowledge must be a bool"),
@@ -82,6 +83,8 @@ def test_sensor_templated_fields() -> None:
         "subscription",
         "apply_function_args",
         "apply_function_kwargs",
+        "topics_pattern",
+        "pulsar_conn_id",
     }
 
 

@@ -105,6 +105,7 @@ def test_airflow_cli_knows_the_triggers_queue_and_connection_type(broker) -> Non
         "airflow_pulsar.triggers.backlog",
         "airflow_pulsar.triggers.await_message",
         "airflow_pulsar.triggers.message_event",
+        "airflow_pulsar.triggers.message_queue",
     }
     assert {"queue_class_names": "airflow_pulsar.queues.pulsar.PulsarMessageQueueProvider"} in queues
     # The connection form of the pulsar type: its extra fields and its relabelled standard fields.

@@ -64,8 +64,8 @@ def test_hook_identity_and_form() -> None:
     behaviour = PulsarHook.get_ui_field_behaviour()
     schema = json.loads((AIRFLOW_PACKAGE / "customized_form_field_behaviours.schema.json").read_text())
     jsonschema.validate(behaviour, schema)
-    assert set(behaviour["hidden_fields"]) == {"schema", "login"}
-    assert behaviour["relabeling"]["password"] == "Token"
+    assert set(behaviour["hidden_fields"]) == {"schema"}
+    assert behaviour["relabeling"]["password"] == "Token, password or client secret"
     assert {"host", "port"} <= set(behaviour["relabeling"])
 
 
@@ -81,9 +81,10 @@ def test_providers_manager_knows_the_pulsar_connection_type() -> None:
     assert hook.hook_name == "Apache Pulsar" and hook.connection_testable
     widgets = manager.connection_form_widgets
     for name in ("admin_url", "use_tls", "tls_trust_certs_file_path", "tls_allow_insecure_connection",
-                 "tls_validate_hostname", "operation_timeout_seconds", "memory_limit_bytes"):
+                 "tls_validate_hostname", "operation_timeout_seconds", "memory_limit_bytes", "auth_method",
+                 "tls_certificate_file_path", "tls_private_key_file_path", "oauth2_issuer_url"):
         assert f"extra__pulsar__{name}" in widgets
-    assert manager.field_behaviours["pulsar"]["relabeling"]["password"] == "Token"
+    assert manager.field_behaviours["pulsar"]["relabeling"]["password"] == "Token, password or client secret"
 
 
 def test_task_sdk_resolves_the_hook_from_a_connection(pulsar_conn) -> None:

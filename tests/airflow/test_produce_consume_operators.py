@@ -35,6 +35,7 @@ def test_produce_then_consume_with_each_ack_mode(
     assert produced["last_message_id"].startswith("(")
     assert result.xcoms["consume"] == {
         "topics": [topic_name],
+        "topics_pattern": None,
         "subscription": "sub",
         "ack": ack,
         "messages": COUNT,
@@ -162,7 +163,7 @@ def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() ->
         ({"apply_function": None}, "give exactly one of apply_function or apply_function_batch"),
         ({"apply_function_batch": print}, "give exactly one of apply_function or apply_function_batch"),
         ({"apply_function": "not a path"}, "apply_function must be a callable or a dotted path"),
-        ({"ack": "sometimes"}, "ack must be one of individual, cumulative, never, got 'sometimes'"),
+        ({"ack": "sometimes"}, "ack must be one of individual, cumulative, end_of_operator, never, got 'sometimes'"),
         ({"subscription_type": "Solo"}, "subscription_type must be one of Exclusive, Shared, Failover, KeyShared"),
         ({"initial_position": "middle"}, "initial_position must be one of Latest, Earliest"),
         ({"topics": []}, "topics must be a topic name or a non-empty list"),
@@ -184,6 +185,10 @@ def test_cumulative_ack_on_a_shared_subscription_is_refused_at_construction() ->
         (
             {"consumer_settings": {"dead_letter_policy": None}},
             "consumer_settings must not set 'dead_letter_policy': use max_redeliver_count",
+        ),
+        (
+            {"max_redeliver_count": 3, "ack": "end_of_operator"},
+            "ack='end_of_operator' cannot be combined with max_redeliver_count",
         ),
     ],
 )
@@ -212,16 +217,23 @@ def test_produce_operator_rejects_bad_arguments(arguments: dict, error: str) -> 
 
 
 def test_templated_fields() -> None:
-    assert set(PulsarProduceOperator.template_fields) == {"topic", "producer_function_args", "producer_function_kwargs"}
+    assert set(PulsarProduceOperator.template_fields) == {
+        "topic",
+        "producer_function_args",
+        "producer_function_kwargs",
+        "pulsar_conn_id",
+    }
     assert set(PulsarConsumeOperator.template_fields) == {
         "topics",
+        "topics_pattern",
         "subscription",
         "apply_function_args",
         "apply_function_kwargs",
+        "pulsar_conn_id",
     }
-    # Templated topic names are left for the task to render (and check).
+    # Templated topic names are left as written for the task to render, then checked.
     operator = PulsarConsumeOperator(task_id="c", topics="{{ params.topic }}", subscription="s", apply_function=print)
-    assert operator.topics == ["{{ params.topic }}"]
+    assert operator.topics == "{{ params.topic }}"
 
 
 def test_produce_wait_for_the_backlog_then_consume_20000_with_default_settings(

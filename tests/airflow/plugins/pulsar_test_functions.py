@@ -88,3 +88,12 @@ def with_oversized(count: str, at: str) -> Iterator[str]:
     """``count`` messages ``m0, m1, ...``, the one at position ``at`` too big for any broker (6 MiB)."""
     for i in range(int(count)):
         yield "x" * (6 << 20) if i == int(at) else f"m{i}"
+
+
+# The produce operator's delivery callback appends here: dag.test() runs the task in the test's process.
+DELIVERIES: list[tuple[str, str]] = []
+
+
+def note_delivery(result: Any, message_id: Any) -> None:
+    """A delivery callback: keep the result's name and the message id as text."""
+    DELIVERIES.append((result.name, str(message_id)))
