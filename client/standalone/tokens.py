@@ -130,7 +130,9 @@ def verify_token(
         raise TokenError(f"token expired at {_iso(_unverified_claims(token)['exp'])} (now {_iso(None)})") from None
     except jwt.ImmatureSignatureError:
         raise TokenError(f"token not valid before {_iso(_unverified_claims(token)['nbf'])} (now {_iso(None)})") from None
-    except (jwt.InvalidTokenError, jwt.InvalidKeyError) as exc:
+    except jwt.InvalidKeyError as exc:  # e.g. an ES256 token against a key on another curve
+        raise TokenError(f"the token is signed with {name}, which the broker's key cannot check: {exc}") from None
+    except jwt.InvalidTokenError as exc:
         raise TokenError(f"malformed token: {exc}") from None
     if audience_claim is not None:
         _check_audience(claims.get(audience_claim), audience_claim, audience)

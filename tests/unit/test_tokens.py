@@ -164,3 +164,19 @@ def test_role_claim_may_be_another_claim_or_a_list() -> None:
     assert verify_token(token, KEY, role_claim="roles").subject == "reader"
     with pytest.raises(TokenError, match="no subject \\('role' claim\\)"):
         verify_token(token, KEY, role_claim="role")
+
+
+def test_a_key_signs_only_its_own_family_and_curve(tmp_path: Path) -> None:
+    with pytest.raises(TokenError, match="RS256 signs with an RSA key, not a secret key"):
+        create_token(KEY, "app", algorithm_name="RS256")
+    (tmp_path / "p384.key").write_bytes(create_key_pair("ES384")[0])
+    p384 = read_private_key(tmp_path / "p384.key")
+    assert jwt.get_unverified_header(create_token(p384, "app", algorithm_name="ES384"))["alg"] == "ES384"
+    with pytest.raises(TokenError, match="the key cannot sign ES256"):
+        create_token(p384, "app", algorithm_name="ES256")
+    with pytest.raises(TokenError, match="unsupported signing algorithm 'HS1'"):
+        create_token(KEY, "app", algorithm_name="HS1")
+    (tmp_path / "p256.key").write_bytes(create_key_pair("ES256")[0])
+    p256_token = create_token(read_private_key(tmp_path / "p256.key"), "app")
+    with pytest.raises(TokenError, match="signed with ES256, which the broker's key cannot check"):
+        verify_token(p256_token, p384.public_key())
