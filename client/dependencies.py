@@ -15,8 +15,9 @@ from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 DISTRIBUTION = "airflow-pulsar"
-# What the client itself imports; checked when ``airflow_pulsar.client`` is imported.
-CLIENT_DEPENDENCIES = ("protobuf", "cramjam", "crc32c", "httpx", "aiohttp", "fastavro", "cryptography", "packaging")
+# What the client itself imports (pyjwt: the embedded broker's tokens); checked when
+# ``airflow_pulsar.client`` is imported.
+CLIENT_DEPENDENCIES = ("protobuf", "cramjam", "crc32c", "httpx", "aiohttp", "fastavro", "cryptography", "packaging", "pyjwt")
 
 
 class IncompatibleDependencyError(ImportError):

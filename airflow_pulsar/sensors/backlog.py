@@ -51,9 +51,11 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
 
     Returns the figures to XCom: ``{"topic", "subscription", "messages", "entries", "exact",
     "backlog_size", "oldest_message_age", "partitions": {partition: {"messages", "entries",
-    "exact", "backlog_size", "oldest_message_age"}}, "read_at"}``: ``exact`` is False where
-    ``messages`` is an estimate; ``partitions`` is empty for a non-partitioned topic; ages
-    (seconds) are only read when ``max_message_age`` is set.
+    "exact", "backlog_size", "oldest_message_age"}}, "read_at", "read_time",
+    "oldest_publish_time"}``: ``exact`` is False where ``messages`` is an estimate; ``partitions``
+    is empty for a non-partitioned topic; ages (seconds) and the oldest message's publish time are
+    only read when ``max_message_age`` is set; ``read_at`` is epoch seconds, the ``*_time`` values
+    ISO 8601 UTC text (``pendulum.parse`` reads them back).
 
     :param topic: The topic (partitioned or not). Templated.
     :param subscription: The subscription whose backlog is watched. Templated.

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_pulsar import times
 from airflow_pulsar.client.admin import AdminNotFoundError, AsyncPulsarAdmin, MessageBacklog
 
 
@@ -61,6 +62,7 @@ class BacklogReading:
 
     def as_xcom(self) -> dict[str, Any]:
         """Plain JSON: totals, and per partition (empty for a non-partitioned topic)."""
+        age = self.oldest_message_age
         return {
             "topic": self.backlog.topic,
             "subscription": self.backlog.subscription,
@@ -68,7 +70,7 @@ class BacklogReading:
             "entries": self.entries,
             "exact": self.exact,
             "backlog_size": self.backlog_size,
-            "oldest_message_age": self.oldest_message_age,
+            "oldest_message_age": age,
             "partitions": {
                 part.topic: {
                     "messages": part.messages,
@@ -80,6 +82,9 @@ class BacklogReading:
                 for part in self.backlog.partitions
             },
             "read_at": self.read_at,
+            # The same instants as ISO 8601 UTC text (pendulum.parse reads them back).
+            "read_time": times.iso_time(round(self.read_at * 1000)),
+            "oldest_publish_time": None if age is None else times.iso_time(round((self.read_at - age) * 1000)),
         }
 
 

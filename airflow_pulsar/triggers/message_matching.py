@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from airflow_pulsar import arguments
+from airflow_pulsar import arguments, times
 from airflow_pulsar.client import Message
 
 
@@ -25,8 +25,9 @@ def message_payload(message: Message) -> dict[str, Any]:
     """A message as plain JSON: topic, id, key, properties, timestamps and value.
 
     ``value`` is the payload as UTF-8 text; a payload that is not valid UTF-8 is given as
-    ``value_base64`` instead (and ``value`` is None). Timestamps are milliseconds since the epoch;
-    ``event_timestamp`` is None when the producer set none.
+    ``value_base64`` instead (and ``value`` is None). Timestamps are milliseconds since the epoch,
+    and ``publish_time`` and ``event_time`` the same instants as ISO 8601 UTC text (``pendulum.parse``
+    reads them back); the event ones are None when the producer set none.
     """
     data = message.data()
     try:
@@ -40,6 +41,8 @@ def message_payload(message: Message) -> dict[str, Any]:
         "properties": message.properties(),
         "publish_timestamp": message.publish_timestamp(),
         "event_timestamp": message.event_timestamp() or None,
+        "publish_time": times.iso_time(message.publish_timestamp()),
+        "event_time": times.iso_time(message.event_timestamp()),
         "redelivery_count": message.redelivery_count(),
         "value": value,
     }

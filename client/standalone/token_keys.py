@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from .tokens import MIN_SECRET_KEY_BYTES, PrivateKey, PublicKey, TokenError, algorithm, check_secret_key, key_family
+from .tokens import MIN_SECRET_KEY_BYTES, PrivateKey, PublicKey, TokenError, algorithm_family, check_secret_key, key_family
 
 _DATA_BASE64 = "data:;base64,"
 RSA_KEY_BITS = 2048
@@ -39,7 +39,7 @@ def read_secret_key(source: str | Path) -> bytes:
 def read_public_key(source: str | Path, algorithm_name: str = "RS256") -> PublicKey:
     """The public key that checks tokens signed with ``algorithm_name``'s family (Pulsar's
     ``tokenPublicAlg``, RS256 by default)."""
-    expected = algorithm(algorithm_name).family
+    expected = algorithm_family(algorithm_name)
     if expected == "HMAC":
         raise TokenError(f"{algorithm_name} uses a secret key, not a public key: give an RS, PS or ES algorithm")
     data, where = _read_key_bytes(source, "public key")
@@ -74,7 +74,7 @@ def read_private_key(source: str | Path) -> PrivateKey:
 
 def create_key_pair(algorithm_name: str = "RS256") -> tuple[bytes, bytes]:
     """A new key pair for ``algorithm_name``: (private key PKCS#8 DER, public key X.509 DER)."""
-    family = algorithm(algorithm_name).family
+    family = algorithm_family(algorithm_name)
     private: PrivateKey
     if family == "RSA":
         private = rsa.generate_private_key(public_exponent=65537, key_size=RSA_KEY_BITS)

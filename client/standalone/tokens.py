@@ -1,29 +1,22 @@
 """Pulsar's authentication tokens: JSON Web Tokens, signed with a shared secret key or a key pair.
 
-A token is ``base64url(header).base64url(claims).base64url(signature)``, the header naming the
-algorithm: HS256/384/512 (HMAC under a secret key, what ``pulsar tokens create --secret-key``
-makes), RS256/384/512 and PS256/384/512 (RSA), ES256/384/512 (ECDSA) under a private key, checked
-with its public key (Pulsar's ``tokenPublicKey``; what OAuth2 issuers sign access tokens with).
-One verification path serves them all: the key decides the family of algorithms a token may use,
-so a token cannot pick HMAC to be "verified" with a public key. The claims are the role (``sub``
-unless told otherwise), and optionally ``exp`` and ``nbf``, seconds since the epoch.
+Signing and checking is PyJWT's; this module holds what Pulsar adds on top. The header names the
+algorithm: HS256/384/512 (HMAC under a secret key, Pulsar's ``tokenSecretKey``), RS256/384/512 and
+PS256/384/512 (RSA), ES256/384/512 (ECDSA) under a private key, checked with its public key
+(Pulsar's ``tokenPublicKey``; what OAuth2 issuers sign access tokens with). The key decides the
+family of algorithms a token may use, so a token cannot pick HMAC to be "verified" with a public
+key. The claims are the role (``sub`` unless told otherwise), and optionally ``exp`` and ``nbf``,
+seconds since the epoch. Tokens made here carry the header ``{"alg": ...}`` alone, as Pulsar's.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
-import json
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 PublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
@@ -35,23 +28,17 @@ DEFAULT_ALGORITHM = "HS256"
 # Pulsar's key library refuses HMAC keys shorter than the hash (256 bits for HS256).
 MIN_SECRET_KEY_BYTES = 32
 
-
-@dataclass(frozen=True)
-class Algorithm:
-    """A JWS algorithm: the key family it needs (``HMAC``, ``RSA``, ``EC``) and its hash."""
-
-    family: str
-    hash: hashes.HashAlgorithm
-    pss: bool = False
-
-
-_HASHES = {256: hashes.SHA256(), 384: hashes.SHA384(), 512: hashes.SHA512()}
-ALGORITHMS = {
-    **{f"HS{bits}": Algorithm("HMAC", digest) for bits, digest in _HASHES.items()},
-    **{f"RS{bits}": Algorithm("RSA", digest) for bits, digest in _HASHES.items()},
-    **{f"PS{bits}": Algorithm("RSA", digest, pss=True) for bits, digest in _HASHES.items()},
-    **{f"ES{bits}": Algorithm("EC", digest) for bits, digest in _HASHES.items()},
+# Algorithm name -> the key family that signs and checks it.
+ALGORITHM_FAMILIES = {
+    **{f"HS{bits}": "HMAC" for bits in (256, 384, 512)},
+    **{f"{prefix}{bits}": "RSA" for prefix in ("RS", "PS") for bits in (256, 384, 512)},
+    **{f"ES{bits}": "EC" for bits in (256, 384, 512)},
 }
+# The algorithm a key signs with when none is named (Pulsar's defaults per key type).
+_DEFAULT_FOR_FAMILY = {"HMAC": DEFAULT_ALGORITHM, "RSA": "RS256", "EC": "ES256"}
+_KEY_KINDS = {"HMAC": "a secret key", "RSA": "an RSA key", "EC": "an EC key"}
+# Pulsar checks the signature, exp and nbf; the audience is checked below, under any claim name.
+_DECODE_OPTIONS: Any = {"verify_aud": False, "verify_iat": False}
 
 
 class TokenError(ValueError):
@@ -66,12 +53,13 @@ class TokenClaims:
     expires_at: float | None = None
 
 
-def algorithm(name: Any) -> Algorithm:
-    """The algorithm called ``name``; TokenError for any other (``none`` included)."""
-    found = ALGORITHMS.get(name) if isinstance(name, str) else None
-    if found is None:
-        raise TokenError(f"unsupported signing algorithm {name!r} (expected one of {', '.join(ALGORITHMS)})")
-    return found
+def algorithm_family(name: Any) -> str:
+    """The key family (``HMAC``, ``RSA``, ``EC``) of algorithm ``name``; TokenError for any other
+    algorithm (``none`` included)."""
+    family = ALGORITHM_FAMILIES.get(name) if isinstance(name, str) else None
+    if family is None:
+        raise TokenError(f"unsupported signing algorithm {name!r} (expected one of {', '.join(ALGORITHM_FAMILIES)})")
+    return family
 
 
 def key_family(key: VerificationKey | SigningKey) -> str:
@@ -99,18 +87,23 @@ def create_token(
     """
     if not subject:
         raise TokenError("a token needs a non-empty subject")
-    name = algorithm_name or {"HMAC": DEFAULT_ALGORITHM, "RSA": "RS256", "EC": "ES256"}[key_family(key)]
+    name = algorithm_name or _DEFAULT_FOR_FAMILY[key_family(key)]
+    if algorithm_family(name) != key_family(key):
+        raise TokenError(f"{name} signs with {_KEY_KINDS[algorithm_family(name)]}, not {_KEY_KINDS[key_family(key)]}")
+    if isinstance(key, bytes):
+        check_secret_key(key, "the secret key")
     claims: dict[str, Any] = {"sub": subject}
     if expires_at is not None:
         claims["exp"] = int(expires_at)
-    signing_input = _encode_json({"alg": name}) + "." + _encode_json(claims)
-    return signing_input + "." + _b64encode(_sign(algorithm(name), key, signing_input.encode("ascii")))
+    try:
+        return jwt.encode(claims, key, algorithm=name, headers={"typ": None})
+    except jwt.InvalidKeyError as exc:  # e.g. an EC key on another curve than the algorithm's
+        raise TokenError(f"the key cannot sign {name}: {exc}") from None
 
 
 def verify_token(
     token: str,
     key: VerificationKey,
-    now: float | None = None,
     *,
     role_claim: str = "sub",
     audience_claim: str | None = None,
@@ -121,22 +114,26 @@ def verify_token(
     parts = token.split(".")
     if len(parts) != 3 or not all(parts):
         raise TokenError("not a signed JWT (expected three non-empty dot-separated parts)")
-    header = _decode_json(parts[0], "header")
-    signing = algorithm(header.get("alg"))
-    claims = _decode_json(parts[1], "claims")  # decoding first also proves both parts are ASCII
-    if signing.family != key_family(key):
-        raise TokenError(
-            f"the token is signed with {header['alg']}, but the broker's key is {_describe_family(key_family(key))}"
-        )
-    if not _signature_matches(signing, key, f"{parts[0]}.{parts[1]}".encode("ascii"), _b64decode(parts[2], "signature")):
-        raise TokenError("signature does not match the " + ("secret key" if isinstance(key, bytes) else "public key"))
-    now = time.time() if now is None else now
-    expires_at = _time_claim(claims, "exp")
-    if expires_at is not None and now >= expires_at:
-        raise TokenError(f"token expired at {_iso(expires_at)} (now {_iso(now)})")
-    not_before = _time_claim(claims, "nbf")
-    if not_before is not None and now < not_before:
-        raise TokenError(f"token not valid before {_iso(not_before)} (now {_iso(now)})")
+    try:
+        header_alg = jwt.get_unverified_header(token).get("alg")
+    except jwt.DecodeError as exc:
+        raise TokenError(f"malformed token: {exc}") from None
+    family = algorithm_family(header_alg)  # refuses any algorithm but the HS, RS, PS and ES ones
+    name = str(header_alg)
+    if family != key_family(key):
+        raise TokenError(f"the token is signed with {name}, but the broker's key is {_KEY_KINDS[key_family(key)]}")
+    try:
+        claims = jwt.decode(token, key, algorithms=[name], options=_DECODE_OPTIONS)
+    except jwt.InvalidSignatureError:
+        raise TokenError("signature does not match the " + ("secret key" if isinstance(key, bytes) else "public key")) from None
+    except jwt.ExpiredSignatureError:
+        raise TokenError(f"token expired at {_iso(_unverified_claims(token)['exp'])} (now {_iso(None)})") from None
+    except jwt.ImmatureSignatureError:
+        raise TokenError(f"token not valid before {_iso(_unverified_claims(token)['nbf'])} (now {_iso(None)})") from None
+    except jwt.InvalidKeyError as exc:  # e.g. an ES256 token against a key on another curve
+        raise TokenError(f"the token is signed with {name}, which the broker's key cannot check: {exc}") from None
+    except jwt.InvalidTokenError as exc:
+        raise TokenError(f"malformed token: {exc}") from None
     if audience_claim is not None:
         _check_audience(claims.get(audience_claim), audience_claim, audience)
     role = claims.get(role_claim)
@@ -144,11 +141,14 @@ def verify_token(
         role = role[0]
     if not isinstance(role, str) or not role:
         raise TokenError(f"token has no subject ({role_claim!r} claim)")
-    return TokenClaims(role, expires_at)
+    expires_at = claims.get("exp")
+    return TokenClaims(role, None if expires_at is None else float(expires_at))
 
 
-def _describe_family(family: str) -> str:
-    return {"HMAC": "a secret key (HS256, HS384, HS512)", "RSA": "an RSA public key", "EC": "an EC public key"}[family]
+def _unverified_claims(token: str) -> dict[str, Any]:
+    """The claims of a token whose signature PyJWT has checked already (it checks it before the times)."""
+    claims: dict[str, Any] = jwt.decode(token, options={"verify_signature": False})
+    return claims
 
 
 def _check_audience(value: Any, claim: str, audience: str | None) -> None:
@@ -159,76 +159,7 @@ def _check_audience(value: Any, claim: str, audience: str | None) -> None:
         raise TokenError(f"the token's audiences {audiences} do not include this broker's, {audience!r}")
 
 
-def _sign(signing: Algorithm, key: SigningKey, data: bytes) -> bytes:
-    if signing.family != key_family(key):
-        raise TokenError(f"a {key_family(key)} key cannot sign with {signing.family} algorithm")
-    if isinstance(key, bytes):
-        return hmac.new(check_secret_key(key, "the secret key"), data, signing.hash.name).digest()
-    if isinstance(key, rsa.RSAPrivateKey):
-        return key.sign(data, _rsa_padding(signing), signing.hash)
-    assert isinstance(key, ec.EllipticCurvePrivateKey)
-    r, s = decode_dss_signature(key.sign(data, ec.ECDSA(signing.hash)))
-    size = (key.curve.key_size + 7) // 8
-    return r.to_bytes(size, "big") + s.to_bytes(size, "big")  # JWS wants r and s side by side, not DER
-
-
-def _signature_matches(signing: Algorithm, key: VerificationKey, data: bytes, signature: bytes) -> bool:
-    if isinstance(key, bytes):
-        return hmac.compare_digest(hmac.new(key, data, signing.hash.name).digest(), signature)
-    try:
-        if isinstance(key, rsa.RSAPublicKey):
-            key.verify(signature, data, _rsa_padding(signing), signing.hash)
-        else:
-            assert isinstance(key, ec.EllipticCurvePublicKey)
-            size = (key.curve.key_size + 7) // 8
-            if len(signature) != 2 * size:
-                return False
-            r, s = int.from_bytes(signature[:size], "big"), int.from_bytes(signature[size:], "big")
-            key.verify(encode_dss_signature(r, s), data, ec.ECDSA(signing.hash))
-    except InvalidSignature:
-        return False
-    return True
-
-
-def _rsa_padding(signing: Algorithm) -> padding.AsymmetricPadding:
-    if signing.pss:
-        return padding.PSS(mgf=padding.MGF1(signing.hash), salt_length=signing.hash.digest_size)
-    return padding.PKCS1v15()
-
-
-def _time_claim(claims: dict[str, Any], name: str) -> float | None:
-    value = claims.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TokenError(f"token claim {name!r} must be a number of seconds since the epoch, got {value!r}")
-    return float(value)
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
-
-
-def _b64encode(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _b64decode(text: str, part: str) -> bytes:
-    try:
-        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise TokenError(f"the token's {part} is not base64url") from None
-
-
-def _encode_json(value: dict[str, Any]) -> str:
-    return _b64encode(json.dumps(value, separators=(",", ":")).encode())
-
-
-def _decode_json(text: str, part: str) -> dict[str, Any]:
-    try:
-        value = json.loads(_b64decode(text, part))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise TokenError(f"the token's {part} is not JSON") from None
-    if not isinstance(value, dict):
-        raise TokenError(f"the token's {part} is not a JSON object")
-    return value
+def _iso(seconds: float | None) -> str:
+    """A time as ISO 8601 UTC, to the second; None: now."""
+    moment = datetime.now(timezone.utc) if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
+    return moment.isoformat(timespec="seconds")

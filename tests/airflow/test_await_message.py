@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pendulum
 import pytest
 
 from airflow_helpers import run_dag, subscription_stats
@@ -36,6 +37,10 @@ def test_returns_the_first_message_the_function_accepts(broker, broker_admin: Pu
     assert message["value"] == "order-6" and message["key"] == "customer-0"
     assert message["topic"] == f"persistent://public/default/{topic_name}"
     assert message["redelivery_count"] == 0 and message["publish_timestamp"] > 0
+    # The publish time also as ISO 8601 UTC text that pendulum reads back to the same millisecond.
+    published = pendulum.parse(message["publish_time"])
+    assert published.offset == 0 and round(published.timestamp() * 1000) == message["publish_timestamp"]
+    assert message["event_time"] is None and message["event_timestamp"] is None
     # Every message examined, up to and including the match, was acknowledged; the rest wait.
     stats = subscription_stats(broker_admin, topic_name, SUBSCRIPTION)
     assert stats["msgBacklog"] == 3 and stats["consumers"] == []

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pendulum
 import pytest
 
 from airflow_helpers import run_dag, subscription_stats
@@ -205,6 +206,11 @@ def test_oldest_message_age_fires_below_the_threshold(broker, broker_admin: Puls
     assert 1.0 <= figures["oldest_message_age"] <= figures["read_at"] - sent_at + 1.0
     ages = [part["oldest_message_age"] for part in figures["partitions"].values() if part["messages"]]
     assert ages and max(ages) == figures["oldest_message_age"]
+    # The same instants as ISO 8601 UTC text: the read, and the oldest message's publish time.
+    read_time, oldest = pendulum.parse(figures["read_time"]), pendulum.parse(figures["oldest_publish_time"])
+    assert abs(read_time.timestamp() - figures["read_at"]) < 0.001
+    assert abs((read_time - oldest).total_seconds() - figures["oldest_message_age"]) < 0.002
+    assert oldest.timestamp() <= sent_at
     assert subscription_stats(broker_admin, topic_name, SUBSCRIPTION)["msgOutCounter"] == 0
 
 

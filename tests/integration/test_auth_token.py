@@ -20,6 +20,11 @@ from security_helpers import SecuredBroker
 OTHER_KEY = b"a key that is not the broker's!!"
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``airflow-pulsar tokens ARGS``, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "airflow_pulsar.cli", "tokens", *args], capture_output=True, text=True, timeout=60)
+
+
 def _refused_tokens(token_broker: SecuredBroker) -> dict[str, tuple[str | None, str]]:
     """case -> (token or None for no authentication, the cause the refusal must name on either port)."""
     return {
@@ -115,11 +120,6 @@ def test_admin_api_requires_a_bearer_token(token_broker: SecuredBroker, topic_na
 def test_tokens_cli_makes_tokens_the_broker_accepts(token_broker: SecuredBroker, tmp_path: Path, topic_name: str) -> None:
     secret_file = token_broker.process.data_dir.parent / "secret.key"
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "airflow_pulsar.cli", "tokens", *args], capture_output=True, text=True, timeout=60
-        )
-
     created = cli("create", "--secret-file", str(secret_file), "--subject", "cli-user", "--expiry", "1h")
     assert created.returncode == 0, created.stderr
     token = created.stdout.strip()
@@ -140,3 +140,34 @@ def test_broker_will_not_start_with_an_unusable_key(tmp_path: Path) -> None:
     short.write_bytes(b"12345")
     with pytest.raises(RuntimeError, match=r"--token-secret-file: the secret key in .*short.key has 5 bytes"):
         BrokerProcess(tmp_path / "data", "--token-secret-file", str(short)).start()
+
+
+@pytest.mark.parametrize("algorithm", ["RS256", "ES256"])
+def test_tokens_cli_key_pairs_serve_a_broker_with_the_public_key(algorithm: str, tmp_path: Path, topic_name: str) -> None:
+    def key_pair(name: str) -> tuple[Path, Path]:
+        private, public = tmp_path / f"{name}.private", tmp_path / f"{name}.public"
+        made = cli("create-key-pair", "-a", algorithm, "--output-private-key", str(private), "--output-public-key", str(public))
+        assert made.returncode == 0, made.stderr
+        return private, public
+
+    (private, public), (other_private, _) = key_pair("broker"), key_pair("other")
+    assert private.stat().st_mode & 0o777 == 0o600
+    again = cli("create-key-pair", "-a", algorithm, "--output-private-key", str(private), "--output-public-key", str(tmp_path / "x"))
+    assert again.returncode == 1 and "exists already" in again.stderr
+    token = cli("create", "--private-key", str(private), "-a", algorithm, "--subject", "app").stdout.strip()
+    forged = cli("create", "--private-key", str(other_private), "-a", algorithm, "--subject", "app").stdout.strip()
+    validated = cli("validate", "--public-key", str(public), "-a", algorithm, token)
+    assert validated.returncode == 0 and "subject app" in validated.stdout
+    family = "RSA" if algorithm.startswith("RS") else "EC"
+    wrong_family = cli("validate", "--public-key", str(public), "-a", "ES512" if family == "RSA" else "RS256", token)
+    assert wrong_family.returncode == 1 and f"is not an {'EC' if family == 'RSA' else 'RSA'} key" in wrong_family.stderr
+
+    broker = BrokerProcess(tmp_path / "data", "--token-public-key", str(public), "--token-public-alg", algorithm).start()
+    try:
+        with Client(broker.service_url, authentication=AuthenticationToken(token), operation_timeout_seconds=10) as client:
+            client.create_producer(topic_name).send(b"signed with " + algorithm.encode())
+        with Client(broker.service_url, authentication=AuthenticationToken(forged), operation_timeout_seconds=10) as client:
+            with pytest.raises(AuthenticationError, match="signature does not match the public key"):
+                client.create_producer(topic_name)
+    finally:
+        broker.stop()

@@ -61,7 +61,7 @@ CASES: dict[str, BadInput] = {
     ),
     "tokens-bad-expiry": BadInput(
         ("tokens", "create", "--subject", "app", "--secret-file", "{work}/none.key", "--expiry", "5x"),
-        "argument --expiry: '5x' is not a duration",
+        "argument -e/--expiry/--expiry-time: '5x' is not a duration",
     ),
     # topics (admin REST)
     "topics-bad-name": BadInput(("topics", "create", "a/b/c/d"), "invalid topic name 'a/b/c/d'"),
