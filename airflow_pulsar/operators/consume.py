@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
@@ -13,6 +13,9 @@ from airflow_pulsar import arguments
 from airflow_pulsar.client import Consumer, ConsumerType, Message, exceptions
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.hooks.pulsar import PulsarHook
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
 
 ACK_MODES = ("individual", "cumulative", "never")
 # Cumulative acks cover a position in a partition, which only one consumer at a time reads.
@@ -233,3 +236,12 @@ class PulsarConsumeOperator(BaseOperator):
         deadline = time.monotonic() + _NACK_SETTLE_SECONDS
         while consumer.stats().pending_nacks and time.monotonic() < deadline:
             time.sleep(0.05)
+
+    # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The topics this task reads, as OpenLineage input datasets."""
+        from airflow_pulsar import lineage
+
+        namespace = lineage.cluster_of(self.pulsar_conn_id)
+        return lineage.lineage(inputs=lineage.topic_inputs(namespace, lineage.topic_names(self.topics)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
@@ -14,6 +14,11 @@ from airflow_pulsar.client import MessageId, Result
 from airflow_pulsar.client.topic_name import TopicName
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.operators import idempotence
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+    from airflow_pulsar.lineage import TaskOutcome
 
 
 class _Receipts:
@@ -222,6 +227,24 @@ class PulsarProduceOperator(BaseOperator):
             risk,
             namespace,
         )
+
+
+    # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The topic this task writes, as an OpenLineage output dataset."""
+        from airflow_pulsar import lineage
+
+        (topic,) = lineage.topic_names(self.topic)
+        return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic)])
+
+    def get_openlineage_facets_on_complete(self, task_instance: TaskOutcome) -> OperatorLineage:
+        """The topic with the number of messages of the function now on it (the XCom's ``messages``)."""
+        from airflow_pulsar import lineage
+
+        (topic,) = lineage.topic_names(self.topic)
+        messages = lineage.task_summary(task_instance).get("messages")
+        return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic, messages)])
 
 
 def _in_partition(message_id: MessageId, partition: int) -> MessageId:

@@ -49,7 +49,10 @@ from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
 
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
+
+    from airflow_pulsar.lineage import TaskOutcome
 
 _POSITIONS = {"earliest": InitialPosition.Earliest, "latest": InitialPosition.Latest}
 
@@ -392,6 +395,20 @@ class PulsarToTableOperator(BaseOperator):
             options = conf.get("spark.driver.extraJavaOptions", "")
             conf["spark.driver.extraJavaOptions"] = f"{options} -Dderby.system.home={metastore}".strip()
         return conf
+
+    # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The topics read and the table written (with the schema of its rows), as OpenLineage datasets."""
+        from airflow_pulsar import lineage
+
+        return lineage.ingest_lineage(self)
+
+    def get_openlineage_facets_on_complete(self, task_instance: TaskOutcome) -> OperatorLineage:
+        """As on start, with the rows this run wrote to the table (from its XCom summary)."""
+        from airflow_pulsar import lineage
+
+        return lineage.ingest_lineage(self, lineage.task_summary(task_instance))
 
 
 def _setting(value: bool | None, key: str) -> bool:
