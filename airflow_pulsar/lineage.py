@@ -46,13 +46,6 @@ _DEFAULT_DATABASE = "default"
 _SESSION_CATALOG = "spark_catalog"
 
 
-class TaskOutcome(Protocol):
-    """The task instance the listener passes on completion: its XCom is the operator's summary."""
-
-    def xcom_pull(self) -> Any:
-        """The task's own return value."""
-
-
 class TableWrite(Protocol):
     """What :func:`ingest_lineage` reads of an ingest operator (``PulsarToTableOperator``)."""
 
@@ -72,12 +65,6 @@ class TableWrite(Protocol):
     def warehouse_dir(self) -> str | None: ...
     @property
     def pulsar_conn_id(self) -> str: ...
-
-
-def task_summary(task_instance: TaskOutcome) -> Mapping[str, Any]:
-    """The summary the task returned to XCom; empty when it returned none."""
-    summary = task_instance.xcom_pull()
-    return summary if isinstance(summary, Mapping) else {}
 
 
 def cluster_of(pulsar_conn_id: str) -> str:

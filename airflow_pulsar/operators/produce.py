@@ -18,8 +18,6 @@ from airflow_pulsar.operators import idempotence
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
-    from airflow_pulsar.lineage import TaskOutcome
-
 
 class _Receipts:
     """Send outcomes reported on the client's IO threads: counts, the last id, the first failure."""
@@ -198,13 +196,14 @@ class PulsarProduceOperator(BaseOperator):
             )
         self.log.info("Sent %d messages to %s as producer %s; %s", receipts.sent, self.topic, name, stored_text)
         last = receipts.last_message_id
-        return {
+        self._run_summary = {
             "topic": self.topic,
             "messages": receipts.sent + receipts.already_stored,
             "already_stored": receipts.already_stored,
             "last_message_id": str(last) if last else None,
             "producer_name": name,
         }
+        return self._run_summary
 
     def _warn_unless_deduplicated(self, hook: PulsarHook) -> None:
         """Log one warning when the broker would not deduplicate a retry's sends; never fail for it."""
@@ -238,12 +237,12 @@ class PulsarProduceOperator(BaseOperator):
         (topic,) = lineage.topic_names(self.topic)
         return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic)])
 
-    def get_openlineage_facets_on_complete(self, task_instance: TaskOutcome) -> OperatorLineage:
-        """The topic with the number of messages of the function now on it (the XCom's ``messages``)."""
+    def get_openlineage_facets_on_complete(self, task_instance: object) -> OperatorLineage:
+        """The topic, with the number of messages of the function now on it (the run's XCom ``messages``)."""
         from airflow_pulsar import lineage
 
         (topic,) = lineage.topic_names(self.topic)
-        messages = lineage.task_summary(task_instance).get("messages")
+        messages = getattr(self, "_run_summary", {}).get("messages")
         return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic, messages)])
 
 

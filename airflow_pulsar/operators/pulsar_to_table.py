@@ -52,8 +52,6 @@ if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
 
-    from airflow_pulsar.lineage import TaskOutcome
-
 _POSITIONS = {"earliest": InitialPosition.Earliest, "latest": InitialPosition.Latest}
 
 # Every argument SparkSubmitHook takes passes through, but what to run, which the operator sets.
@@ -248,12 +246,16 @@ class PulsarToTableOperator(BaseOperator):
                 self.subscription,
                 ", ".join(hold.topics),
             )
-            return {"batch_id": None, "skipped": True, "table": self.table, "total_rows": 0, "rows": {}, "ranges": [], "settled": settled}
+            self._run_summary: dict[str, Any] = {
+                "batch_id": None, "skipped": True, "table": self.table, "total_rows": 0, "rows": {}, "ranges": [], "settled": settled
+            }  # fmt: skip
+            return self._run_summary
         self._log_plan(plan)
         plan_log.append(PlanRecord(PLANNED, plan))
         outcome = self._write(context, hook, plan, plan_log)
         self._acknowledge(hold, plan_log, plan, outcome)
-        return {**_summary(plan, outcome), "skipped": False, "settled": settled}
+        self._run_summary = {**_summary(plan, outcome), "skipped": False, "settled": settled}
+        return self._run_summary
 
     def _settle(
         self, context: Context, hook: PulsarHook, hold: SubscriptionHold, plan_log: PlanLog, record: PlanRecord | None
@@ -404,11 +406,11 @@ class PulsarToTableOperator(BaseOperator):
 
         return lineage.ingest_lineage(self)
 
-    def get_openlineage_facets_on_complete(self, task_instance: TaskOutcome) -> OperatorLineage:
+    def get_openlineage_facets_on_complete(self, task_instance: object) -> OperatorLineage:
         """As on start, with the rows this run wrote to the table (from its XCom summary)."""
         from airflow_pulsar import lineage
 
-        return lineage.ingest_lineage(self, lineage.task_summary(task_instance))
+        return lineage.ingest_lineage(self, getattr(self, "_run_summary", None))
 
 
 def _setting(value: bool | None, key: str) -> bool:
