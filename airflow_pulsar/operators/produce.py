@@ -227,7 +227,6 @@ class PulsarProduceOperator(BaseOperator):
             namespace,
         )
 
-
     # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
 
     def get_openlineage_facets_on_start(self) -> OperatorLineage:
@@ -238,7 +237,11 @@ class PulsarProduceOperator(BaseOperator):
         return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic)])
 
     def get_openlineage_facets_on_complete(self, task_instance: object) -> OperatorLineage:
-        """The topic, with the number of messages of the function now on it (the run's XCom ``messages``)."""
+        """The topic, with the number of messages of the function now on it (the run's XCom ``messages``).
+
+        ``execute`` keeps its summary on the operator: the listener may call this in a forked
+        process, which cannot pull XComs.
+        """
         from airflow_pulsar import lineage
 
         (topic,) = lineage.topic_names(self.topic)

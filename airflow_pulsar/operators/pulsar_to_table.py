@@ -247,8 +247,14 @@ class PulsarToTableOperator(BaseOperator):
                 ", ".join(hold.topics),
             )
             self._run_summary: dict[str, Any] = {
-                "batch_id": None, "skipped": True, "table": self.table, "total_rows": 0, "rows": {}, "ranges": [], "settled": settled
-            }  # fmt: skip
+                "batch_id": None,
+                "skipped": True,
+                "table": self.table,
+                "total_rows": 0,
+                "rows": {},
+                "ranges": [],
+                "settled": settled,
+            }
             return self._run_summary
         self._log_plan(plan)
         plan_log.append(PlanRecord(PLANNED, plan))
@@ -407,7 +413,8 @@ class PulsarToTableOperator(BaseOperator):
         return lineage.ingest_lineage(self)
 
     def get_openlineage_facets_on_complete(self, task_instance: object) -> OperatorLineage:
-        """As on start, with the rows this run wrote to the table (from its XCom summary)."""
+        """As on start, with the rows this run wrote to the table (from its XCom summary, which
+        ``execute`` keeps on the operator: the listener may call this in a forked process)."""
         from airflow_pulsar import lineage
 
         return lineage.ingest_lineage(self, getattr(self, "_run_summary", None))
