@@ -12,6 +12,18 @@ from typing import Any
 
 HOOK_CLASS_NAME = "airflow_pulsar.hooks.pulsar.PulsarHook"
 
+# The ``pulsar`` asset URI scheme: Airflow normalises such URIs with the handler, creates assets
+# with the factory and hands them to OpenLineage through the converter.
+_ASSET_MODULE = "airflow_pulsar.assets.pulsar"
+PULSAR_ASSET_URIS: list[dict[str, Any]] = [
+    {
+        "schemes": ["pulsar"],
+        "handler": f"{_ASSET_MODULE}.sanitize_uri",
+        "factory": f"{_ASSET_MODULE}.create_asset",
+        "to_openlineage_converter": f"{_ASSET_MODULE}.convert_asset_to_openlineage",
+    }
+]
+
 # Extra fields of a ``pulsar`` connection, stored unprefixed in Connection.extra.
 PULSAR_CONN_FIELDS: dict[str, dict[str, Any]] = {
     "admin_url": {
@@ -157,6 +169,9 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "queues": ["airflow_pulsar.queues.pulsar.PulsarMessageQueueProvider"],
+        "asset-uris": PULSAR_ASSET_URIS,
+        # The name Airflow 2 read; Airflow 3 still accepts it and prefers "asset-uris".
+        "dataset-uris": PULSAR_ASSET_URIS,
         "connection-types": [
             {
                 "hook-class-name": HOOK_CLASS_NAME,

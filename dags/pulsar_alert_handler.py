@@ -1,9 +1,13 @@
 """Run when Pulsar delivers a high-severity alert: an asset scheduled by messages, not by time.
 
-The ``shop_alerts`` asset is watched through the ``pulsar`` message-queue provider: a trigger in
-Airflow's triggerer consumes ``shop-alerts`` on the ``airflow-alert-handler`` subscription,
-passes each message to ``airflow_pulsar.examples.shop_events.is_alert``, and every accepted message becomes an asset
-event that schedules this DAG. The message is acknowledged once its asset event is stored, and a
+The asset is the topic itself: ``pulsar://localhost:6650/persistent/public/default/shop-alerts``
+names the cluster by its service URL's host and port (Pulsar's default here; write your cluster's)
+and the topic by its full name, as the OpenLineage datasets of the provider's operators do; the
+trigger reads the topic through the ``pulsar_default`` connection. It is watched through the
+``pulsar`` message-queue provider: a trigger in Airflow's triggerer consumes ``shop-alerts`` on the
+``airflow-alert-handler`` subscription, passes each message to
+``airflow_pulsar.examples.shop_events.is_alert``, and every accepted message becomes an asset event
+that schedules this DAG. The message is acknowledged once its asset event is stored, and a
 message the filter raises on is negatively acknowledged and redelivered. The DAG's task reads
 the alerts from the triggering asset events.
 """
@@ -18,7 +22,7 @@ from airflow.sdk import DAG, Asset, AssetWatcher, task
 from airflow_pulsar.examples.shop_events import ALERTS_TOPIC
 
 shop_alerts = Asset(
-    "shop_alerts",
+    "pulsar://localhost:6650/persistent/public/default/shop-alerts",
     watchers=[
         AssetWatcher(
             name="shop_alerts_watcher",

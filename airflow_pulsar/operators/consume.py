@@ -16,6 +16,7 @@ from airflow_pulsar.message_source import dead_letter_arguments, dead_letter_pol
 from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk.types import Logger
 
 ACK_MODES = ("individual", "cumulative", "end_of_operator", "never")
@@ -309,6 +310,15 @@ class PulsarConsumeOperator(TemplatedArguments):
         deadline = time.monotonic() + _NACK_SETTLE_SECONDS
         while consumer.stats().pending_nacks and time.monotonic() < deadline:
             time.sleep(0.05)
+
+    # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The topics this task reads, as OpenLineage input datasets."""
+        from airflow_pulsar import lineage
+
+        namespace = lineage.cluster_of(self.pulsar_conn_id)
+        return lineage.lineage(inputs=lineage.topic_inputs(namespace, lineage.topic_names(self.topics)))
 
 
 class _DeadLetterRoute:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowException
 
@@ -17,6 +17,9 @@ from airflow_pulsar.templated_arguments import TemplatedArguments
 
 # The send callback's form: the outcome and, when stored, the message id (with its partition).
 DeliveryCallback = Callable[[Result, MessageId | None], Any]
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
 
 
 class _Receipts:
@@ -222,13 +225,14 @@ class PulsarProduceOperator(TemplatedArguments):
             )
         self.log.info("Sent %d messages to %s as producer %s; %s", receipts.sent, self.topic, name, stored_text)
         last = receipts.last_message_id
-        return {
+        self._run_summary = {
             "topic": self.topic,
             "messages": receipts.sent + receipts.already_stored,
             "already_stored": receipts.already_stored,
             "last_message_id": str(last) if last else None,
             "producer_name": name,
         }
+        return self._run_summary
 
     def _warn_unless_deduplicated(self, hook: PulsarHook) -> None:
         """Log one warning when the broker would not deduplicate a retry's sends; never fail for it."""
@@ -251,6 +255,27 @@ class PulsarProduceOperator(TemplatedArguments):
             risk,
             namespace,
         )
+
+    # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The topic this task writes, as an OpenLineage output dataset."""
+        from airflow_pulsar import lineage
+
+        (topic,) = lineage.topic_names(self.topic)
+        return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic)])
+
+    def get_openlineage_facets_on_complete(self, task_instance: object) -> OperatorLineage:
+        """The topic, with the number of messages of the function now on it (the run's XCom ``messages``).
+
+        ``execute`` keeps its summary on the operator: the listener may call this in a forked
+        process, which cannot pull XComs.
+        """
+        from airflow_pulsar import lineage
+
+        (topic,) = lineage.topic_names(self.topic)
+        messages = getattr(self, "_run_summary", {}).get("messages")
+        return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic, messages)])
 
 
 def _in_partition(message_id: MessageId, partition: int) -> MessageId:

@@ -50,6 +50,7 @@ from airflow_pulsar.spark.submit import JobSubmit
 from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
 
 # Every argument SparkSubmitHook takes passes through, but what to run, which the operator sets.
@@ -239,12 +240,22 @@ class PulsarToTableOperator(TemplatedArguments):
                 self.subscription,
                 ", ".join(hold.topics),
             )
-            return {"batch_id": None, "skipped": True, "table": self.table, "total_rows": 0, "rows": {}, "ranges": [], "settled": settled}
+            self._run_summary: dict[str, Any] = {
+                "batch_id": None,
+                "skipped": True,
+                "table": self.table,
+                "total_rows": 0,
+                "rows": {},
+                "ranges": [],
+                "settled": settled,
+            }
+            return self._run_summary
         self._log_plan(plan)
         plan_log.append(PlanRecord(PLANNED, plan))
         outcome = self._write(context, hook, plan, plan_log)
         self._acknowledge(hold, plan_log, plan, outcome)
-        return {**_summary(plan, outcome), "skipped": False, "settled": settled}
+        self._run_summary = {**_summary(plan, outcome), "skipped": False, "settled": settled}
+        return self._run_summary
 
     def _settle(
         self, context: Context, hook: PulsarHook, hold: SubscriptionHold, plan_log: PlanLog, record: PlanRecord | None
@@ -387,6 +398,21 @@ class PulsarToTableOperator(TemplatedArguments):
             options = conf.get("spark.driver.extraJavaOptions", "")
             conf["spark.driver.extraJavaOptions"] = f"{options} -Dderby.system.home={metastore}".strip()
         return conf
+
+    # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
+
+    def get_openlineage_facets_on_start(self) -> OperatorLineage:
+        """The topics read and the table written (with the schema of its rows), as OpenLineage datasets."""
+        from airflow_pulsar import lineage
+
+        return lineage.ingest_lineage(self)
+
+    def get_openlineage_facets_on_complete(self, task_instance: object) -> OperatorLineage:
+        """As on start, with the rows this run wrote to the table (from its XCom summary, which
+        ``execute`` keeps on the operator: the listener may call this in a forked process)."""
+        from airflow_pulsar import lineage
+
+        return lineage.ingest_lineage(self, getattr(self, "_run_summary", None))
 
 
 def _table_name(value: Any, name: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.assets.pulsar import asset_topic
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
@@ -114,6 +115,8 @@ def test_alert_handler_watcher_fires_on_a_high_severity_alert(
     (watcher,) = module.shop_alerts.watchers
     classpath, kwargs = watcher.trigger.serialize()
     assert classpath == "airflow_pulsar.triggers.message_event.PulsarMessageEventTrigger"
+    # The asset is the watched topic, by the pulsar:// asset URI scheme.
+    assert asset_topic(module.shop_alerts) == ("pulsar://localhost:6650", kwargs["topics"][0])
     trigger = watcher.trigger.trigger
 
     with Client(broker.service_url) as client:

@@ -33,6 +33,8 @@ INGEST, PRODUCER, TALLY, ALERTS = (
     "pulsar_order_tally",
     "pulsar_alert_handler",
 )
+# The alert handler's asset: the alerts topic, named by the pulsar:// asset URI scheme.
+ALERTS_ASSET = "pulsar://localhost:6650/persistent/public/default/shop-alerts"
 
 
 def _published_events(service_url: str, partitions: int) -> list[dict[str, Any]]:
@@ -118,7 +120,7 @@ def test_alert_handler_runs_in_the_triggerer_for_each_large_order_and_nothing_el
     deployment.unpause(ALERTS)
 
     def alert_values() -> list[str]:
-        events = deployment.asset_events("shop_alerts")
+        events = deployment.asset_events(ALERTS_ASSET)
         return [event["extra"]["payload"]["message"]["value"] for event in events]
 
     wait_until(lambda: len(alert_values()) >= len(large), f"{len(large)} alert asset events", 180)

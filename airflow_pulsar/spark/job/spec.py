@@ -145,7 +145,13 @@ def check_value_schema(value_schema: str) -> None:
 
 def top_level_names(ddl: str) -> list[str]:
     """The field names of a DDL field list (``a INT, b STRUCT<x: INT>`` gives ``a, b``)."""
-    names, depth, start = [], 0, 0
+    return [name.lower() for name, _ in top_level_fields(ddl)]
+
+
+def top_level_fields(ddl: str) -> list[tuple[str, str]]:
+    """(name, type) of each field of a DDL field list (``a INT, b STRUCT<x: INT>`` gives
+    ``(a, INT), (b, STRUCT<x: INT>)``); names as written, without backquotes."""
+    fields, depth, start = [], 0, 0
     for index, char in enumerate(ddl + ","):
         if char in "<(":
             depth += 1
@@ -154,6 +160,7 @@ def top_level_names(ddl: str) -> list[str]:
         elif char == "," and depth == 0:
             item = ddl[start:index].strip()
             if item:
-                names.append(item.split()[0].strip("`").lower())
+                name, *kind = item.split(None, 1)
+                fields.append((name.strip("`"), kind[0].strip() if kind else ""))
             start = index + 1
-    return names
+    return fields

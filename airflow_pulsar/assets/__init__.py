@@ -1,0 +1,1 @@
+"""Airflow assets of Pulsar topics: the ``pulsar`` asset URI scheme (see :mod:`.pulsar`)."""
