@@ -4,8 +4,9 @@ Keys and tokens cross both ways: Pulsar's ``tokens`` tool (``TokensCliUtils``, r
 broker's jars) validates what our CLI makes and our CLI validates what Pulsar's tool makes; then
 an Apache Pulsar broker and our broker, given the same key (``tokenSecretKey``, or
 ``tokenPublicKey`` with ``tokenPublicAlg``), take the tokens our CLI makes and refuse a token
-signed with another key. The official client is the one connecting. One Pulsar JVM serves the
-module, reconfigured for each algorithm.
+signed with another key (for the key pairs; secret keys on both brokers are in
+test_differential.py). The official client is the one connecting. One Pulsar JVM serves the
+module, reconfigured for each key pair.
 """
 
 from __future__ import annotations
@@ -161,7 +162,9 @@ def test_keys_and_tokens_cross_between_pulsars_tool_and_ours(algorithm: str, tmp
     assert refused.stderr == f"airflow-pulsar tokens: signature does not match the {key_kind}\n"
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+# HS256 tokens on Apache Pulsar's broker (tokenSecretKey) are in test_differential.py's
+# credentials test; a key pair needs a broker of its own here, at one Pulsar restart each.
+@pytest.mark.parametrize("algorithm", [name for name in ALGORITHMS if not name.startswith("HS")])
 def test_both_brokers_take_our_cli_tokens_and_refuse_another_keys(
     algorithm: str, token_pulsar: dict[str, PulsarStandalone], tmp_path_factory: pytest.TempPathFactory, topic_name: str
 ) -> None:
