@@ -68,23 +68,38 @@ def pytest_configure(config: pytest.Config) -> None:
 CLUSTER_TIER = "tests/cluster/"
 
 
+# A broker kind in a test id's parameters, e.g. "[pulsar-deferred]" or "[3-embedded]".
+_KIND_IN_ID = re.compile(r"[\[-](embedded|pulsar)[\]-]")
+
+
+def worker_scope(nodeid: str) -> str:
+    """What one xdist worker runs as a whole: a module with one broker kind, so its module-scoped
+    fixtures (a broker, a Spark job, an Airflow deployment, a restarted Pulsar) start once and not
+    on each worker; and the whole cluster tier, so one cluster starts."""
+    if nodeid.startswith(CLUSTER_TIER):
+        return CLUSTER_TIER
+    module, _, rest = nodeid.partition("::")
+    kind = _KIND_IN_ID.search(rest)
+    return f"{module}[{kind.group(1)}]" if kind else module
+
+
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown when xdist is not loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Under ``--dist loadgroup`` (``make test``), the cluster tier is one group: one worker runs it
-    and starts one cluster; every other test is balanced as with ``--dist load``.
+    """Under ``--dist loadgroup`` (``make test``), tests go to workers by :func:`worker_scope`, in
+    collection order (``testpaths`` lists the slow tiers first, so the two workers share them).
 
     Grouped by path, because ``xdist_group`` marks do not group with pytest 9 (pytest-xdist 3.8
     applies them by renaming node ids, which pytest 9 no longer reads).
     """
     if config.getvalue("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadGroupScheduling
+    from xdist.scheduler import LoadScopeScheduling
 
-    class ClusterTierGrouped(LoadGroupScheduling):
+    class ByWorkerScope(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return CLUSTER_TIER if nodeid.startswith(CLUSTER_TIER) else super()._split_scope(nodeid)
+            return worker_scope(nodeid)
 
-    return ClusterTierGrouped(config, log)
+    return ByWorkerScope(config, log)
 
 
 def selected_kinds(config: pytest.Config) -> list[str]:
