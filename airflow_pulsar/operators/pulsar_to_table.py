@@ -47,6 +47,7 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
+from airflow_pulsar.spark.table_formats import catalog_conf, packages_for, session_conf, submitting_spark_minor
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -93,9 +94,16 @@ class PulsarToTableOperator(BaseOperator):
     :param topics: A topic or a list of topics, partitioned or not. (templated)
     :param subscription: The subscription to consume; created at ``initial_position`` if new. (templated)
     :param table: The table, ``name`` or ``database.name``; created if missing. (templated)
-    :param format: ``parquet`` (default), ``orc``, ``json`` or ``csv``; ``delta`` or ``iceberg``
-        when their jars reach the cluster (``packages``, ``jars`` or the matching
-        ``spark.sql.extensions``).
+    :param format: ``parquet`` (default), ``orc``, ``json`` or ``csv``; or ``delta`` or ``iceberg``,
+        whose Spark integration comes from ``packages`` or ``jars`` (or ``spark.jars.packages`` /
+        ``spark.jars`` in ``conf``), by default from ``packages`` naming the release for the Spark
+        minor of this worker's pyspark (refused when the format has none for it). A ``delta``
+        table may be a location (an absolute path or URI) instead of a name; an ``iceberg`` table
+        named ``catalog.database.name`` lives in that Iceberg catalog, one of two parts in the
+        Hive metastore through Iceberg's session catalog.
+    :param table_catalog: For ``iceberg``, the properties of the catalog a ``catalog.database.name``
+        table names (e.g. ``{"type": "hadoop", "warehouse": "/data/lake"}``); None when ``conf``
+        configures it (``spark.sql.catalog.<catalog>...``).
     :param value_format: ``bytes`` (default), ``string`` (UTF-8) or ``json``.
     :param value_schema: For ``json`` values, the fields as a DDL string, e.g. ``"id BIGINT, name STRING"``.
     :param max_messages: At most this many messages per run, shared evenly by the partitions;
@@ -140,6 +148,7 @@ class PulsarToTableOperator(BaseOperator):
         subscription: str,
         table: str,
         format: str = "parquet",
+        table_catalog: dict[str, str] | None = None,
         value_format: str = "bytes",
         value_schema: str | None = None,
         max_messages: int | None = None,
@@ -158,6 +167,8 @@ class PulsarToTableOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         check_formats(format, value_format, value_schema)
+        if table_catalog is not None and format != "iceberg":
+            raise ValueError(f"table_catalog configures an Iceberg catalog; format is {format!r}")
         if max_messages is not None and (isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1):
             raise ValueError(f"max_messages must be a positive int or None, got {max_messages!r}")
         if isinstance(min_partitions, bool) or not isinstance(min_partitions, int) or min_partitions < 1:
@@ -181,6 +192,7 @@ class PulsarToTableOperator(BaseOperator):
         self.subscription = subscription
         self.table = table
         self.table_format = format
+        self.table_catalog = table_catalog
         self.value_format = value_format
         self.value_schema = value_schema
         self.max_messages = max_messages
@@ -205,8 +217,8 @@ class PulsarToTableOperator(BaseOperator):
             raise ValueError(f"topics must be a topic name or a non-empty list of them, got {self.topics!r}")
         if not isinstance(self.subscription, str) or not self.subscription:
             raise ValueError(f"subscription must be a non-empty str, got {self.subscription!r}")
-        check_table_name(self.table)
-        self._check_table_format_jars()
+        check_table_name(self.table, self.table_format)
+        self._name_table_format_jars()
         plan_topic = self.plan_topic or default_plan_topic(topics[0], self.subscription)
         hook = PulsarHook(self.pulsar_conn_id)
         try:
@@ -230,7 +242,8 @@ class PulsarToTableOperator(BaseOperator):
             running.kill()
 
     def _run(self, context: Context, hook: PulsarHook, hold: SubscriptionHold, plan_log: PlanLog) -> dict[str, Any]:
-        settled = self._settle(context, hook, hold, plan_log, plan_log.latest())
+        latest = plan_log.latest()
+        settled = self._settle(context, hook, hold, plan_log, latest)
         plan = plan_batch(
             hold.states(),
             self.subscription,
@@ -238,6 +251,7 @@ class PulsarToTableOperator(BaseOperator):
             min_partitions=self.min_partitions,
             max_messages=self.max_messages,
             ledgers_of=lambda topic: self._ledger_layout(hook, topic),
+            previous=latest.plan if latest is not None else None,
         )
         if plan is None:
             self.log.info(
@@ -362,22 +376,19 @@ class PulsarToTableOperator(BaseOperator):
             return []
         return [(int(ledger["ledgerId"]), int(ledger["entries"])) for ledger in stats.get("ledgers", [])]
 
-    def _check_table_format_jars(self) -> None:
-        """delta and iceberg need their Spark integration on the cluster; say so before submitting."""
-        group = JAR_FORMATS.get(self.table_format)
-        if group is None:
+    def _name_table_format_jars(self) -> None:
+        """delta and iceberg need their Spark integration: unless the user named jars or packages,
+        the release for this worker's Spark minor (refused before submitting if there is none)."""
+        if self.table_format not in JAR_FORMATS:
             return
         conf = self.conf or {}
-        named = (self.packages, self.jars, conf.get("spark.jars.packages"), conf.get("spark.jars"), conf.get("spark.sql.extensions"))
-        mentions = " ".join(str(value) for value in named if value)
-        if group not in mentions and self.table_format not in mentions.lower():
-            raise ValueError(
-                f"format {self.table_format!r} needs its Spark jars ({group}): pass packages=, jars= or conf "
-                "spark.jars.packages / spark.sql.extensions naming them"
-            )
+        if not (self.packages or self.jars or conf.get("spark.jars.packages") or conf.get("spark.jars")):
+            self.packages = packages_for(self.table_format, submitting_spark_minor())
 
     def _job_conf(self, context: Context) -> dict[str, Any]:
-        conf = dict(self.conf or {})
+        conf = session_conf(self.table_format, dict(self.conf or {}))
+        if self.table_catalog is not None:
+            conf = {**catalog_conf(self.table, self.table_catalog), **conf}
         if self.openlineage_inject_parent_job_info:
             conf = inject_parent_job_information_into_spark_properties(conf, context)
         if self.openlineage_inject_transport_info:

@@ -1,0 +1,93 @@
+"""Reading back what a Delta or an Iceberg table holds, from its log or metadata and its parquet
+files, without Spark: a second Spark process would need the Derby metastore the jobs use (Derby
+admits one process at a time), and the tests would pay for another JVM.
+
+Delta: the ``_delta_log`` commits, replayed (``add`` minus ``remove``); partition values come
+from the log, as Delta leaves partition columns out of the data files. Iceberg: the newest
+``*.metadata.json``, its current snapshot's manifest list and manifests (Avro, read with fastavro),
+and the data files they list as live.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# Iceberg manifest entry status of a data file the snapshot no longer has.
+_ICEBERG_DELETED = 2
+
+
+def delta_commits(directory: Path) -> list[list[dict[str, Any]]]:
+    """The actions of each commit of a Delta table, oldest first."""
+    log = directory / "_delta_log"
+    assert not (log / "_last_checkpoint").exists(), "a checkpointed Delta log: replaying JSON commits would miss files"
+    return [[json.loads(line) for line in path.read_text().splitlines() if line] for path in sorted(log.glob("*.json"))]
+
+
+def delta_rows(directory: Path) -> pa.Table:
+    """Every row of a Delta table, with its partition column ``batch_id``."""
+    live: dict[str, str] = {}
+    for commit in delta_commits(directory):
+        for action in commit:
+            if "add" in action:
+                live[action["add"]["path"]] = action["add"]["partitionValues"]["batch_id"]
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+    parts = []
+    for path, batch_id in sorted(live.items()):
+        part = pq.read_table(directory / unquote(path))
+        parts.append(part.append_column("batch_id", pa.array([batch_id] * part.num_rows, pa.string())))
+    assert parts, f"the Delta table at {directory} holds no data files"
+    return pa.concat_tables(parts)
+
+
+def delta_transactions(directory: Path) -> dict[str, int]:
+    """The newest ``txn`` version Delta recorded per application id."""
+    versions: dict[str, int] = {}
+    for commit in delta_commits(directory):
+        for action in commit:
+            if "txn" in action:
+                versions[action["txn"]["appId"]] = action["txn"]["version"]
+    return versions
+
+
+def iceberg_metadata(directory: Path) -> dict[str, Any]:
+    """The table's newest metadata file (Hadoop catalogs name them v<N>, Hive ones <N>-<uuid>)."""
+    files = [json.loads(path.read_text()) for path in (directory / "metadata").glob("*.metadata.json")]
+    assert files, f"no Iceberg metadata under {directory}"
+    return max(files, key=lambda metadata: (metadata.get("last-sequence-number", 0), metadata["last-updated-ms"]))
+
+
+def iceberg_snapshot_summaries(directory: Path) -> list[dict[str, str]]:
+    """The summary of each snapshot of the table, oldest first."""
+    return [snapshot["summary"] for snapshot in iceberg_metadata(directory).get("snapshots", [])]
+
+
+def _local(uri: str) -> Path:
+    return Path(unquote(urlparse(uri).path)) if "://" in uri or uri.startswith("file:") else Path(uri)
+
+
+def _avro_records(uri: str) -> list[dict[str, Any]]:
+    with _local(uri).open("rb") as stream:
+        return list(fastavro.reader(stream))
+
+
+def iceberg_rows(directory: Path) -> pa.Table:
+    """Every row of the table's current snapshot."""
+    metadata = iceberg_metadata(directory)
+    current = metadata.get("current-snapshot-id")
+    snapshot = next(s for s in metadata["snapshots"] if s["snapshot-id"] == current)
+    files = [
+        entry["data_file"]["file_path"]
+        for manifest in _avro_records(snapshot["manifest-list"])
+        for entry in _avro_records(manifest["manifest_path"])
+        if entry["status"] != _ICEBERG_DELETED
+    ]
+    assert files, f"the Iceberg table at {directory} holds no data files"
+    return pa.concat_tables([pq.read_table(_local(path)) for path in sorted(files)])
