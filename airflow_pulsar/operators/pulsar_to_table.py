@@ -38,7 +38,6 @@ from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan
 from airflow_pulsar.spark.job.records import ACKED, COMMITTED, PLANNED, PlanRecord
 from airflow_pulsar.spark.job.spec import (
     CLIENT_SETTINGS,
-    JAR_FORMATS,
     IngestJobSpec,
     check_formats,
     check_table_name,
@@ -47,7 +46,7 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
-from airflow_pulsar.spark.table_formats import catalog_conf, packages_for, session_conf, submitting_spark_minor
+from airflow_pulsar.spark.table_formats import catalog_conf, default_packages, session_conf
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -218,7 +217,7 @@ class PulsarToTableOperator(BaseOperator):
         if not isinstance(self.subscription, str) or not self.subscription:
             raise ValueError(f"subscription must be a non-empty str, got {self.subscription!r}")
         check_table_name(self.table, self.table_format)
-        self._name_table_format_jars()
+        self.packages = default_packages(self.table_format, self.packages, self.jars, self.conf or {})
         plan_topic = self.plan_topic or default_plan_topic(topics[0], self.subscription)
         hook = PulsarHook(self.pulsar_conn_id)
         try:
@@ -375,15 +374,6 @@ class PulsarToTableOperator(BaseOperator):
             self.log.warning("No ledger layout of %s (%s): its range is read by one task.", topic, exc)
             return []
         return [(int(ledger["ledgerId"]), int(ledger["entries"])) for ledger in stats.get("ledgers", [])]
-
-    def _name_table_format_jars(self) -> None:
-        """delta and iceberg need their Spark integration: unless the user named jars or packages,
-        the release for this worker's Spark minor (refused before submitting if there is none)."""
-        if self.table_format not in JAR_FORMATS:
-            return
-        conf = self.conf or {}
-        if not (self.packages or self.jars or conf.get("spark.jars.packages") or conf.get("spark.jars")):
-            self.packages = packages_for(self.table_format, submitting_spark_minor())
 
     def _job_conf(self, context: Context) -> dict[str, Any]:
         conf = session_conf(self.table_format, dict(self.conf or {}))

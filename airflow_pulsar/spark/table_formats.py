@@ -11,6 +11,7 @@ coordinates for the Spark minor that requirements/pins.txt pins (a unit test hol
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 # Format -> Spark minor -> the Maven coordinates of its Spark integration (Scala 2.13 builds),
 # as released on Maven Central. Delta's storage and kernel jars come with delta-spark.
@@ -65,6 +66,17 @@ def packages_for(table_format: str, minor: str) -> str:
             "run the job on one of those, or pass packages= or jars= naming a build for this Spark"
         )
     return releases[minor]
+
+
+def default_packages(
+    table_format: str, packages: str | None, jars: str | None, conf: dict[str, Any], minor: str | None = None
+) -> str | None:
+    """What the job's ``packages`` should be: as given, or for ``delta`` and ``iceberg`` without
+    any jars or packages named (arguments or ``spark.jars*`` in ``conf``), the format's release for
+    Spark ``minor`` (default: :func:`submitting_spark_minor`)."""
+    if table_format not in RELEASES or packages or jars or conf.get("spark.jars.packages") or conf.get("spark.jars"):
+        return packages
+    return packages_for(table_format, minor or submitting_spark_minor())
 
 
 def session_conf(table_format: str, conf: dict[str, str]) -> dict[str, str]:

@@ -3,7 +3,7 @@ files, without Spark: a second Spark process would need the Derby metastore the 
 admits one process at a time), and the tests would pay for another JVM.
 
 Delta: the ``_delta_log`` commits, replayed (``add`` minus ``remove``); partition values come
-from the log, as Delta leaves partition columns out of the data files. Iceberg: the newest
+from the log where the data files leave them out. Iceberg: the newest
 ``*.metadata.json``, its current snapshot's manifest list and manifests (Avro, read with fastavro),
 and the data files they list as live.
 """
@@ -26,6 +26,7 @@ _ICEBERG_DELETED = 2
 def delta_commits(directory: Path) -> list[list[dict[str, Any]]]:
     """The actions of each commit of a Delta table, oldest first."""
     log = directory / "_delta_log"
+    assert log.is_dir(), f"no Delta table at {directory}"
     assert not (log / "_last_checkpoint").exists(), "a checkpointed Delta log: replaying JSON commits would miss files"
     return [[json.loads(line) for line in path.read_text().splitlines() if line] for path in sorted(log.glob("*.json"))]
 
@@ -42,7 +43,9 @@ def delta_rows(directory: Path) -> pa.Table:
     parts = []
     for path, batch_id in sorted(live.items()):
         part = pq.read_table(directory / unquote(path))
-        parts.append(part.append_column("batch_id", pa.array([batch_id] * part.num_rows, pa.string())))
+        if "batch_id" not in part.column_names:
+            part = part.append_column("batch_id", pa.array([batch_id] * part.num_rows, pa.string()))
+        parts.append(part)
     assert parts, f"the Delta table at {directory} holds no data files"
     return pa.concat_tables(parts)
 

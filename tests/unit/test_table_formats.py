@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from airflow_pulsar.spark.table_formats import (
     EXTENSIONS,
     RELEASES,
     catalog_conf,
+    default_packages,
     packages_for,
     session_conf,
     spark_minor,
@@ -61,6 +63,18 @@ def test_each_release_is_built_for_the_spark_minor_it_is_listed_under() -> None:
 def test_a_spark_minor_without_a_release_is_refused_naming_it(table_format: str) -> None:
     with pytest.raises(ValueError, match=rf"format '{table_format}' has no release for Spark 4\.3 .*Spark 4\.0, 4\.1"):
         packages_for(table_format, "4.3")
+
+
+def test_the_release_for_the_installed_spark_unless_jars_or_packages_are_named() -> None:
+    installed = spark_minor(version("pyspark"))
+    assert default_packages("delta", None, None, {}) == RELEASES["delta"][installed]
+    assert default_packages("iceberg", None, None, {"spark.ui.enabled": "false"}) == RELEASES["iceberg"][installed]
+    assert default_packages("delta", None, "/jars/delta.jar", {}) is None
+    assert default_packages("delta", "com.example:own:1", None, {}) == "com.example:own:1"
+    assert default_packages("iceberg", None, None, {"spark.jars": "/jars/iceberg.jar"}) is None
+    assert default_packages("parquet", None, None, {}) is None
+    with pytest.raises(ValueError, match="format 'iceberg' has no release for Spark 4.3"):
+        default_packages("iceberg", None, None, {}, minor="4.3")
 
 
 def test_spark_minor_of_versions_and_bad_ones() -> None:

@@ -20,8 +20,9 @@ from .plan import IngestPlan
 TOKEN_ENV = "AIRFLOW_PULSAR_TOKEN"
 
 FILE_FORMATS = ("parquet", "orc", "json", "csv")
-# Table formats whose Spark integration comes in jars that must be on the cluster.
-JAR_FORMATS = {"delta": "io.delta", "iceberg": "org.apache.iceberg"}
+# Table formats whose Spark integration comes in jars that must be on the cluster (see
+# airflow_pulsar.spark.table_formats).
+JAR_FORMATS = ("delta", "iceberg")
 TABLE_FORMATS = (*FILE_FORMATS, *JAR_FORMATS)
 
 VALUE_BYTES = "bytes"

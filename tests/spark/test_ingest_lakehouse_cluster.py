@@ -1,0 +1,71 @@
+"""Delta and Iceberg ingests on the Spark standalone cluster, in client and in cluster deploy mode:
+the job dies once the table holds its batch, before reporting it, and the next run writes the
+batch again, which the format keeps from landing twice. One cluster serves the module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from spark_cluster import CLUSTER_SPARK, StandaloneCluster
+from spark_helpers import Catalog, assert_exactly_once, produce_json, run_crashing
+from test_ingest_lakehouse import LakehouseTable
+
+# Spark's deploy modes and the table formats, not the broker, are the subject here.
+pytestmark = pytest.mark.one_broker
+
+
+@pytest.fixture(scope="module")
+def lake_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """One started cluster for the module, named by the Spark connection ``spark_cluster``."""
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(cluster.connection_variable, cluster.connection)
+        try:
+            yield cluster.start()
+        finally:
+            cluster.stop()
+
+
+@pytest.mark.parametrize(
+    ("kind", "deploy_mode"),
+    [("delta-location", "client"), ("delta-metastore", "cluster"), ("iceberg-hadoop", "cluster"), ("iceberg-metastore", "client")],
+)
+def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
+    kind: str,
+    deploy_mode: str,
+    pulsar_default: BrokerProcess,
+    lake_cluster: StandaloneCluster,
+    catalog: Catalog,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = LakehouseTable.of(kind, catalog, "on_cluster")
+    # In cluster mode the worker's 2 cores and 1536 MB hold the driver (1 core, 512 MB) and one executor.
+    sizing = {"driver_memory": "512m", "total_executor_cores": 1} if deploy_mode == "cluster" else {"total_executor_cores": 2}
+    subscription = f"lake-{kind}"
+    operator = target.operator(
+        catalog, topic_name, subscription, **CLUSTER_SPARK, deploy_mode=deploy_mode, report_timeout_seconds=15, **sizing
+    )
+    unreported = "ended without reporting it" if deploy_mode == "cluster" else "Cannot execute"
+    with PulsarAdmin(pulsar_default.web_url) as admin:
+        admin.create_partitioned_topic(topic_name, 2)
+        produce_json(pulsar_default.service_url, topic_name, 0, 1_000, batch=100)
+        run_crashing(monkeypatch, "after-write", lambda: operator.execute(context={}), unreported)
+        written = target.commits()
+        assert target.rows().num_rows == 1_000
+
+        rerun = operator.execute(context={})
+
+        assert rerun["settled"]["was"] == "planned" and rerun["settled"]["total_rows"] == 1_000
+        assert admin.backlog(topic_name, subscription).msg_backlog == 0
+    assert target.commits() == written
+    assert_exactly_once(target.rows(), range(1_000))
+    # Both submits ran on the cluster; in cluster mode, each driver on the worker.
+    apps = [app for app in lake_cluster.completed("apps") if app["name"] == f"pulsar-ingest-{subscription}"]
+    assert len(apps) == 2
+    if deploy_mode == "cluster":
+        assert sorted(driver["state"] for driver in lake_cluster.completed("drivers")[-2:]) == ["FAILED", "FINISHED"]
