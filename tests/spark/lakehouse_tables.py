@@ -1,16 +1,18 @@
-"""Reading back what a Delta or an Iceberg table holds, from its log or metadata and its parquet
-files, without Spark: a second Spark process would need the Derby metastore the jobs use (Derby
-admits one process at a time), and the tests would pay for another JVM.
+"""The Delta and Iceberg tables of the ingest tests: where the operator writes them, and what
+they hold, read from their logs or metadata and their parquet files without Spark (a second Spark
+process would need the Derby metastore the jobs use, which admits one process at a time, and the
+tests would pay for another JVM).
 
 Delta: the ``_delta_log`` commits, replayed (``add`` minus ``remove``); partition values come
-from the log where the data files leave them out. Iceberg: the newest
-``*.metadata.json``, its current snapshot's manifest list and manifests (Avro, read with fastavro),
-and the data files they list as live.
+from the log where the data files leave them out. Iceberg: the newest ``*.metadata.json``, its
+current snapshot's manifest list and manifests (Avro, read with fastavro), and the data files
+they list as live.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -18,6 +20,12 @@ from urllib.parse import unquote, urlparse
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
+
+from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once, run_crashing
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Iceberg manifest entry status of a data file the snapshot no longer has.
 _ICEBERG_DELETED = 2
@@ -94,3 +102,74 @@ def iceberg_rows(directory: Path) -> pa.Table:
     ]
     assert files, f"the Iceberg table at {directory} holds no data files"
     return pa.concat_tables([pq.read_table(_local(path)) for path in sorted(files)])
+
+
+def lakehouse_jars(table_format: str) -> str:
+    """The comma-separated jar list `make lakehouse-jars` resolves from jvm/lakehouse/pom.xml."""
+    listing = ROOT / ".jvm" / f"lakehouse-{table_format}.jars"
+    assert listing.is_file(), f"{listing} is missing: run `make lakehouse-jars` (part of `make install`)"
+    return listing.read_text().strip()
+
+
+@dataclass(frozen=True)
+class LakehouseTable:
+    """A table of one format, where the operator writes it and where its files are."""
+
+    table_format: str
+    table: str
+    directory: Path
+    table_catalog: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, kind: str, catalog: Catalog, name: str) -> LakehouseTable:
+        if kind == "delta-location":
+            return cls("delta", str(catalog.warehouse.parent / "delta" / name), catalog.warehouse.parent / "delta" / name)
+        if kind == "delta-metastore":
+            return cls("delta", name, catalog.table_dir(name))
+        lake = catalog.warehouse.parent / "lake"
+        if kind == "iceberg-hadoop":
+            return cls("iceberg", f"lake.db.{name}", lake / "db" / name, {"type": "hadoop", "warehouse": str(lake)})
+        assert kind == "iceberg-metastore"
+        return cls("iceberg", f"db.{name}", catalog.table_dir(f"db.{name}"))
+
+    def rows(self) -> pa.Table:
+        return delta_rows(self.directory) if self.table_format == "delta" else iceberg_rows(self.directory)
+
+    def commits(self) -> int:
+        """Delta commits, or Iceberg snapshots: how many writes the table took."""
+        if self.table_format == "delta":
+            return len(delta_commits(self.directory))
+        return len(iceberg_snapshot_summaries(self.directory))
+
+    def operator(self, catalog: Catalog, topic: str, subscription: str, **spark: Any) -> PulsarToTableOperator:
+        return PulsarToTableOperator(
+            task_id="ingest",
+            topics=topic,
+            subscription=subscription,
+            table=self.table,
+            format=self.table_format,
+            table_catalog=self.table_catalog,
+            jars=lakehouse_jars(self.table_format),
+            value_format="json",
+            value_schema=VALUE_SCHEMA,
+            min_partitions=2,
+            **{"conf": LOCAL_SPARK_CONF, **spark},
+            **catalog.operator_args(),
+        )
+
+    def crash_after_write_then_rerun(
+        self, operator: PulsarToTableOperator, monkeypatch: pytest.MonkeyPatch, messages: int, job_failure: str = "Cannot execute"
+    ) -> dict[str, Any]:
+        """The job dies once the table holds its batch of ``messages`` (ids from 0), before reporting
+        it; the rerun writes the batch again, which the format must keep from landing twice. The
+        rerun's result."""
+        run_crashing(monkeypatch, "after-write", lambda: operator.execute(context={}), job_failure)
+        written = self.commits()
+        assert self.rows().num_rows == messages
+
+        rerun = operator.execute(context={})
+
+        assert rerun["settled"]["was"] == "planned" and rerun["settled"]["total_rows"] == messages
+        assert self.commits() == written
+        assert_exactly_once(self.rows(), range(messages))
+        return rerun

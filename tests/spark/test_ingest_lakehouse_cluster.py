@@ -10,9 +10,9 @@ import pytest
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from lakehouse_tables import LakehouseTable
 from spark_cluster import CLUSTER_SPARK, StandaloneCluster
-from spark_helpers import Catalog, assert_exactly_once, produce_json, run_crashing
-from test_ingest_lakehouse import LakehouseTable
+from spark_helpers import Catalog, produce_json
 
 # Spark's deploy modes and the table formats, not the broker, are the subject here.
 pytestmark = pytest.mark.one_broker
@@ -54,16 +54,8 @@ def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 2)
         produce_json(pulsar_default.service_url, topic_name, 0, 1_000, batch=100)
-        run_crashing(monkeypatch, "after-write", lambda: operator.execute(context={}), unreported)
-        written = target.commits()
-        assert target.rows().num_rows == 1_000
-
-        rerun = operator.execute(context={})
-
-        assert rerun["settled"]["was"] == "planned" and rerun["settled"]["total_rows"] == 1_000
+        target.crash_after_write_then_rerun(operator, monkeypatch, 1_000, unreported)
         assert admin.backlog(topic_name, subscription).msg_backlog == 0
-    assert target.commits() == written
-    assert_exactly_once(target.rows(), range(1_000))
     # Both submits ran on the cluster; in cluster mode, each driver on the worker.
     apps = [app for app in lake_cluster.completed("apps") if app["name"] == f"pulsar-ingest-{subscription}"]
     assert len(apps) == 2

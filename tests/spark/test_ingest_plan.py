@@ -147,7 +147,6 @@ def test_the_operator_rejects_bad_arguments(arguments: dict, message: str) -> No
     ("arguments", "message"),
     [
         ({"table": "events; DROP TABLE x"}, "table must be"),
-        ({"format": "delta"}, "format 'delta' needs its Spark jars"),
         ({"topics": []}, "topics must be"),
     ],
 )
@@ -159,17 +158,30 @@ def test_the_operator_checks_templated_arguments_before_connecting(arguments: di
         operator.execute(context={})
 
 
-def test_delta_passes_the_jar_check_when_its_package_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_delta_without_jars_gets_the_release_for_this_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import version
+
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+    from airflow_pulsar.spark.table_formats import RELEASES, spark_minor
 
     monkeypatch.delenv("AIRFLOW_CONN_PULSAR_DEFAULT", raising=False)
-    operator = PulsarToTableOperator(
-        task_id="t", topics="t", subscription="s", table="events", format="delta", packages="io.delta:delta-spark_2.13:4.0.0"
-    )
+    operator = PulsarToTableOperator(task_id="t", topics="t", subscription="s", table="events", format="delta")
     # Past the argument checks, the run stops at the first thing it needs: the Pulsar connection.
     with pytest.raises(AirflowNotFoundException, match="pulsar_default"):
+        operator.execute(context={})
+    assert operator.packages == RELEASES["delta"][spark_minor(version("pyspark"))]
+
+
+def test_iceberg_is_refused_on_a_spark_it_has_no_release_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+    from airflow_pulsar.spark import table_formats
+
+    # The worker's pyspark as a Spark minor no Iceberg release supports.
+    monkeypatch.setattr(table_formats, "version", lambda package: "4.3.0")
+    operator = PulsarToTableOperator(task_id="t", topics="t", subscription="s", table="events", format="iceberg")
+    with pytest.raises(ValueError, match=r"format 'iceberg' has no release for Spark 4\.3"):
         operator.execute(context={})
 
 

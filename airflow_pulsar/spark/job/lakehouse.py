@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from .columns import BATCH_ID
 from .spec import IngestJobSpec, is_table_path
@@ -51,7 +52,7 @@ def iceberg_holds_batch(spark: SparkSession, table: str, batch_id: str) -> bool:
     """Whether a snapshot of the Iceberg table was written by batch ``batch_id``."""
     qualified = table if "." in table else f"default.{table}"
     snapshots = spark.read.table(f"{qualified}.snapshots")
-    return bool(snapshots.where(snapshots.summary[SNAPSHOT_BATCH_ID] == batch_id).limit(1).count())
+    return bool(snapshots.where(F.col("summary")[SNAPSHOT_BATCH_ID] == batch_id).limit(1).count())
 
 
 def write_iceberg(spark: SparkSession, rows: DataFrame, spec: IngestJobSpec) -> None:
