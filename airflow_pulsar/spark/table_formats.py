@@ -39,6 +39,10 @@ SESSION_CATALOGS = {
     "iceberg": {_SESSION_CATALOG: "org.apache.iceberg.spark.SparkSessionCatalog", f"{_SESSION_CATALOG}.type": "hive"},
 }
 ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+# Iceberg's Hive catalog builds its metastore client from the Hadoop configuration, where Hive's
+# default connection pool for an embedded metastore is BoneCP, which Spark does not ship (Spark's
+# own client switches it to DBCP the same way).
+_HIVE_CLIENT_POOL = {"spark.hadoop.datanucleus.connectionPoolingType": "DBCP"}
 
 
 def spark_minor(full_version: str) -> str:
@@ -89,6 +93,8 @@ def session_conf(table_format: str, conf: dict[str, str]) -> dict[str, str]:
         added["spark.sql.extensions"] = ",".join([*extensions, EXTENSIONS[table_format]])
     if _SESSION_CATALOG not in added:
         added.update(SESSION_CATALOGS[table_format])
+    if table_format == "iceberg":
+        added = {**_HIVE_CLIENT_POOL, **added}
     return added
 
 

@@ -158,16 +158,21 @@ class LakehouseTable:
         )
 
     def crash_after_write_then_rerun(
-        self, operator: PulsarToTableOperator, monkeypatch: pytest.MonkeyPatch, messages: int, job_failure: str = "Cannot execute"
+        self,
+        operator: PulsarToTableOperator,
+        monkeypatch: pytest.MonkeyPatch,
+        messages: int,
+        job_failure: str = "Cannot execute",
+        rerun_by: PulsarToTableOperator | None = None,
     ) -> dict[str, Any]:
         """The job dies once the table holds its batch of ``messages`` (ids from 0), before reporting
-        it; the rerun writes the batch again, which the format must keep from landing twice. The
-        rerun's result."""
+        it; the rerun (by ``operator`` or ``rerun_by``) writes the batch again, which the format must
+        keep from landing twice. The rerun's result."""
         run_crashing(monkeypatch, "after-write", lambda: operator.execute(context={}), job_failure)
         written = self.commits()
         assert self.rows().num_rows == messages
 
-        rerun = operator.execute(context={})
+        rerun = (rerun_by or operator).execute(context={})
 
         assert rerun["settled"]["was"] == "planned" and rerun["settled"]["total_rows"] == messages
         assert self.commits() == written
