@@ -46,7 +46,7 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
-from airflow_pulsar.spark.table_formats import catalog_conf, default_packages, session_conf
+from airflow_pulsar.spark.table_formats import LOCAL_METASTORE, catalog_conf, default_packages, session_conf
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -386,6 +386,7 @@ class PulsarToTableOperator(BaseOperator):
         if self.warehouse_dir:
             conf.setdefault("spark.sql.warehouse.dir", self.warehouse_dir)
         if self.metastore_dir:
+            conf = {**LOCAL_METASTORE.get(self.table_format, {}), **conf}
             metastore = Path(self.metastore_dir)
             conf.setdefault(
                 "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true"

@@ -39,10 +39,17 @@ SESSION_CATALOGS = {
     "iceberg": {_SESSION_CATALOG: "org.apache.iceberg.spark.SparkSessionCatalog", f"{_SESSION_CATALOG}.type": "hive"},
 }
 ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
-# Iceberg's Hive catalog builds its metastore client from the Hadoop configuration, where Hive's
-# default connection pool for an embedded metastore is BoneCP, which Spark does not ship (Spark's
-# own client switches it to DBCP the same way).
-_HIVE_CLIENT_POOL = {"spark.hadoop.datanucleus.connectionPoolingType": "DBCP"}
+# What Iceberg's Hive catalog needs of a local Derby metastore (the operator's ``metastore_dir``):
+# it builds its metastore client from the Hadoop configuration, where Hive's default connection
+# pool is BoneCP, which Spark does not ship (Spark's own client switches to DBCP the same way); and
+# it commits under a metastore lock by default, whose tables Spark's Derby schema does not have,
+# while Hive 2.3.10's metastore (Spark's) also takes Iceberg's lock-free commit.
+LOCAL_METASTORE = {
+    "iceberg": {
+        "spark.hadoop.datanucleus.connectionPoolingType": "DBCP",
+        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+    },
+}
 
 
 def spark_minor(full_version: str) -> str:
@@ -93,8 +100,6 @@ def session_conf(table_format: str, conf: dict[str, str]) -> dict[str, str]:
         added["spark.sql.extensions"] = ",".join([*extensions, EXTENSIONS[table_format]])
     if _SESSION_CATALOG not in added:
         added.update(SESSION_CATALOGS[table_format])
-    if table_format == "iceberg":
-        added = {**_HIVE_CLIENT_POOL, **added}
     return added
 
 
