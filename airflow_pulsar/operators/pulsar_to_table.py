@@ -97,9 +97,9 @@ class PulsarToTableOperator(BaseOperator):
         whose Spark integration comes from ``packages`` or ``jars`` (or ``spark.jars.packages`` /
         ``spark.jars`` in ``conf``), by default from ``packages`` naming the release for the Spark
         minor of this worker's pyspark (refused when the format has none for it). A ``delta``
-        table may be a location (an absolute path or URI) instead of a name; an ``iceberg`` table
-        named ``catalog.database.name`` lives in that Iceberg catalog, one of two parts in the
-        Hive metastore through Iceberg's session catalog.
+        table may be a location (an absolute path or URI) instead of a name. An ``iceberg`` table
+        ``catalog.database.name`` lives in that Iceberg catalog (see ``table_catalog``), one named
+        ``database.name`` in the Hive metastore, through Iceberg's session catalog.
     :param table_catalog: For ``iceberg``, the properties of the catalog a ``catalog.database.name``
         table names (e.g. ``{"type": "hadoop", "warehouse": "/data/lake"}``); None when ``conf``
         configures it (``spark.sql.catalog.<catalog>...``).
@@ -218,6 +218,8 @@ class PulsarToTableOperator(BaseOperator):
             raise ValueError(f"subscription must be a non-empty str, got {self.subscription!r}")
         check_table_name(self.table, self.table_format)
         self.packages = default_packages(self.table_format, self.packages, self.jars, self.conf or {})
+        if self.table_catalog is not None:
+            catalog_conf(self.table, self.table_catalog)  # refuses a table or properties it cannot configure
         plan_topic = self.plan_topic or default_plan_topic(topics[0], self.subscription)
         hook = PulsarHook(self.pulsar_conn_id)
         try:

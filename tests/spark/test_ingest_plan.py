@@ -134,6 +134,7 @@ def test_plan_topic_and_row_schema() -> None:
         ({"initial_position": "first"}, "initial_position must be"),
         ({"value_format": "json", "value_schema": "id INT, Key STRING"}, r"\['key'\] clash"),
         ({"track_driver_via_k8s_api": True}, "the operator waits for spark-submit"),
+        ({"table_catalog": {"type": "hadoop"}}, "table_catalog configures an Iceberg catalog; format is 'parquet'"),
     ],
 )
 def test_the_operator_rejects_bad_arguments(arguments: dict, message: str) -> None:
@@ -148,6 +149,8 @@ def test_the_operator_rejects_bad_arguments(arguments: dict, message: str) -> No
     [
         ({"table": "events; DROP TABLE x"}, "table must be"),
         ({"topics": []}, "topics must be"),
+        ({"table": "/data/events"}, "table must be"),  # a location is a Delta table's only
+        ({"format": "iceberg", "jars": "iceberg.jar", "table_catalog": {"type": "hadoop"}}, "needs a table named 'catalog.database.name'"),
     ],
 )
 def test_the_operator_checks_templated_arguments_before_connecting(arguments: dict, message: str) -> None:
