@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,20 @@ def test_the_batch_id_depends_on_where_the_batch_starts_only() -> None:
     early = plan_batch([state(0, P(1, 5), P(1, 10))], "sub", "t")
     later = plan_batch([state(0, P(1, 5), P(1, 90))], "sub", "t")
     assert early is not None and later is not None and early.batch_id == later.batch_id
+
+
+def test_each_batch_has_a_sequence_number_above_the_previous_ones() -> None:
+    first = plan_batch([state(0, P(1, 5), P(1, 10))], "sub", "t")
+    assert first is not None and first.sequence > 0
+    second = plan_batch([state(0, P(1, 10), P(1, 20))], "sub", "t", previous=first)
+    assert second is not None and second.sequence > first.sequence
+    # Above the previous batch's even when the clock says otherwise.
+    ahead = replace(first, sequence=first.sequence + 10**12)
+    third = plan_batch([state(0, P(1, 20), P(1, 30))], "sub", "t", previous=ahead)
+    assert third is not None and third.sequence == ahead.sequence + 1
+    # Plan records written before plans had one read as sequence 0.
+    older = {key: value for key, value in first.to_dict().items() if key != "sequence"}
+    assert IngestPlan.from_dict(older).sequence == 0
 
 
 def test_plans_and_records_survive_their_json_form() -> None:
