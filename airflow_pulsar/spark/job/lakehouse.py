@@ -1,11 +1,13 @@
 """How a batch lands in a Delta or an Iceberg table, once however often it is written.
 
-Both are appends that the table format itself makes idempotent, so a batch written again after a
+Both are writes that the table format itself makes idempotent, so a batch written again after a
 crash (the table holds it, the plan log does not say so) adds nothing:
 
 - Delta: every write carries ``txnAppId`` (the subscription and table) and ``txnVersion`` (the
   batch's sequence number, growing from batch to batch); Delta commits the write only when the
-  version is above the last one it recorded for that application id.
+  version is above the last one it recorded for that application id. The write replaces the
+  batch's partition (``replaceWhere``), so that a batch planned again under a new sequence number
+  (the plan log that held it lost) replaces what an earlier attempt wrote.
 - Iceberg: every append puts the batch id in its snapshot's summary
   (``snapshot-property.airflow-pulsar.batch-id``); a batch whose id a snapshot of the table
   already carries is not written again.
@@ -33,11 +35,12 @@ def delta_app_id(subscription: str, table: str) -> str:
 
 
 def write_delta(rows: DataFrame, spec: IngestJobSpec) -> None:
-    """Append the batch to a Delta table (a catalog table, or a location), as one transaction version."""
+    """Write the batch's partition of a Delta table (a catalog table, or a location) as one transaction version."""
     plan = spec.plan
     writer = (
         rows.write.format("delta")
-        .mode("append")
+        .mode("overwrite")
+        .option("replaceWhere", f"{BATCH_ID} = '{plan.batch_id}'")
         .partitionBy(BATCH_ID)
         .option("txnAppId", delta_app_id(plan.subscription, plan.table))
         .option("txnVersion", str(plan.sequence))
