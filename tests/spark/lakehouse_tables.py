@@ -26,6 +26,8 @@ from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once, run_crashing
 
 ROOT = Path(__file__).resolve().parents[2]
+# Delta rebuilds a table's state from its log in 50 tasks by default: a few suit these tables.
+SMALL_TABLES = {"spark.databricks.delta.snapshotPartitions": "2"}
 
 # Iceberg manifest entry status of a data file the snapshot no longer has.
 _ICEBERG_DELETED = 2
@@ -142,6 +144,8 @@ class LakehouseTable:
         return len(iceberg_snapshot_summaries(self.directory))
 
     def operator(self, catalog: Catalog, topic: str, subscription: str, **spark: Any) -> PulsarToTableOperator:
+        """An ingest of JSON messages into this table, on local Spark unless ``spark`` says otherwise."""
+        conf = {**spark.pop("conf", LOCAL_SPARK_CONF), **SMALL_TABLES}
         return PulsarToTableOperator(
             task_id="ingest",
             topics=topic,
@@ -153,7 +157,8 @@ class LakehouseTable:
             value_format="json",
             value_schema=VALUE_SCHEMA,
             min_partitions=2,
-            **{"conf": LOCAL_SPARK_CONF, **spark},
+            conf=conf,
+            **spark,
             **catalog.operator_args(),
         )
 
