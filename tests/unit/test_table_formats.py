@@ -66,9 +66,16 @@ def test_a_spark_minor_without_a_release_is_refused_naming_it(table_format: str)
 
 
 def test_the_release_for_the_installed_spark_unless_jars_or_packages_are_named() -> None:
+    pinned = pinned_spark_minor()
+    assert default_packages("delta", None, None, {}, minor=pinned) == RELEASES["delta"][pinned]
+    assert default_packages("iceberg", None, None, {"spark.ui.enabled": "false"}, minor=pinned) == RELEASES["iceberg"][pinned]
+    # Without a minor: the installed pyspark's, whose spark-submit runs the job.
     installed = spark_minor(version("pyspark"))
-    assert default_packages("delta", None, None, {}) == RELEASES["delta"][installed]
-    assert default_packages("iceberg", None, None, {"spark.ui.enabled": "false"}) == RELEASES["iceberg"][installed]
+    if installed in RELEASES["delta"]:
+        assert default_packages("delta", None, None, {}) == RELEASES["delta"][installed]
+    else:
+        with pytest.raises(ValueError, match=f"no release for Spark {installed}"):
+            default_packages("delta", None, None, {})
     assert default_packages("delta", None, "/jars/delta.jar", {}) is None
     assert default_packages("delta", "com.example:own:1", None, {}) == "com.example:own:1"
     assert default_packages("iceberg", None, None, {"spark.jars": "/jars/iceberg.jar"}) is None
