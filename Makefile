@@ -10,9 +10,13 @@ PYTEST_WORKERS ?= 2
 # Apache Pulsar's jars (jvm/pom.xml), resolved by Maven into the checkout's git-ignored cache.
 JVM_CACHE := .jvm
 PULSAR_CLASSPATH := $(JVM_CACHE)/pulsar.classpath
+# Delta Lake's and Apache Iceberg's Spark jars (jvm/lakehouse/pom.xml), one comma-separated list
+# per format, which the tests and the demo pass to the ingest operator as `jars`.
+LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-iceberg.jars
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
+NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars lock lint ruff mypy test-ranges test-lowest test-highest
+.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars lock lint ruff mypy test-ranges test-lowest test-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -46,12 +50,14 @@ $(VENV):
 # schemas, cryptography in encryption, httpx in the admin client) and the Spark ingestion tier
 # (pyspark, pyarrow, Airflow). Left to the main suite: the rest of interop, the Spark cluster test,
 # the crash-point tests and the 100k-message run, which exercise behaviour and scale rather than
-# versions (the DAG run in test_ingest_dag takes the same read and write path). The uv cache is
-# shared with the main environment.
+# versions (the DAG run in test_ingest_dag takes the same read and write path), and the Delta and
+# Iceberg tests, whose jars are built for the pinned Spark minor only. The uv cache is shared with
+# the main environment.
 RANGE_TIERS ?= tests/unit \
 	tests/interop/test_interop_round_trip.py tests/interop/test_schema_interop.py \
 	tests/interop/test_encryption.py tests/interop/test_producer_interop.py tests/interop/test_admin.py \
-	tests/spark --ignore=tests/spark/test_ingest_cluster.py -k "not crashes and not ingests_100k"
+	tests/spark --ignore=tests/spark/test_ingest_cluster.py -k "not crashes and not ingests_100k" \
+	--ignore=tests/spark/test_ingest_lakehouse.py --ignore=tests/spark/test_ingest_lakehouse_cluster.py
 test-ranges: test-lowest test-highest
 
 test-lowest: RESOLUTION := lowest-direct
@@ -68,14 +74,21 @@ test-lowest test-highest: test-%: $(STAMP)
 	.venv-$*/bin/python -m pytest -n $(PYTEST_WORKERS) --brokers embedded \
 		--ignore=tests/unit/test_proto_generated.py $(RANGE_TIERS)
 
-install: $(STAMP) java pulsar-jars
+install: $(STAMP) java pulsar-jars lakehouse-jars
 
 pulsar-jars: $(PULSAR_CLASSPATH)
 
 $(PULSAR_CLASSPATH): jvm/pom.xml
 	@mkdir -p $(JVM_CACHE)
-	@command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
+	@$(NEED_MVN)
 	$(MVN) -f jvm/pom.xml dependency:build-classpath -Dmdep.outputFile=$(CURDIR)/$(PULSAR_CLASSPATH)
+
+lakehouse-jars: $(LAKEHOUSE_JARS)
+
+$(JVM_CACHE)/lakehouse-%.jars: jvm/lakehouse/pom.xml
+	@mkdir -p $(JVM_CACHE)
+	@$(NEED_MVN)
+	$(MVN) -f jvm/lakehouse/pom.xml -P $* dependency:build-classpath -Dmdep.outputFile=$(CURDIR)/$@
 
 # Apache Pulsar standalone in the foreground, on free ports; prints its URLs.
 pulsar: install

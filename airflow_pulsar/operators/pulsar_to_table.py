@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,6 @@ from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan
 from airflow_pulsar.spark.job.records import ACKED, COMMITTED, PLANNED, PlanRecord
 from airflow_pulsar.spark.job.spec import (
     CLIENT_SETTINGS,
-    JAR_FORMATS,
     IngestJobSpec,
     check_formats,
     check_table_name,
@@ -47,6 +47,7 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
+from airflow_pulsar.spark.table_formats import LOCAL_METASTORE, catalog_conf, default_packages, session_conf
 from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
@@ -93,9 +94,16 @@ class PulsarToTableOperator(TemplatedArguments):
     :param topics: A topic or a list of topics, partitioned or not. (templated)
     :param subscription: The subscription to consume; created at ``initial_position`` if new. (templated)
     :param table: The table, ``name`` or ``database.name``; created if missing. (templated)
-    :param format: ``parquet`` (default), ``orc``, ``json`` or ``csv``; ``delta`` or ``iceberg``
-        when their jars reach the cluster (``packages``, ``jars`` or the matching
-        ``spark.sql.extensions``).
+    :param format: ``parquet`` (default), ``orc``, ``json`` or ``csv``; or ``delta`` or ``iceberg``,
+        whose Spark integration comes from ``packages`` or ``jars`` (or ``spark.jars.packages`` /
+        ``spark.jars`` in ``conf``), by default from ``packages`` naming the release for the Spark
+        minor of this worker's pyspark (refused when the format has none for it). A ``delta``
+        table may be a location (an absolute path or URI) instead of a name. An ``iceberg`` table
+        ``catalog.database.name`` lives in that Iceberg catalog (see ``table_catalog``), one named
+        ``database.name`` in the Hive metastore, through Iceberg's session catalog.
+    :param table_catalog: For ``iceberg``, the properties of the catalog a ``catalog.database.name``
+        table names (e.g. ``{"type": "hadoop", "warehouse": "/data/lake"}``); None when ``conf``
+        configures it (``spark.sql.catalog.<catalog>...``).
     :param value_format: ``bytes`` (default), ``string`` (UTF-8) or ``json``.
     :param value_schema: For ``json`` values, the fields as a DDL string, e.g. ``"id BIGINT, name STRING"``.
     :param max_messages: At most this many messages per run, shared evenly by the partitions;
@@ -142,6 +150,7 @@ class PulsarToTableOperator(TemplatedArguments):
         subscription: str,
         table: str,
         format: str = "parquet",
+        table_catalog: dict[str, str] | None = None,
         value_format: str = "bytes",
         value_schema: str | None = None,
         max_messages: int | None = None,
@@ -160,6 +169,8 @@ class PulsarToTableOperator(TemplatedArguments):
         **kwargs: Any,
     ) -> None:
         check_formats(format, value_format, value_schema)
+        if table_catalog is not None and format != "iceberg":
+            raise ValueError(f"table_catalog configures an Iceberg catalog; format is {format!r}")
         if max_messages is not None and (isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1):
             raise ValueError(f"max_messages must be a positive int or None, got {max_messages!r}")
         if isinstance(min_partitions, bool) or not isinstance(min_partitions, int) or min_partitions < 1:
@@ -179,8 +190,9 @@ class PulsarToTableOperator(TemplatedArguments):
         self.spark_options = spark
         self.topics = self._argument("topics", topics, arguments.topic_list)
         self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
-        self.table = self._argument("table", table, _table_name)
         self.table_format = format
+        self.table = self._argument("table", table, partial(_table_name, table_format=format))
+        self.table_catalog = table_catalog
         self.value_format = value_format
         self.value_schema = value_schema
         self.max_messages = max_messages
@@ -201,7 +213,9 @@ class PulsarToTableOperator(TemplatedArguments):
     def execute(self, context: Context) -> dict[str, Any]:
         """Settle the previous batch if needed, then plan, write and acknowledge the next one."""
         topics = list(self.topics)
-        self._check_table_format_jars()
+        self.packages = default_packages(self.table_format, self.packages, self.jars, self.conf or {})
+        if self.table_catalog is not None:
+            catalog_conf(self.table, self.table_catalog)  # refuses a table or properties it cannot configure
         plan_topic = self.plan_topic or default_plan_topic(topics[0], self.subscription)
         hook = PulsarHook(self.pulsar_conn_id)
         try:
@@ -225,7 +239,8 @@ class PulsarToTableOperator(TemplatedArguments):
             running.kill()
 
     def _run(self, context: Context, hook: PulsarHook, hold: SubscriptionHold, plan_log: PlanLog) -> dict[str, Any]:
-        settled = self._settle(context, hook, hold, plan_log, plan_log.latest())
+        latest = plan_log.latest()
+        settled = self._settle(context, hook, hold, plan_log, latest)
         plan = plan_batch(
             hold.states(),
             self.subscription,
@@ -233,6 +248,7 @@ class PulsarToTableOperator(TemplatedArguments):
             min_partitions=self.min_partitions,
             max_messages=self.max_messages,
             ledgers_of=lambda topic: self._ledger_layout(hook, topic),
+            previous=latest.plan if latest is not None else None,
         )
         if plan is None:
             self.log.info(
@@ -368,22 +384,10 @@ class PulsarToTableOperator(TemplatedArguments):
             return []
         return [(int(ledger["ledgerId"]), int(ledger["entries"])) for ledger in stats.get("ledgers", [])]
 
-    def _check_table_format_jars(self) -> None:
-        """delta and iceberg need their Spark integration on the cluster; say so before submitting."""
-        group = JAR_FORMATS.get(self.table_format)
-        if group is None:
-            return
-        conf = self.conf or {}
-        named = (self.packages, self.jars, conf.get("spark.jars.packages"), conf.get("spark.jars"), conf.get("spark.sql.extensions"))
-        mentions = " ".join(str(value) for value in named if value)
-        if group not in mentions and self.table_format not in mentions.lower():
-            raise ValueError(
-                f"format {self.table_format!r} needs its Spark jars ({group}): pass packages=, jars= or conf "
-                "spark.jars.packages / spark.sql.extensions naming them"
-            )
-
     def _job_conf(self, context: Context) -> dict[str, Any]:
-        conf = dict(self.conf or {})
+        conf = session_conf(self.table_format, dict(self.conf or {}))
+        if self.table_catalog is not None:
+            conf = {**catalog_conf(self.table, self.table_catalog), **conf}
         if self.openlineage_inject_parent_job_info:
             conf = inject_parent_job_information_into_spark_properties(conf, context)
         if self.openlineage_inject_transport_info:
@@ -391,6 +395,7 @@ class PulsarToTableOperator(TemplatedArguments):
         if self.warehouse_dir:
             conf.setdefault("spark.sql.warehouse.dir", self.warehouse_dir)
         if self.metastore_dir:
+            conf = {**LOCAL_METASTORE.get(self.table_format, {}), **conf}
             metastore = Path(self.metastore_dir)
             conf.setdefault(
                 "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true"
@@ -415,9 +420,9 @@ class PulsarToTableOperator(TemplatedArguments):
         return lineage.ingest_lineage(self, getattr(self, "_run_summary", None))
 
 
-def _table_name(value: Any, name: str) -> str:
-    """The table argument, checked as the job reads it."""
-    check_table_name(value)
+def _table_name(value: Any, name: str, table_format: str) -> str:
+    """The table argument, checked as the job reads it for its format."""
+    check_table_name(value, table_format)
     return value
 
 

@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pytest
 
 from airflow_pulsar.client import Client
+from airflow_pulsar.spark.job.faults import FAULT_ENV, InjectedFault
 
 VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP"
+# Short-lived driver JVMs on a busy 2-core machine start twice as fast with the C1 compiler only.
+LOCAL_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
 
 
 def produce_json(service_url: str, topic: str, first: int, count: int, batch: int = 1000) -> None:
@@ -68,3 +77,16 @@ def assert_exactly_once(rows: pa.Table, expected_ids: range) -> None:
     ids = Counter(rows.column("id").to_pylist())
     assert sorted(ids) == list(expected_ids), f"ids differ: {len(ids)} distinct, expected {len(expected_ids)}"
     assert max(ids.values()) == 1
+
+
+def run_crashing(monkeypatch: pytest.MonkeyPatch, point: str, run: Callable[[], object], job_failure: str = "Cannot execute") -> None:
+    """``run`` (an operator's execute) with a failure injected at a crash point; it must fail.
+
+    The operator's own faults raise in the task; the job's fail spark-submit (the hook raises
+    ``Cannot execute``), or in cluster deploy mode leave the batch unreported (``ended without reporting it``).
+    """
+    monkeypatch.setenv(FAULT_ENV, point)
+    with pytest.raises(Exception) as failure:
+        run()
+    monkeypatch.delenv(FAULT_ENV)
+    assert isinstance(failure.value, InjectedFault) or job_failure in str(failure.value), failure.value

@@ -19,17 +19,10 @@ from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from airflow_pulsar.spark.job.faults import FAULT_ENV, InjectedFault
 from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
-from spark_helpers import VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
+from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json, run_crashing
 
 PARTITIONS = 4
-# Short-lived driver JVMs on a busy 2-core machine start twice as fast with the C1 compiler only.
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-}
 
 
 def ingest(catalog: Catalog, topic: str, table: str) -> dict:
@@ -42,7 +35,7 @@ def ingest(catalog: Catalog, topic: str, table: str) -> dict:
         value_format="json",
         value_schema=VALUE_SCHEMA,
         min_partitions=6,
-        conf=SPARK_CONF,
+        conf=LOCAL_SPARK_CONF,
         **catalog.operator_args(),
     )
     return operator.execute(context={})
@@ -113,12 +106,7 @@ def crash_at(catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch)
     """Run the operator with a failure injected at a crash point; it must fail."""
 
     def run(point: str, table: str) -> None:
-        monkeypatch.setenv(FAULT_ENV, point)
-        with pytest.raises(Exception) as failure:
-            ingest(catalog, topic_name, table)
-        monkeypatch.delenv(FAULT_ENV)
-        # The job's faults fail spark-submit (the hook raises); the operator's raise in the task.
-        assert isinstance(failure.value, InjectedFault) or "Cannot execute" in str(failure.value), failure.value
+        run_crashing(monkeypatch, point, lambda: ingest(catalog, topic_name, table))
 
     return run
 

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,20 @@ def test_the_batch_id_depends_on_where_the_batch_starts_only() -> None:
     assert early is not None and later is not None and early.batch_id == later.batch_id
 
 
+def test_each_batch_has_a_sequence_number_above_the_previous_ones() -> None:
+    first = plan_batch([state(0, P(1, 5), P(1, 10))], "sub", "t")
+    assert first is not None and first.sequence > 0
+    second = plan_batch([state(0, P(1, 10), P(1, 20))], "sub", "t", previous=first)
+    assert second is not None and second.sequence > first.sequence
+    # Above the previous batch's even when the clock says otherwise.
+    ahead = replace(first, sequence=first.sequence + 10**12)
+    third = plan_batch([state(0, P(1, 20), P(1, 30))], "sub", "t", previous=ahead)
+    assert third is not None and third.sequence == ahead.sequence + 1
+    # Plan records written before plans had one read as sequence 0.
+    older = {key: value for key, value in first.to_dict().items() if key != "sequence"}
+    assert IngestPlan.from_dict(older).sequence == 0
+
+
 def test_plans_and_records_survive_their_json_form() -> None:
     plan = plan_batch([state(0, P(1, -1), P(1, 9)), state(1, P(2, 3), P(2, 9))], "sub", "db.t", max_messages=10)
     assert plan is not None
@@ -135,7 +150,9 @@ def test_plan_topic_and_row_schema() -> None:
         ({"value_format": "json", "value_schema": "id INT, Key STRING"}, r"\['key'\] clash"),
         ({"track_driver_via_k8s_api": True}, "the operator waits for spark-submit"),
         ({"table": "events; DROP TABLE x"}, "table must be"),
+        ({"table": "/data/events"}, "table must be"),  # a location is a Delta table's only
         ({"topics": []}, "topics must be"),
+        ({"table_catalog": {"type": "hadoop"}}, "table_catalog configures an Iceberg catalog; format is 'parquet'"),
     ],
 )
 def test_the_operator_rejects_bad_arguments(arguments: dict, message: str) -> None:
@@ -145,25 +162,50 @@ def test_the_operator_rejects_bad_arguments(arguments: dict, message: str) -> No
         PulsarToTableOperator(task_id="t", **{"topics": "t", "subscription": "s", "table": "events", **arguments})
 
 
-def test_the_operator_checks_the_table_format_jars_before_connecting() -> None:
+def test_the_operator_checks_the_iceberg_catalog_before_connecting() -> None:
     from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 
-    operator = PulsarToTableOperator(task_id="t", topics="t", subscription="s", table="events", format="delta")
-    with pytest.raises(ValueError, match="format 'delta' needs its Spark jars"):
+    operator = PulsarToTableOperator(
+        task_id="t", topics="t", subscription="s", table="events", format="iceberg", jars="iceberg.jar",
+        table_catalog={"type": "hadoop"},
+    )
+    with pytest.raises(ValueError, match="needs a table named 'catalog.database.name'"):
         operator.execute(context={})
 
 
-def test_delta_passes_the_jar_check_when_its_package_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_delta_table_may_be_a_location() -> None:
+    from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+
+    operator = PulsarToTableOperator(task_id="t", topics="t", subscription="s", table="/data/events", format="delta")
+    assert operator.table == "/data/events"
+
+
+def test_delta_without_jars_gets_the_release_for_this_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import version
+
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+    from airflow_pulsar.spark.table_formats import RELEASES, spark_minor
 
     monkeypatch.delenv("AIRFLOW_CONN_PULSAR_DEFAULT", raising=False)
-    operator = PulsarToTableOperator(
-        task_id="t", topics="t", subscription="s", table="events", format="delta", packages="io.delta:delta-spark_2.13:4.0.0"
-    )
-    # Past the argument checks, the run stops at the first thing it needs: the Pulsar connection.
-    with pytest.raises(AirflowNotFoundException, match="pulsar_default"):
+    operator = PulsarToTableOperator(task_id="t", topics="t", subscription="s", table="events", format="delta")
+    release = RELEASES["delta"].get(spark_minor(version("pyspark")))
+    # Past the argument checks, the run stops at the first thing it needs: the Pulsar connection;
+    # on a Spark minor without a Delta release (the range tiers' newest pyspark), at the refusal.
+    with pytest.raises(AirflowNotFoundException if release else ValueError, match="pulsar_default" if release else "no release"):
+        operator.execute(context={})
+    assert operator.packages == release
+
+
+def test_iceberg_is_refused_on_a_spark_it_has_no_release_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+    from airflow_pulsar.spark import table_formats
+
+    # The worker's pyspark as a Spark minor no Iceberg release supports.
+    monkeypatch.setattr(table_formats, "version", lambda package: "4.3.0")
+    operator = PulsarToTableOperator(task_id="t", topics="t", subscription="s", table="events", format="iceberg")
+    with pytest.raises(ValueError, match=r"format 'iceberg' has no release for Spark 4\.3"):
         operator.execute(context={})
 
 

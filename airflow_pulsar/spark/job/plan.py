@@ -128,13 +128,18 @@ class PartitionPlan:
 
 @dataclass(frozen=True)
 class IngestPlan:
-    """One batch: its id, the subscription and table, and every partition's ranges."""
+    """One batch: its id, the subscription and table, and every partition's ranges.
+
+    ``sequence`` grows with each batch the subscription plans for the table and stays with the
+    batch when it is written again: Delta records it as the write's transaction version.
+    """
 
     batch_id: str
     subscription: str
     table: str
     partitions: tuple[PartitionPlan, ...]
     planned_at: str = ""
+    sequence: int = 0
 
     @property
     def ranges(self) -> list[ReadRange]:
@@ -154,6 +159,7 @@ class IngestPlan:
             "subscription": self.subscription,
             "table": self.table,
             "planned_at": self.planned_at,
+            "sequence": self.sequence,
             "partitions": [p.to_dict() for p in self.partitions],
         }
 
@@ -165,6 +171,7 @@ class IngestPlan:
             table=data["table"],
             partitions=tuple(PartitionPlan.from_dict(p) for p in data["partitions"]),
             planned_at=data.get("planned_at", ""),
+            sequence=int(data.get("sequence", 0)),
         )
 
     def to_json(self) -> str:

@@ -20,8 +20,9 @@ from .plan import IngestPlan
 TOKEN_ENV = "AIRFLOW_PULSAR_TOKEN"
 
 FILE_FORMATS = ("parquet", "orc", "json", "csv")
-# Table formats whose Spark integration comes in jars that must be on the cluster.
-JAR_FORMATS = {"delta": "io.delta", "iceberg": "org.apache.iceberg"}
+# Table formats whose Spark integration comes in jars that must be on the cluster (see
+# airflow_pulsar.spark.table_formats).
+JAR_FORMATS = ("delta", "iceberg")
 TABLE_FORMATS = (*FILE_FORMATS, *JAR_FORMATS)
 
 VALUE_BYTES = "bytes"
@@ -70,7 +71,7 @@ class IngestJobSpec:
 
     def __post_init__(self) -> None:
         check_formats(self.table_format, self.value_format, self.value_schema)
-        check_table_name(self.plan.table)
+        check_table_name(self.plan.table, self.table_format)
         unknown = set(self.client_settings) - set(CLIENT_SETTINGS)
         if unknown:
             raise ValueError(f"client settings {sorted(unknown)} cannot be passed to the job; allowed: {CLIENT_SETTINGS}")
@@ -114,10 +115,21 @@ class IngestJobSpec:
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
 
 
-def check_table_name(table: str) -> None:
-    """A table name is ``table``, ``database.table`` or ``catalog.database.table``, plain identifiers."""
+def is_table_path(table: str) -> bool:
+    """A Delta table given by its location (``/data/events`` or ``s3a://bucket/events``), not its name."""
+    return table.startswith("/") or "://" in table
+
+
+def check_table_name(table: str, table_format: str = "parquet") -> None:
+    """A table name is ``table``, ``database.table`` or ``catalog.database.table``, plain
+    identifiers; a Delta table may be a location instead (see :func:`is_table_path`)."""
+    if isinstance(table, str) and table_format == "delta" and is_table_path(table):
+        return
     if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
-        raise ValueError(f"table must be 'name', 'database.name' or 'catalog.database.name' of letters, digits and _, got {table!r}")
+        where = ", or for delta an absolute path or URI" if table_format == "delta" else ""
+        raise ValueError(
+            f"table must be 'name', 'database.name' or 'catalog.database.name' of letters, digits and _{where}, got {table!r}"
+        )
 
 
 def check_formats(table_format: str, value_format: str, value_schema: str | None) -> None:

@@ -2,7 +2,8 @@
 
 The driver reads the batch's ranges through the ``pulsar_ranges`` data source, writes the rows to
 the table (created if missing, partitioned by ``batch_id``) with dynamic partition overwrite, so
-writing a batch again replaces what an earlier attempt wrote. It then counts what the table holds
+writing a batch again replaces what an earlier attempt wrote; a Delta or Iceberg table takes the
+batch as an append that the format keeps from happening twice (see :mod:`.lakehouse`). It then counts what the table holds
 for the batch, per topic partition, and appends a ``committed`` record with those counts and the
 ends reached to the plan log, which is how the operator learns the outcome wherever the driver ran.
 
@@ -22,10 +23,11 @@ from pyspark.sql import functions as F
 
 from .columns import BATCH_ID
 from .faults import inject
+from .lakehouse import read_table, write_delta, write_iceberg
 from .plan import BatchOutcome, Position
 from .records import COMMITTED, PlanRecord, publish_record
 from .source import PulsarRangesDataSource
-from .spec import TOKEN_ENV, IngestJobSpec
+from .spec import TOKEN_ENV, IngestJobSpec, is_table_path
 
 log = logging.getLogger("airflow_pulsar.spark.job")
 
@@ -74,9 +76,15 @@ def write_batch(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
     plan = spec.plan
     spark.dataSource.register(PulsarRangesDataSource)
     rows = storable(spark.read.format(PulsarRangesDataSource.name()).option("spec", spec.to_json()).load(), spec.table_format)
-    ensure_table(spark, plan.table, rows, spec.table_format)
+    if not is_table_path(plan.table):
+        ensure_table(spark, plan.table, rows, spec.table_format)
     log.info("writing batch %s: %d ranges of %d partitions into %s", plan.batch_id, len(plan.ranges), len(plan.partitions), plan.table)
-    rows.write.insertInto(plan.table, overwrite=True)
+    if spec.table_format == "delta":
+        write_delta(rows, spec)
+    elif spec.table_format == "iceberg":
+        write_iceberg(spark, rows, spec)
+    else:
+        rows.write.insertInto(plan.table, overwrite=True)
     return stored_outcome(spark, spec)
 
 
@@ -119,7 +127,7 @@ def stored_outcome(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
     ledger = F.col("message_ledger_id" if flat else "message_id.ledger_id")
     entry = F.col("message_entry_id" if flat else "message_id.entry_id")
     counted = (
-        spark.table(plan.table)
+        read_table(spark, spec)
         .where(F.col(BATCH_ID) == plan.batch_id)
         .groupBy("topic", "partition")
         .agg(F.count(F.lit(1)).alias("rows"), F.max(F.struct(ledger.alias("l"), entry.alias("e"))).alias("end"))

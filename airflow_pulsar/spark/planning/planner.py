@@ -5,10 +5,15 @@ entry) is taken whole and cut into sub-ranges so at least ``min_partitions`` Spa
 (see :mod:`.allocation`). With ``max_messages``, the cap is shared evenly across the partitions
 with a backlog and each partition is read by one reader that stops at its share: where a share
 ends is only known while reading, so a capped partition is not cut.
+
+A batch's sequence number is the time it was planned, in microseconds, and always above the
+previous batch's: it grows from batch to batch even when the plan log that held the previous one
+was lost (a Delta table skips a write whose transaction version is not above the last one).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
@@ -28,8 +33,10 @@ def plan_batch(
     min_partitions: int = 1,
     max_messages: int | None = None,
     ledgers_of: LedgerLayout | None = None,
+    previous: IngestPlan | None = None,
 ) -> IngestPlan | None:
-    """The next batch, or None when no partition has a backlog."""
+    """The next batch after ``previous`` (the newest one planned, if any), or None when no
+    partition has a backlog."""
     if min_partitions < 1:
         raise ValueError(f"min_partitions must be >= 1, got {min_partitions}")
     if max_messages is not None and max_messages < 1:
@@ -44,7 +51,8 @@ def plan_batch(
     else:
         partitions = _split(pending, min_partitions, ledgers_of)
     planned_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return IngestPlan(batch_id, subscription, table, tuple(partitions), planned_at)
+    sequence = max(time.time_ns() // 1000, previous.sequence + 1 if previous is not None else 0)
+    return IngestPlan(batch_id, subscription, table, tuple(partitions), planned_at, sequence)
 
 
 def _capped(state: PartitionState, budget: int) -> PartitionPlan:

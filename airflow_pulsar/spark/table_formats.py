@@ -1,0 +1,115 @@
+"""Delta Lake and Apache Iceberg on the Spark that runs the ingest job: which release each format
+has for a Spark minor, and the session settings that turn each integration on.
+
+Both integrations are built per Spark minor (``delta-spark_4.1_2.13``, ``iceberg-spark-runtime-4.1_2.13``)
+and neither loads on another minor. The operator names the release for the minor of the pyspark
+whose ``spark-submit`` it runs, unless the user passes ``packages`` or ``jars``; a minor with no
+release is refused before anything is submitted. jvm/lakehouse/pom.xml resolves the same
+coordinates for the Spark minor that requirements/pins.txt pins (a unit test holds the three together).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+# Format -> Spark minor -> the Maven coordinates of its Spark integration (Scala 2.13 builds),
+# as released on Maven Central. Delta's storage and kernel jars come with delta-spark.
+RELEASES: dict[str, dict[str, str]] = {
+    "delta": {
+        "4.0": "io.delta:delta-spark_4.0_2.13:4.4.0",
+        "4.1": "io.delta:delta-spark_4.1_2.13:4.4.0",
+    },
+    "iceberg": {
+        "4.0": "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.11.0",
+        "4.1": "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+    },
+}
+
+# Session settings each format needs; a user's own value of a key is kept, and extensions are added to.
+EXTENSIONS = {
+    "delta": "io.delta.sql.DeltaSparkSessionExtension",
+    "iceberg": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+}
+_SESSION_CATALOG = "spark.sql.catalog.spark_catalog"
+# Delta's catalog serves Delta tables and passes the others to the Hive metastore; Iceberg's
+# session catalog keeps Iceberg tables in the Hive metastore Spark itself uses.
+SESSION_CATALOGS = {
+    "delta": {_SESSION_CATALOG: "org.apache.spark.sql.delta.catalog.DeltaCatalog"},
+    "iceberg": {_SESSION_CATALOG: "org.apache.iceberg.spark.SparkSessionCatalog", f"{_SESSION_CATALOG}.type": "hive"},
+}
+ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+# What Iceberg's Hive catalog needs of a local Derby metastore (the operator's ``metastore_dir``):
+# it builds its metastore client from the Hadoop configuration, where Hive's default connection
+# pool is BoneCP, which Spark does not ship (Spark's own client switches to DBCP the same way); and
+# it commits under a metastore lock by default, whose tables Spark's Derby schema does not have,
+# while Hive 2.3.10's metastore (Spark's) also takes Iceberg's lock-free commit.
+LOCAL_METASTORE = {
+    "iceberg": {
+        "spark.hadoop.datanucleus.connectionPoolingType": "DBCP",
+        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+    },
+}
+
+
+def spark_minor(full_version: str) -> str:
+    """``4.1`` of ``4.1.4`` (or of ``4.1.0.dev1``)."""
+    parts = full_version.split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"not a Spark version: {full_version!r}")
+    return f"{parts[0]}.{parts[1]}"
+
+
+def submitting_spark_minor() -> str:
+    """The minor of the pyspark installed here, whose spark-submit starts the job."""
+    try:
+        return spark_minor(version("pyspark"))
+    except PackageNotFoundError:
+        raise RuntimeError("pyspark is not installed: install the provider's spark extra") from None
+
+
+def packages_for(table_format: str, minor: str) -> str:
+    """The spark-submit ``--packages`` for ``table_format`` on Spark ``minor``; ValueError if it has none."""
+    releases = RELEASES[table_format]
+    if minor not in releases:
+        raise ValueError(
+            f"format {table_format!r} has no release for Spark {minor} (it has for Spark {', '.join(sorted(releases))}): "
+            "run the job on one of those, or pass packages= or jars= naming a build for this Spark"
+        )
+    return releases[minor]
+
+
+def default_packages(
+    table_format: str, packages: str | None, jars: str | None, conf: dict[str, Any], minor: str | None = None
+) -> str | None:
+    """What the job's ``packages`` should be: as given, or for ``delta`` and ``iceberg`` without
+    any jars or packages named (arguments or ``spark.jars*`` in ``conf``), the format's release for
+    Spark ``minor`` (default: :func:`submitting_spark_minor`)."""
+    if table_format not in RELEASES or packages or jars or conf.get("spark.jars.packages") or conf.get("spark.jars"):
+        return packages
+    return packages_for(table_format, minor or submitting_spark_minor())
+
+
+def session_conf(table_format: str, conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with what ``table_format`` needs added: its SQL extension and session catalog."""
+    if table_format not in EXTENSIONS:
+        return dict(conf)
+    added = dict(conf)
+    extensions = [name.strip() for name in str(added.get("spark.sql.extensions", "")).split(",") if name.strip()]
+    if EXTENSIONS[table_format] not in extensions:
+        added["spark.sql.extensions"] = ",".join([*extensions, EXTENSIONS[table_format]])
+    if _SESSION_CATALOG not in added:
+        added.update(SESSION_CATALOGS[table_format])
+    return added
+
+
+def catalog_conf(table: str, properties: dict[str, str]) -> dict[str, str]:
+    """The Spark settings of the Iceberg catalog a ``catalog.database.name`` table names, from its
+    properties (e.g. ``{"type": "hadoop", "warehouse": "/data/lake"}`` or ``{"type": "hive", "uri": ...}``)."""
+    parts = table.split(".")
+    if len(parts) != 3:
+        raise ValueError(f"table_catalog needs a table named 'catalog.database.name', got {table!r}")
+    if not isinstance(properties, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
+        raise ValueError(f"table_catalog must be a dict of str to str, got {properties!r}")
+    prefix = f"spark.sql.catalog.{parts[0]}"
+    return {prefix: ICEBERG_CATALOG, **{f"{prefix}.{key}": value for key, value in properties.items()}}

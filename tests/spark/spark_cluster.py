@@ -1,0 +1,110 @@
+"""A Spark standalone cluster for the ingest tests: a master and a worker started from the
+pip-installed pyspark with spark-class, on 127.0.0.1 and free ports, reached through an Airflow
+Spark connection, and the Spark arguments of jobs submitted to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
+
+# The Spark arguments of a job on the cluster: small executors, this interpreter as the job's
+# Python (the worker runs on this machine), the driver reachable on 127.0.0.1.
+CLUSTER_SPARK: dict[str, Any] = {
+    "conn_id": "spark_cluster",
+    "executor_memory": "768m",
+    "env_vars": {"PYSPARK_PYTHON": sys.executable},
+    "conf": {
+        "spark.driver.host": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    },
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class StandaloneCluster:
+    """A Spark standalone master and one worker as child processes, stopped by pid."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.port = free_port()
+        self.web_port = free_port()
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.env = {
+            **os.environ,
+            "PYSPARK_PYTHON": sys.executable,  # lets spark-class find the pip-installed SPARK_HOME
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(directory),
+            # Short-lived daemons on a busy machine: the C1 compiler only starts them faster.
+            "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        }
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    # The Airflow connection ``spark_cluster`` (CLUSTER_SPARK's conn_id), as an environment variable.
+    connection_variable = "AIRFLOW_CONN_SPARK_CLUSTER"
+
+    @property
+    def connection(self) -> str:
+        return json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": self.port})
+
+    def _start(self, name: str, *args: str) -> None:
+        log = open(self.directory / f"{name}.log", "wb")  # noqa: SIM115 - kept open by the child
+        self.processes.append(subprocess.Popen([SPARK_CLASS, *args], stdout=log, stderr=log, env=self.env))
+        log.close()
+
+    def start(self) -> StandaloneCluster:
+        self._start(
+            "master", "org.apache.spark.deploy.master.Master",
+            "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.web_port),
+        )
+        self._start(
+            "worker", "org.apache.spark.deploy.worker.Worker",
+            "--host", "127.0.0.1", "--webui-port", str(free_port()), "--cores", "2", "--memory", "1536m",
+            "--work-dir", str(self.directory / "work"), self.master_url,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            for process in self.processes:
+                assert process.poll() is None, (self.directory / "master.log").read_text()[-3000:]
+            try:
+                state = httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=2).json()
+                if state.get("status") == "ALIVE" and any(w["state"] == "ALIVE" for w in state.get("workers", [])):
+                    return self
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(0.5)
+        raise RuntimeError("the standalone cluster did not come up within 90 s")
+
+    def completed(self, kind: str) -> list[dict]:
+        """The master's finished ``apps`` or ``drivers``."""
+        return httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=5).json()[f"completed{kind}"]
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.kill(process.pid, signal.SIGKILL)
+                    process.wait(timeout=10)

@@ -1,0 +1,69 @@
+"""PulsarToTableOperator writing Delta and Iceberg tables on local Spark, exactly once at every
+crash point of the parquet path (see test_ingest_local.py), with the jars `make` resolves.
+
+Here each format writes one kind of table (a Delta location, an Iceberg table of a Hadoop
+catalog); test_ingest_lakehouse_cluster.py writes both kinds of each, the Hive metastore's too, at
+the crash the format's own idempotence settles. Tables are read back from their logs and metadata
+(lakehouse_tables.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
+from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
+from spark_helpers import Catalog, assert_exactly_once, produce_json, run_crashing
+
+# Delta's and Iceberg's behaviour, not the broker's, is the subject here.
+pytestmark = pytest.mark.one_broker
+
+
+@pytest.fixture
+def admin(pulsar_default: BrokerProcess) -> Iterator[PulsarAdmin]:
+    with PulsarAdmin(pulsar_default.web_url) as client:
+        yield client
+
+
+@pytest.mark.parametrize("kind", ["delta-location", "iceberg-hadoop"])
+def test_a_crash_at_every_point_then_a_rerun_leaves_each_message_once(
+    kind: str, pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = LakehouseTable.of(kind, catalog, "crashes")
+    operator = target.operator(catalog, topic_name, "to-lake")
+    crash: Callable[[str], None] = lambda point: run_crashing(monkeypatch, point, lambda: operator.execute(context={}))  # noqa: E731
+    admin.create_partitioned_topic(topic_name, 2)
+    produce_json(pulsar_default.service_url, topic_name, 0, 2_000, batch=100)
+
+    crash("before-write")
+    crash("mid-read")  # the executor fails: the write commits nothing
+    assert not target.directory.exists() or target.commits() <= 1  # at most the table's creation
+    rerun = target.crash_after_write_then_rerun(operator, monkeypatch, 2_000)
+    assert admin.backlog(topic_name, "to-lake").msg_backlog == 0
+    written = target.commits()
+
+    produce_json(pulsar_default.service_url, topic_name, 2_000, 700, batch=100)
+    crash("before-ack")  # the job committed the second batch and reported it
+    crash("mid-ack")  # settling acknowledges the first partition, then dies
+    assert 0 < admin.message_backlog(topic_name, "to-lake").messages < 700
+
+    final = operator.execute(context={})
+
+    assert final["settled"]["was"] == "committed" and final["settled"]["total_rows"] == 700 and final["skipped"] is True
+    rows = target.rows()
+    assert_exactly_once(rows, range(2_700))
+    assert set(rows.column("batch_id").to_pylist()) == {rerun["settled"]["batch_id"], final["settled"]["batch_id"]}
+    assert target.commits() == written + 1
+    assert admin.backlog(topic_name, "to-lake").msg_backlog == 0
+    if target.table_format == "iceberg":
+        carried = [summary.get(SNAPSHOT_BATCH_ID) for summary in iceberg_snapshot_summaries(target.directory)]
+        assert [batch for batch in carried if batch] == [rerun["settled"]["batch_id"], final["settled"]["batch_id"]]
+    else:
+        # Delta recorded the transaction version of the second batch, above the first one's.
+        versions = [a["txn"]["version"] for commit in delta_commits(target.directory) for a in commit if "txn" in a]
+        assert len(versions) == 2 and versions[0] < versions[1]
+        assert set(delta_transactions(target.directory)) == {delta_app_id("to-lake", target.table)}
