@@ -5,6 +5,11 @@ Crashes are injected with AIRFLOW_PULSAR_INGEST_FAULT (airflow_pulsar.spark.job.
 the operator raise at the named point, as a process dying there would stop them. What a crash
 leaves behind is then exactly what the next run finds: a plan record in the plan topic, perhaps
 a written table partition, perhaps some acknowledged partitions.
+
+The module runs on one broker (Apache Pulsar when selected): its subject is the job's commit
+protocol, and the brokers' part in it (cumulative acks, exclusive subscriptions, the plan topic) is
+held to one behaviour by the interop and reliability tiers; the embedded broker runs the Spark
+tier's DAG test here and the rest of this tier twice more in the range tiers.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
 from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json, run_crashing
+
+pytestmark = pytest.mark.one_broker
 
 PARTITIONS = 4
 
