@@ -105,7 +105,7 @@ java:
 # loadgroup: one worker runs the cluster tier, so one cluster starts (tests/conftest.py groups it).
 # The slowest tests are listed at the end, to keep the suite's wall time in view.
 test: install
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 demo: install
 	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER))

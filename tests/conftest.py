@@ -86,7 +86,8 @@ def worker_scope(nodeid: str) -> str:
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown when xdist is not loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``--dist loadgroup`` (``make test``), tests go to workers by :func:`worker_scope`, in
-    collection order (``testpaths`` lists the slow tiers first, so the two workers share them).
+    collection order (``testpaths`` lists the slow tiers first, so the two workers share them and
+    the many quick unit modules fill in at the end; ``--no-loadscope-reorder`` keeps that order).
 
     Grouped by path, because ``xdist_group`` marks do not group with pytest 9 (pytest-xdist 3.8
     applies them by renaming node ids, which pytest 9 no longer reads).
