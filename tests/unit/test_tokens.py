@@ -70,7 +70,8 @@ def test_pyjwt_tokens_verify(algorithm: str) -> None:
         (_segment({"alg": "none"}) + "." + _segment({"sub": "app"}) + ".", "three non-empty"),
         (_segment({"alg": "none"}) + "." + _segment({"sub": "app"}) + ".c2ln", "unsupported signing algorithm 'none'"),
         ("a.b", "three non-empty"),
-        ("###." + _segment({"sub": "app"}) + ".c2ln", "malformed token: Invalid header padding"),
+        # PyJWT names the header; its wording of the fault differs between its releases.
+        ("###." + _segment({"sub": "app"}) + ".c2ln", "malformed token: Invalid header "),
         (jwt.PyJWS().encode(b"not json", KEY, algorithm="HS256"), "malformed token: Invalid payload string"),
         (jwt.PyJWS().encode(b"[1]", KEY, algorithm="HS256"), "malformed token: Invalid payload string: must be a json object"),
         (jwt.encode({"sub": "app"}, KEY, algorithm="HS256")[:-4] + "AAAA", "signature does not match the secret key"),
