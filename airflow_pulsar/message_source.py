@@ -20,6 +20,9 @@ from airflow_pulsar.templated_arguments import ArgumentChecks
 # Pulsar counts redeliveries only on these subscription types, and a dead-letter policy acts on the count.
 _COUNTED_TYPES = (ConsumerType.Shared, ConsumerType.KeyShared)
 
+# What the consume operator and the await-message sensor template: where they read and what they call.
+TEMPLATE_FIELDS = ("topics", "topics_pattern", "subscription", "apply_function_args", "apply_function_kwargs", "pulsar_conn_id")
+
 
 class MessageSourceSettings(ArgumentChecks):
     """Validated subscription settings as attributes; a bad argument raises ValueError naming it."""

@@ -12,7 +12,7 @@ from airflow_pulsar import arguments
 from airflow_pulsar.client import Consumer, ConsumerType, Message, exceptions
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from airflow_pulsar.message_source import dead_letter_arguments, dead_letter_policy
+from airflow_pulsar.message_source import TEMPLATE_FIELDS, dead_letter_arguments, dead_letter_policy
 from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
@@ -98,14 +98,7 @@ class PulsarConsumeOperator(TemplatedArguments):
         )
     """
 
-    template_fields: Sequence[str] = (
-        "topics",
-        "topics_pattern",
-        "subscription",
-        "apply_function_args",
-        "apply_function_kwargs",
-        "pulsar_conn_id",
-    )
+    template_fields: Sequence[str] = TEMPLATE_FIELDS
     ui_color = "#ffefe0"
 
     def __init__(

@@ -14,7 +14,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
 from airflow_pulsar import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from airflow_pulsar.message_source import MessageSourceSettings
+from airflow_pulsar.message_source import TEMPLATE_FIELDS, MessageSourceSettings
 from airflow_pulsar.templated_arguments import TemplatedArguments
 from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
 
@@ -71,14 +71,7 @@ class PulsarAwaitMessageSensor(TemplatedArguments, MessageSourceSettings, BaseSe
         )
     """
 
-    template_fields: Sequence[str] = (
-        "topics",
-        "topics_pattern",
-        "subscription",
-        "apply_function_args",
-        "apply_function_kwargs",
-        "pulsar_conn_id",
-    )
+    template_fields: Sequence[str] = TEMPLATE_FIELDS
     ui_color = "#fff3d6"
 
     def __init__(
