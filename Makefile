@@ -109,7 +109,7 @@ test: install
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 demo: install
-	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER))
+	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER)) $(if $(FORMAT),--format $(FORMAT))
 
 # Quick mode by default; FULL=1 for the longer, steadier run.
 bench: install

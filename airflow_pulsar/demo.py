@@ -3,9 +3,12 @@
 It starts the embedded broker, creates the ``shop-events`` topic (4 partitions) and the
 ``lakehouse`` subscription, produces sample shop events with the bundled client, then runs the
 ``pulsar_shop_events_ingest`` DAG with ``airflow dags test``: the deferred backlog sensor fires,
-the Spark job (local[*]) writes the events to the ``shop.events`` parquet table and the
-subscription is acknowledged. It prints the backlog before and after, the table's rows per
-partition, and where the table and the logs are; then it stops the broker.
+the Spark job (local[*]) writes the events to the ``shop.events`` table and the subscription is
+acknowledged. It prints the backlog before and after, the table's rows per partition as Spark SQL
+reads them back (``spark-sql``), and where the table and the logs are; then it stops the broker.
+
+``--format delta|iceberg`` (``make demo FORMAT=delta``) writes a Delta or Iceberg table instead of
+parquet, with the jars ``make`` resolved into the checkout's ``.jvm/`` cache.
 
 ``--broker pulsar`` (``make demo BROKER=pulsar``) runs the same flow on Apache Pulsar standalone
 from the checkout's JVM cache instead of the embedded broker.
@@ -30,13 +33,17 @@ import airflow_pulsar.client as pulsar
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.command_line import CommandParser
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.examples.shop_events import TABLE_FORMAT_ENV, TABLE_FORMATS
+from airflow_pulsar.spark.table_formats import session_conf, with_local_catalog
 
 DEMO_DIR = Path("var/demo")
-DAGS_DIR = Path(__file__).resolve().parents[1] / "dags"
+CHECKOUT = Path(__file__).resolve().parents[1]
+DAGS_DIR = CHECKOUT / "dags"
 DAG_ID = "pulsar_shop_events_ingest"
 TOPIC = "persistent://public/default/shop-events"
 SUBSCRIPTION = "lakehouse"
 EVENTS = 20_000
+READ_BACK = "SELECT partition, count(*) FROM shop.events GROUP BY partition ORDER BY partition"
 
 
 class DemoBroker(Protocol):
@@ -75,7 +82,7 @@ def _produce(service_url: str, count: int) -> int:
     return len(acknowledged)
 
 
-def _airflow_env(broker: DemoBroker, home: Path) -> dict[str, str]:
+def _airflow_env(broker: DemoBroker, home: Path, table_format: str) -> dict[str, str]:
     """An Airflow installation under ``home`` whose DAGs folder is dags/ and whose
     ``pulsar_default`` connection is the demo broker; no Spark connection, so Spark runs local[*]."""
     return {
@@ -84,6 +91,7 @@ def _airflow_env(broker: DemoBroker, home: Path) -> dict[str, str]:
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_PULSAR_EXAMPLES_DIR": str(DEMO_DIR.resolve()),
+        TABLE_FORMAT_ENV: table_format,
         "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
             {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
         ),
@@ -101,16 +109,35 @@ def _airflow(env: dict[str, str], log: Path, *args: str) -> str:
     return result.stdout + result.stderr
 
 
-def _table_rows(warehouse: Path) -> dict[str, int]:
-    """Rows of ``shop.events`` per topic partition, read from the table's parquet files."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+def _lakehouse_jars(table_format: str) -> str | None:
+    """The jars of the format's Spark integration that `make` resolved into .jvm/ (None for parquet)."""
+    if table_format == "parquet":
+        return None
+    listing = CHECKOUT / ".jvm" / f"lakehouse-{table_format}.jars"
+    if not listing.is_file():
+        raise RuntimeError(f"{listing} is missing: run `make lakehouse-jars` (part of `make install`)")
+    return listing.read_text().strip()
 
-    table = ds.dataset(warehouse / "shop.db" / "events", format="parquet", partitioning="hive").to_table(
-        columns=["partition"]
+
+def _spark_sql(table_format: str, jars: str | None, query: str) -> list[list[str]]:
+    """Run ``query`` with the ``spark-sql`` shell on local Spark over the demo's catalog (the
+    settings the ingest job had) and return its result rows as lists of fields."""
+    import pyspark
+
+    conf = with_local_catalog(
+        session_conf(table_format, {"spark.ui.enabled": "false"}),
+        table_format,
+        str((DEMO_DIR / "warehouse").resolve()),
+        str((DEMO_DIR / "metastore").resolve()),
     )
-    counts = pc.value_counts(table["partition"]).to_pylist()
-    return {f"{TOPIC}-partition-{c['values']}": c["counts"] for c in sorted(counts, key=lambda c: c["values"])}
+    command = [str(Path(sys.executable).with_name("spark-sql")), "--master", "local[2]", *(["--jars", jars] if jars else [])]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    spark_home = str(Path(pyspark.__file__).parent)
+    result = subprocess.run([*command, "-e", query], env={**os.environ, "SPARK_HOME": spark_home}, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"spark-sql failed reading the table:\n{result.stderr[-2000:]}")
+    return [line.split("\t") for line in result.stdout.splitlines() if line.strip()]
 
 
 def _backlog(admin: PulsarAdmin) -> tuple[int, str]:
@@ -133,9 +160,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo and print what happened; exits non-zero if the table or the backlog is wrong."""
     parser = CommandParser(prog="airflow-pulsar demo", description=__doc__.splitlines()[0])
     parser.add_argument("--broker", choices=("embedded", "pulsar"), default="embedded", help="the broker to run the demo on")
+    parser.add_argument("--format", choices=TABLE_FORMATS, default="parquet", help="the format of the shop.events table")
     args = parser.parse_args(argv)
     if not (DAGS_DIR / f"{DAG_ID}.py").exists():
         print(f"airflow-pulsar demo: the example DAGs are not at {DAGS_DIR}: run it from a checkout of the project", file=sys.stderr)
+        return 1
+    try:
+        jars = _lakehouse_jars(args.format)
+    except RuntimeError as missing:
+        print(f"airflow-pulsar demo: {missing}", file=sys.stderr)
         return 1
     shutil.rmtree(DEMO_DIR, ignore_errors=True)
     DEMO_DIR.mkdir(parents=True)
@@ -153,15 +186,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             before, counted = _backlog(admin)
             print(f"backlog of '{SUBSCRIPTION}' before: {before} messages ({counted})")
 
-            env = _airflow_env(broker, (DEMO_DIR / "airflow").resolve())
-            print("running the ingestion DAG: airflow dags test pulsar_shop_events_ingest ...", flush=True)
+            env = _airflow_env(broker, (DEMO_DIR / "airflow").resolve(), args.format)
+            print(f"running the ingestion DAG ({args.format} table): airflow dags test {DAG_ID} ...", flush=True)
             _airflow(env, log, "db", "migrate")
-            output = _airflow(env, log, "dags", "test", DAG_ID)
+            output = _airflow(env, log, "dags", "test", DAG_ID, *(["--conf", json.dumps({"jars": jars})] if jars else []))
             for line in output.splitlines():  # the report task's own lines
                 if line.startswith(("backlog when", "batch ", "  persistent://")):
                     print(f"  | {line}")
 
-            rows = _table_rows(DEMO_DIR / "warehouse")
+            print(f"reading it back: spark-sql -e \"{READ_BACK}\"", flush=True)
+            rows = {f"{TOPIC}-partition-{partition}": int(count) for partition, count in _spark_sql(args.format, jars, READ_BACK)}
             print(f"table shop.events holds {sum(rows.values())} rows:")
             for partition, count in rows.items():
                 print(f"  {partition}: {count} rows")
@@ -169,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"backlog of '{SUBSCRIPTION}' after: {after} messages ({counted})")
         ok = sum(rows.values()) == produced == before == EVENTS and after == 0
         print(f"demo {'OK' if ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
-        print(f"table: {(DEMO_DIR / 'warehouse' / 'shop.db' / 'events').resolve()} (parquet, partitioned by batch_id)")
+        print(f"table: {(DEMO_DIR / 'warehouse' / 'shop.db' / 'events').resolve()} ({args.format}, partitioned by batch_id)")
         print(f"logs: {log.resolve()} (Airflow), {broker.log_path.resolve()} (broker)")
         return 0 if ok else 1
     finally:

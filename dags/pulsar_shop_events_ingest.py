@@ -9,15 +9,20 @@ Every hour (and whenever run by hand):
    messages or its oldest message is an hour old;
 3. ``ingest_events``, a ``PulsarToTableOperator``, submits a Spark job through the Spark provider
    that reads every partition's backlog with readers on the executors, decodes the JSON events
-   into columns and writes them to the ``shop.events`` parquet table (partitioned by ingest
-   batch), then acknowledges each partition cumulatively, only after the table commit, so a
-   crash at any point leaves every event in the table exactly once after the next run;
+   into columns and writes them to the ``shop.events`` table (partitioned by ingest batch),
+   then acknowledges each partition cumulatively, only after the table commit, so a crash at
+   any point leaves every event in the table exactly once after the next run;
 4. ``report`` prints the rows written per topic partition and the acknowledged ranges.
 
 Without a ``spark_default`` connection the job runs on ``local[*]``; point that connection at a
 ``spark://`` master (or YARN, Kubernetes) to run it on a cluster unchanged. The table lives in a
 Hive catalog whose warehouse and Derby metastore are under ``$AIRFLOW_PULSAR_EXAMPLES_DIR``
 (default ``$AIRFLOW_HOME/pulsar-examples``) unless ``dag_run.conf`` names others.
+
+The table is parquet unless ``$AIRFLOW_PULSAR_EXAMPLES_TABLE_FORMAT`` says ``delta`` or ``iceberg``
+(an Iceberg table of Iceberg's session catalog over the same metastore). Their Spark integration
+comes from the release the operator names for the Spark it runs (``--packages``), or from the
+jars ``dag_run.conf["jars"]`` lists (``make demo FORMAT=...`` passes the checkout's).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, task
 
-from airflow_pulsar.examples.shop_events import EVENT_SCHEMA, TOPIC, ensure_topic, example_dir
+from airflow_pulsar.examples.shop_events import EVENT_SCHEMA, TOPIC, ensure_topic, example_dir, example_table_format
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
 
@@ -62,7 +67,8 @@ with DAG(
         topics=TOPIC,
         subscription=SUBSCRIPTION,
         table="shop.events",
-        format="parquet",
+        format=example_table_format(),
+        jars="{{ dag_run.conf.get('jars') }}",
         value_format="json",
         value_schema=EVENT_SCHEMA,
         min_partitions=4,

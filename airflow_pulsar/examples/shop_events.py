@@ -106,6 +106,19 @@ def example_dir() -> Path:
     return Path(os.environ.get("AIRFLOW_PULSAR_EXAMPLES_DIR", default))
 
 
+TABLE_FORMAT_ENV = "AIRFLOW_PULSAR_EXAMPLES_TABLE_FORMAT"
+TABLE_FORMATS = ("parquet", "delta", "iceberg")
+
+
+def example_table_format() -> str:
+    """The format of the ingestion example's table: $AIRFLOW_PULSAR_EXAMPLES_TABLE_FORMAT, else
+    parquet (``make demo FORMAT=delta`` sets it). ValueError naming the variable for another value."""
+    chosen = os.environ.get(TABLE_FORMAT_ENV) or "parquet"
+    if chosen not in TABLE_FORMATS:
+        raise ValueError(f"{TABLE_FORMAT_ENV}={chosen!r}: the ingestion example writes one of {', '.join(TABLE_FORMATS)}")
+    return chosen
+
+
 def tally_orders(messages: list[Any], database: str | None = None) -> None:
     """Add each batch's orders to a per-country revenue table (SQLite), in one transaction.
 

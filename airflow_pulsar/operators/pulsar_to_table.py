@@ -21,7 +21,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -47,7 +46,7 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
-from airflow_pulsar.spark.table_formats import LOCAL_METASTORE, catalog_conf, default_packages, session_conf
+from airflow_pulsar.spark.table_formats import catalog_conf, default_packages, session_conf, with_local_catalog
 from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
@@ -392,17 +391,7 @@ class PulsarToTableOperator(TemplatedArguments):
             conf = inject_parent_job_information_into_spark_properties(conf, context)
         if self.openlineage_inject_transport_info:
             conf = inject_transport_information_into_spark_properties(conf, context)
-        if self.warehouse_dir:
-            conf.setdefault("spark.sql.warehouse.dir", self.warehouse_dir)
-        if self.metastore_dir:
-            conf = {**LOCAL_METASTORE.get(self.table_format, {}), **conf}
-            metastore = Path(self.metastore_dir)
-            conf.setdefault(
-                "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true"
-            )
-            options = conf.get("spark.driver.extraJavaOptions", "")
-            conf["spark.driver.extraJavaOptions"] = f"{options} -Dderby.system.home={metastore}".strip()
-        return conf
+        return with_local_catalog(conf, self.table_format, self.warehouse_dir, self.metastore_dir)
 
     # ---- OpenLineage (called by the OpenLineage provider's listener when it is installed) ----
 

@@ -11,6 +11,7 @@ coordinates for the Spark minor that requirements/pins.txt pins (a unit test hol
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 # Format -> Spark minor -> the Maven coordinates of its Spark integration (Scala 2.13 builds),
@@ -113,3 +114,20 @@ def catalog_conf(table: str, properties: dict[str, str]) -> dict[str, str]:
         raise ValueError(f"table_catalog must be a dict of str to str, got {properties!r}")
     prefix = f"spark.sql.catalog.{parts[0]}"
     return {prefix: ICEBERG_CATALOG, **{f"{prefix}.{key}": value for key, value in properties.items()}}
+
+
+def with_local_catalog(conf: dict[str, Any], table_format: str, warehouse_dir: str | None, metastore_dir: str | None) -> dict[str, Any]:
+    """``conf`` with the Hive catalog on this machine: ``spark.sql.warehouse.dir`` and a Derby
+    metastore under ``metastore_dir`` (what ``table_format`` needs of it too). A value ``conf``
+    already has is kept; the driver's Java options are added to."""
+    added = dict(conf)
+    if warehouse_dir:
+        added.setdefault("spark.sql.warehouse.dir", warehouse_dir)
+    if metastore_dir:
+        added = {**LOCAL_METASTORE.get(table_format, {}), **added}
+        metastore = Path(metastore_dir)
+        derby = f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true"
+        added.setdefault("spark.hadoop.javax.jdo.option.ConnectionURL", derby)
+        options = added.get("spark.driver.extraJavaOptions", "")
+        added["spark.driver.extraJavaOptions"] = f"{options} -Dderby.system.home={metastore}".strip()
+    return added
