@@ -1,4 +1,4 @@
-"""A Spark standalone cluster for the ingest tests: a master and a worker started from the
+"""A Spark standalone cluster for the ingest tests: a master and two workers started from the
 pip-installed pyspark with spark-class, on 127.0.0.1 and free ports, reached through an Airflow
 Spark connection, and the Spark arguments of jobs submitted to it."""
 
@@ -40,7 +40,12 @@ def free_port() -> int:
 
 
 class StandaloneCluster:
-    """A Spark standalone master and one worker as child processes, stopped by pid."""
+    """A Spark standalone master and its workers as child processes, stopped by pid.
+
+    Each worker offers one core and 1 GB, and has its own work directory (``work/worker-<n>``):
+    a job's two executors, or a cluster-mode driver and its executor, run on different workers."""
+
+    WORKERS = 2
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -77,18 +82,20 @@ class StandaloneCluster:
             "master", "org.apache.spark.deploy.master.Master",
             "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.web_port),
         )
-        self._start(
-            "worker", "org.apache.spark.deploy.worker.Worker",
-            "--host", "127.0.0.1", "--webui-port", str(free_port()), "--cores", "2", "--memory", "1536m",
-            "--work-dir", str(self.directory / "work"), self.master_url,
-        )
+        for number in range(1, self.WORKERS + 1):
+            self._start(
+                f"worker-{number}", "org.apache.spark.deploy.worker.Worker",
+                "--host", "127.0.0.1", "--webui-port", str(free_port()), "--cores", "1", "--memory", "1024m",
+                "--work-dir", str(self.directory / "work" / f"worker-{number}"), self.master_url,
+            )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             for process in self.processes:
                 assert process.poll() is None, (self.directory / "master.log").read_text()[-3000:]
             try:
                 state = httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=2).json()
-                if state.get("status") == "ALIVE" and any(w["state"] == "ALIVE" for w in state.get("workers", [])):
+                alive = [worker for worker in state.get("workers", []) if worker["state"] == "ALIVE"]
+                if state.get("status") == "ALIVE" and len(alive) == self.WORKERS:
                     return self
             except (httpx.HTTPError, ValueError):
                 pass
@@ -98,6 +105,11 @@ class StandaloneCluster:
     def completed(self, kind: str) -> list[dict]:
         """The master's finished ``apps`` or ``drivers``."""
         return httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=5).json()[f"completed{kind}"]
+
+    def workers_with(self, pattern: str) -> set[str]:
+        """The workers (``worker-<n>``) whose work directory holds ``pattern``: an application id
+        (its executors' directories) or ``driver-*`` (drivers run in cluster deploy mode)."""
+        return {path.parent.name for path in (self.directory / "work").glob(f"worker-*/{pattern}")}
 
     def stop(self) -> None:
         for process in reversed(self.processes):

@@ -66,15 +66,15 @@ def test_the_job_runs_unchanged_on_a_standalone_cluster(
     apps = spark_cluster.completed("apps")
     assert [app["name"] for app in apps] == ["pulsar-ingest-to-cluster"] and apps[0]["state"] == "FINISHED"
     assert apps[0]["memoryperslave"] == 768  # executor sizing reached the cluster
-    # In client mode only executors run tasks: the worker launched one for the application.
-    assert list((spark_cluster.directory / "work").glob(f"{apps[0]['id']}/*/stderr"))
+    # In client mode only executors run tasks: each worker launched one (a core each) for the application.
+    assert spark_cluster.workers_with(apps[0]["id"]) == {"worker-1", "worker-2"}
     assert not spark_cluster.completed("drivers")
 
 
 def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_run(
     pulsar_default: BrokerProcess, spark_cluster: StandaloneCluster, catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The worker's 2 cores and 1536 MB hold the driver (1 core, 512 MB) and one executor.
+    # A worker's core holds the driver (512 MB), the other worker's the executor.
     operator = cluster_ingest(
         catalog,
         topic_name,
@@ -112,4 +112,7 @@ def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_
     drivers = spark_cluster.completed("drivers")
     assert sorted(driver["state"] for driver in drivers) == ["FAILED", "FINISHED", "FINISHED"]
     assert all(driver["mainclass"] == "org.apache.spark.deploy.PythonRunner" for driver in drivers)
-    assert len(list((spark_cluster.directory / "work").glob("driver-*/airflow_pulsar_job.jar"))) == 3
+    assert len(list((spark_cluster.directory / "work").glob("worker-*/driver-*/airflow_pulsar_job.jar"))) == 3
+    # Each driver's executor ran on the worker the driver did not occupy.
+    for app in spark_cluster.completed("apps"):
+        assert spark_cluster.workers_with(app["id"]), app

@@ -34,7 +34,8 @@ def lake_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalon
 
 def cluster_operator(target: LakehouseTable, catalog: Catalog, topic: str, subscription: str, deploy_mode: str) -> PulsarToTableOperator:
     """An ingest into ``target`` on the module's cluster, in ``deploy_mode``."""
-    # In cluster mode the worker's 2 cores and 1536 MB hold the driver (1 core, 512 MB) and one executor.
+    # In cluster mode one worker's core holds the driver (512 MB) and the other's the executor; in
+    # client mode the application has an executor on each worker.
     sizing = {"driver_memory": "512m", "total_executor_cores": 1} if deploy_mode == "cluster" else {"total_executor_cores": 2}
     return target.operator(catalog, topic, subscription, **CLUSTER_SPARK, deploy_mode=deploy_mode, report_timeout_seconds=15, **sizing)
 
@@ -68,5 +69,7 @@ def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
     # Both submits ran on the cluster, one of them with its driver on the worker.
     apps = [app for app in lake_cluster.completed("apps") if app["name"] == f"pulsar-ingest-{subscription}"]
     assert len(apps) == 2
+    # The client-mode application had an executor on each worker, the cluster-mode one beside its driver.
+    assert sorted(len(lake_cluster.workers_with(app["id"])) for app in apps) == [1, 2]
     drivers = lake_cluster.completed("drivers")[drivers_before:]
     assert [driver["state"] for driver in drivers] == ["FAILED" if crash_mode == "cluster" else "FINISHED"]
