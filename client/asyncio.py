@@ -198,14 +198,12 @@ class Producer:
         return await future
 
     async def flush(self) -> None:
-        """Send every batch now and wait until all messages sent so far are acknowledged;
-        PulsarException(AlreadyClosed) once the producer is closed."""
+        """Send every batch now and wait until all messages sent so far are acknowledged (or AlreadyClosed)."""
         _now(self._producer.check_open)
         await _blocking(self._producer.flush)
 
     async def close(self) -> None:
-        """Flush, then close the producer; PulsarException(AlreadyClosed) when it is closed already,
-        as the official asyncio producer raises."""
+        """Flush, then close the producer; PulsarException(AlreadyClosed) when it was closed already."""
         _now(self._producer.check_open)
         await _blocking(self._producer.close)
 
@@ -487,8 +485,7 @@ class Client:
         return await _blocking(self._client.get_topic_partitions, topic)
 
     def shutdown(self) -> None:
-        """Close every producer, consumer and reader and the connections at once, as the sync
-        ``Client.shutdown``: nothing is flushed, pending sends fail with AlreadyClosed."""
+        """Close everything at once, as the sync ``shutdown``: no flush, pending sends fail with AlreadyClosed."""
         _now(self._client.shutdown)
 
     async def close(self) -> None:
