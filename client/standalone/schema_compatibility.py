@@ -116,15 +116,20 @@ class SchemaData:
 
 def validate(schema: SchemaData) -> None:
     """Refuse (InvalidSchemaError) a definition that is not what its type declares, as Pulsar's
-    schema data validators do before registering it: an AVRO definition that is no Avro schema, a
-    PROTOBUF_NATIVE one the root message cannot be built from, a STRING or primitive schema with a
-    definition, and a KEY_VALUE schema with such a side."""
+    schema data validators do before registering it: an AVRO (not a union), JSON or PROTOBUF
+    definition that is no Avro schema (a JSON one may be any JSON object instead, an early JSON-schema
+    form), a PROTOBUF_NATIVE one the root message cannot be built from, a STRING or primitive schema
+    with a definition, and a KEY_VALUE schema with such a side."""
     kind = schema.schema_type
-    if kind == SchemaType.AVRO:
+    if kind in (SchemaType.AVRO, SchemaType.JSON, SchemaType.PROTOBUF):
         try:
-            parse_avro(schema.data)
+            parsed = parse_avro(schema.data)
         except AvroSchemaError:
-            raise InvalidSchemaError("Invalid schema definition data for AVRO schema") from None
+            if kind == SchemaType.JSON and _is_json_object(schema.data):
+                return
+            raise InvalidSchemaError(f"Invalid schema definition data for {kind.name} schema") from None
+        if kind == SchemaType.AVRO and isinstance(parsed.root, list):
+            raise InvalidSchemaError("Avro schema typed [UNION] is not supported")
     elif kind == SchemaType.PROTOBUF_NATIVE:
         try:
             root_message_name(schema.data)

@@ -235,6 +235,8 @@ def test_valid_definitions_pass() -> None:
         protobuf_native(type_pb2.Type),  # a file with imports
         # Imports after the file importing them: the set's order does not matter.
         protobuf_native(type_pb2.Type, fileDescriptorSet=file_set(*reversed(protobuf_files(type_pb2.Type)))),
+        SchemaData(SchemaType.JSON, NAME.data),
+        SchemaData(SchemaType.JSON, b'{"type": "object", "properties": {}}'),  # an early JSON-schema definition
         SchemaData(SchemaType.STRING, b""),
         SchemaData(SchemaType.STRING, b"null"),  # what the official Python client declares
         SchemaData(SchemaType.INT64, b""),
@@ -252,11 +254,16 @@ def test_valid_definitions_pass() -> None:
         (protobuf_native(timestamp_pb2.Timestamp, rootMessageTypeName="google.protobuf.Nope"), "google.protobuf.Nope"),
         (protobuf_native(timestamp_pb2.Timestamp, rootFileDescriptorName="other.proto"), "no file 'other.proto'"),
         (protobuf_native(type_pb2.Type, fileDescriptorSet=file_set(file_of(type_pb2.Type))), "is not in the file descriptor set"),
+        (SchemaData(SchemaType.AVRO, b'["null", "string"]'), r"\[UNION\] is not supported"),
+        (SchemaData(SchemaType.JSON, b"[1]"), "Invalid schema definition data for JSON schema"),
         (SchemaData(SchemaType.STRING, b"abc"), "Invalid schema definition data for string schema : 'abc'"),
         (SchemaData(SchemaType.INT32, b"x"), "length of schema data should be zero, but 1 bytes is found"),
         (key_value(SchemaData(SchemaType.STRING, b'"abc"'), NAME), "string schema"),
     ],
-    ids=["not-json", "not-an-object", "bad-base64", "no-root-message", "no-root-file", "missing-import", "string", "int32", "kv-side"],
+    ids=[
+        "not-json", "not-an-object", "bad-base64", "no-root-message", "no-root-file", "missing-import",
+        "avro-union", "json-array", "string", "int32", "kv-side",
+    ],
 )
 def test_invalid_definitions_are_refused_as_pulsar_refuses_them(schema: SchemaData, reason: str) -> None:
     with pytest.raises(InvalidSchemaError, match=reason):
