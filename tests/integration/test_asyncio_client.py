@@ -270,6 +270,22 @@ def test_receive_waits_on_the_loop_and_batch_receive_follows_the_policy(broker: 
     wait_until(lambda: backlog(broker, topic_name, "sub") == 0)
 
 
+def test_a_cancelled_receive_loses_no_message(broker: Any, official: pulsar.Client, topic_name: str) -> None:
+    """The message a cancelled receive was waiting for goes to the next receive (the official
+    module's drops it)."""
+
+    async def scenario() -> bytes:
+        async with our_asyncio.Client(broker.service_url, operation_timeout_seconds=10) as client:
+            consumer = await client.subscribe(topic_name, "sub")
+            waiting = asyncio.ensure_future(consumer.receive())
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            await asyncio.to_thread(produce, official, topic_name, 1)
+            return (await consumer.receive(5000)).data()
+
+    assert run(scenario()) == b"m0"
+
+
 def test_batch_receive_returns_nothing_after_the_timeout(broker: Any, topic_name: str) -> None:
     async def scenario() -> list[Any]:
         async with our_asyncio.Client(broker.service_url, operation_timeout_seconds=10) as client:
