@@ -198,11 +198,13 @@ class Producer:
         return await future
 
     async def flush(self) -> None:
-        """Send every batch now and wait until all messages sent so far are acknowledged."""
+        """Send every batch now and wait until all messages sent so far are acknowledged (or AlreadyClosed)."""
+        _now(self._producer.check_open)
         await _blocking(self._producer.flush)
 
     async def close(self) -> None:
-        """Flush, then close the producer."""
+        """Flush, then close the producer; PulsarException(AlreadyClosed) when it was closed already."""
+        _now(self._producer.check_open)
         await _blocking(self._producer.close)
 
     def topic(self) -> str:
@@ -483,8 +485,8 @@ class Client:
         return await _blocking(self._client.get_topic_partitions, topic)
 
     def shutdown(self) -> None:
-        """Close every producer, consumer and reader and the connections, blocking until done."""
-        _now(self._client.close)
+        """Close everything at once, as the sync ``shutdown``: no flush, pending sends fail with AlreadyClosed."""
+        _now(self._client.shutdown)
 
     async def close(self) -> None:
         """Close every producer (flushing it), consumer and reader, then the connections."""

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REAL_TOPIC = "REAL_TOPIC"
+# Java's Integer.MAX_VALUE: no limit, as the official core sets it.
+_UNLIMITED = 2**31 - 1
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 
 
@@ -51,7 +53,7 @@ class DeadLetterPolicyBuilder:
     """Builds a :class:`DeadLetterPolicy` (``pulsar.DeadLetterPolicyBuilder``): each setter returns the builder."""
 
     def __init__(self) -> None:
-        self._max_redeliver_count = 0
+        self._max_redeliver_count = _UNLIMITED  # the official core's default when none is set
         self._dead_letter_topic = ""
         self._initial_subscription_name = ""
 
@@ -74,7 +76,7 @@ class DeadLetterPolicyBuilder:
         return self
 
     def build(self) -> DeadLetterPolicy:
-        """The policy; a max redeliver count must have been set."""
+        """The policy; ValueError when the max redeliver count set is not above 0."""
         if self._max_redeliver_count < 1:
             raise ValueError("max_redeliver_count must be greater than 0")
         return DeadLetterPolicy(self._max_redeliver_count, self._dead_letter_topic, self._initial_subscription_name)

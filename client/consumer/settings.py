@@ -9,6 +9,7 @@ A bad argument raises ``ValueError`` naming it, as the official wrapper does. Th
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,10 +147,15 @@ class KeySharedPolicy:
         return self._out_of_order
 
     def set_sticky_ranges(self, ranges: list[tuple[int, int]]) -> None:
-        """The hash ranges (inclusive, within 0..65535) a sticky consumer takes."""
+        """The hash ranges (inclusive, within 0..65535) a sticky consumer takes: at least one, and
+        no two overlapping (the same range twice passes, as in the official core)."""
+        check(bool(ranges), "sticky_ranges", "at least one (start, end) range", ranges)
         for start, end in ranges:
             ok = is_int(start) and is_int(end) and 0 <= start <= end < 65536
             check(ok, "sticky_ranges", "(start, end) pairs with 0 <= start <= end <= 65535", (start, end))
+        pairs = sorted({(start, end) for start, end in ranges})
+        for (_, end), (next_start, _) in itertools.pairwise(pairs):
+            check(end < next_start, "sticky_ranges", "ranges that do not overlap", ranges)
         self._ranges = [(start, end) for start, end in ranges]
 
     def get_sticky_ranges(self) -> list[tuple[int, int]]:
@@ -169,9 +175,10 @@ class ConsumerKeySharedPolicy:
         policy = self._policy = KeySharedPolicy()
         policy.set_key_shared_mode(key_shared_mode)
         policy.set_allow_out_of_order_delivery(bool(allow_out_of_order_delivery))
-        if policy.get_key_shared_mode() == KeySharedMode.Sticky and not sticky_ranges:
+        if policy.get_key_shared_mode() == KeySharedMode.Sticky and sticky_ranges is None:
             raise ValueError("When using key_shared_mode = KeySharedMode.Sticky you must also provide sticky_ranges")
-        policy.set_sticky_ranges(list(sticky_ranges or []))
+        if sticky_ranges is not None:
+            policy.set_sticky_ranges(list(sticky_ranges))
 
     @property
     def key_shared_mode(self) -> KeySharedMode:

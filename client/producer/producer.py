@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..arguments import check_type
-from ..exceptions import Interrupted, PulsarException, Result, exception_for
+from ..exceptions import AlreadyClosed, Interrupted, PulsarException, Result, exception_for
 from ..protocol.message_id import MessageId
 from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
@@ -294,8 +294,15 @@ class Producer:
 
     # ---- flush, close, state ----
 
+    def check_open(self) -> None:
+        """Raise AlreadyClosed once the producer is closed (or shut down)."""
+        if self._closed:
+            raise AlreadyClosed(f"producer on {self._topic} is closed")
+
     def flush(self) -> None:
-        """Send every batch now and wait until all messages sent so far are acknowledged or failed."""
+        """Send every batch now and wait until all messages sent so far are acknowledged or failed;
+        AlreadyClosed once the producer is closed, as in the official client."""
+        self.check_open()
         for partition in self._partitions:
             partition.flush_batch()
         for partition in self._partitions:

@@ -8,6 +8,10 @@ DELETE), ``.../schema/{version}``, ``.../schemas`` (every version since the last
 (``/admin/v2/persistent/{t}/{ns}/{topic}/schemaCompatibilityStrategy``), and a namespace's
 ``isAllowAutoUpdateSchema``. Where Pulsar answers a malformed request with a 500 and a Java stack
 trace (a version that is no number, an unknown schema type), this answers 400 saying what is wrong.
+
+A KEY_VALUE schema is kept as producers declare it, both definitions packed in one binary value;
+on these paths, as in Pulsar, it is the JSON ``{"key": ..., "value": ...}`` of the two definitions,
+``""`` standing for a side of a primitive type.
 """
 
 from __future__ import annotations
@@ -18,10 +22,18 @@ from typing import Any
 from aiohttp import web
 
 from ..schema.info import SchemaType
+from ..schema.key_value import pack
 from ..topic_name import InvalidTopicNameError, TopicName
 from .admin_resource import BAD_TOPIC, NAMESPACE_PATH, TOPIC_PATH, AdminResource, error, namespace_of, policy_response, query_flag
 from .policies import AUTO_UPDATE_SCHEMA, NAMESPACE_SCHEMA_STRATEGY, TOPIC_SCHEMA_STRATEGY
-from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError, SchemaCompatibilityStrategy, SchemaData
+from .schema_compatibility import (
+    PRIMITIVE_TYPES,
+    IncompatibleSchemaError,
+    InvalidSchemaError,
+    SchemaCompatibilityStrategy,
+    SchemaData,
+    key_value_sides,
+)
 from .schema_registry import StoredSchema, schema_id
 
 _SCHEMA_PATH = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
@@ -33,13 +45,41 @@ _POSTABLE = {kind.name: kind for kind in SchemaType if kind >= 0}
 def schema_document(stored: StoredSchema) -> dict[str, Any]:
     """Pulsar's GetSchemaResponse: ``version``, ``type``, ``timestamp``, ``data``, ``properties``."""
     schema = stored.schema
+    data = _key_value_text(schema) if schema.schema_type == SchemaType.KEY_VALUE else schema.data.decode("utf-8", "replace")
     return {
         "version": stored.version,
         "type": schema.schema_type.name,
         "timestamp": stored.timestamp,
-        "data": schema.data.decode("utf-8", "replace"),
+        "data": data,
         "properties": dict(schema.properties),
     }
+
+
+def _compact_json(value: Any) -> str:
+    # As Pulsar writes JSON here: no spaces, non-ASCII characters as they are.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _key_value_text(schema: SchemaData) -> str:
+    """A KEY_VALUE definition as Pulsar shows it: the JSON of its two definitions, ``""`` for a
+    side of a primitive type (a side that is no JSON shows as its text)."""
+    document = {}
+    for name, side in zip(("key", "value"), key_value_sides(schema), strict=True):
+        text = side.data.decode("utf-8", "replace")
+        try:
+            document[name] = "" if side.schema_type in PRIMITIVE_TYPES else json.loads(text)
+        except ValueError:
+            document[name] = text
+    return _compact_json(document)
+
+
+def _key_value_definition(text: str) -> bytes:
+    """The binary definition of a posted KEY_VALUE schema, as Pulsar converts it: each side of
+    ``{"key": ..., "value": ...}`` as compact JSON (``""`` as no definition), both packed."""
+    document = json.loads(text)
+    if not isinstance(document, dict) or not {"key", "value"} <= document.keys():
+        raise ValueError("not a JSON object with key and value")
+    return pack(*(b"" if document[side] == "" else _compact_json(document[side]).encode() for side in ("key", "value")))
 
 
 class Schemas(AdminResource):
@@ -232,12 +272,14 @@ async def _posted_schema(request: web.Request) -> SchemaData | web.Response:
     kind = _POSTABLE.get(payload.get("type"))  # type: ignore[arg-type]
     if kind is None:
         return error(400, f"type must be one of {', '.join(_POSTABLE)}; got {payload.get('type')!r}")
-    if kind == SchemaType.KEY_VALUE:
-        # Pulsar converts a KEY_VALUE payload's JSON to the binary definition producers send.
-        return error(400, "KEY_VALUE schemas are registered by producers and consumers here, not through the admin API")
     definition, properties = payload.get("schema"), payload.get("properties") or {}
     if not isinstance(definition, str):
         return error(400, f"schema must be the definition as a string; got {definition!r:.50}")
     if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
         return error(400, "properties must be an object of strings")
-    return SchemaData(kind, definition.encode(), properties)
+    if kind != SchemaType.KEY_VALUE:
+        return SchemaData(kind, definition.encode(), properties)
+    try:
+        return SchemaData(kind, _key_value_definition(definition), properties)
+    except ValueError as exc:
+        return error(400, f'a KEY_VALUE schema must be the JSON object {{"key": ..., "value": ...}} of its two definitions: {exc}')

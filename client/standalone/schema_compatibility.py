@@ -6,7 +6,9 @@ the strategy is ALWAYS_COMPATIBLE; the same definition again is always compatibl
 version. AVRO and JSON definitions are Avro schemas and are checked by Avro resolution
 (:mod:`.schema_avro`): BACKWARD means the new schema reads data written with the old one, FORWARD
 the old ones read data written with the new one, FULL both. A KEY_VALUE schema is checked side
-by side, each side by its own type. The other types (STRING, PROTOBUF_NATIVE and the primitives)
+by side, each side by its own type. A PROTOBUF_NATIVE schema may change anything but its root
+message's full name under BACKWARD, FORWARD and FULL (transitive or not), as Pulsar's default
+``ProtobufNativeSchemaCompatibilityCheck`` decides. The other types (STRING and the primitives)
 have no definition to evolve, and only ALWAYS_INCOMPATIBLE refuses a new one, as with Pulsar's
 default check.
 """
@@ -21,16 +23,19 @@ from enum import Enum
 from ..schema.info import SchemaType
 from ..schema.key_value import unpack
 from .schema_avro import AvroSchema, AvroSchemaError, parse_avro, read_error
+from .schema_protobuf import ProtobufNativeSchemaError, root_message_name
 
 __all__ = [
     "DEFAULT_STRATEGY",
     "IncompatibleSchemaError",
     "InvalidSchemaError",
+    "PRIMITIVE_TYPES",
     "SchemaCompatibilityStrategy",
     "SchemaData",
     "check_compatible",
     "check_with_all",
     "check_with_latest",
+    "key_value_sides",
     "validate",
 ]
 
@@ -67,6 +72,15 @@ class SchemaCompatibilityStrategy(Enum):
 DEFAULT_STRATEGY = SchemaCompatibilityStrategy.FULL
 # The types whose definition is an Avro schema.
 _AVRO_TYPES = (SchemaType.AVRO, SchemaType.JSON)
+# Pulsar's primitive types (``SchemaType.isPrimitiveType``): none has a definition of its own.
+PRIMITIVE_TYPES = frozenset(
+    {
+        SchemaType.NONE, SchemaType.STRING, SchemaType.BYTES, SchemaType.BOOLEAN, SchemaType.INT8,
+        SchemaType.INT16, SchemaType.INT32, SchemaType.INT64, SchemaType.FLOAT, SchemaType.DOUBLE,
+        SchemaType.DATE, SchemaType.TIME, SchemaType.TIMESTAMP, SchemaType.INSTANT, SchemaType.LOCAL_DATE,
+        SchemaType.LOCAL_TIME, SchemaType.LOCAL_DATE_TIME,
+    }
+)
 
 
 class IncompatibleSchemaError(Exception):
@@ -101,13 +115,38 @@ class SchemaData:
 
 
 def validate(schema: SchemaData) -> None:
-    """Refuse (InvalidSchemaError) an AVRO schema whose definition is not an Avro schema, as
-    Pulsar's schema data validator does before registering it."""
-    if schema.schema_type == SchemaType.AVRO:
+    """Refuse (InvalidSchemaError) a definition that is not what its type declares, as Pulsar's
+    schema data validators do before registering it: an AVRO (not a union), JSON or PROTOBUF
+    definition that is no Avro schema (a JSON one may be any JSON object instead, an early JSON-schema
+    form), a PROTOBUF_NATIVE one the root message cannot be built from, a STRING or primitive schema
+    with a definition, and a KEY_VALUE schema with such a side."""
+    kind = schema.schema_type
+    if kind in (SchemaType.AVRO, SchemaType.JSON, SchemaType.PROTOBUF):
         try:
-            parse_avro(schema.data)
+            parsed = parse_avro(schema.data)
         except AvroSchemaError:
-            raise InvalidSchemaError("Invalid schema definition data for AVRO schema") from None
+            if kind == SchemaType.JSON and _is_json_object(schema.data):
+                return
+            raise InvalidSchemaError(f"Invalid schema definition data for {kind.name} schema") from None
+        if kind == SchemaType.AVRO and isinstance(parsed.root, list):
+            raise InvalidSchemaError("Avro schema typed [UNION] is not supported")
+    elif kind == SchemaType.PROTOBUF_NATIVE:
+        try:
+            root_message_name(schema.data)
+        except ProtobufNativeSchemaError as exc:
+            raise InvalidSchemaError(str(exc)) from None
+    elif kind == SchemaType.STRING:
+        # The official Python client's older releases declared a string schema's definition as "null".
+        if schema.data not in (b"", b"null"):
+            raise InvalidSchemaError(f"Invalid schema definition data for string schema : '{schema.data.decode(errors='replace')}'")
+    elif kind in PRIMITIVE_TYPES and kind not in (SchemaType.NONE, SchemaType.BYTES) and schema.data:
+        raise InvalidSchemaError(
+            "Invalid schema definition data for primitive schemas :"
+            f"length of schema data should be zero, but {len(schema.data)} bytes is found"
+        )
+    elif kind == SchemaType.KEY_VALUE:
+        for side in key_value_sides(schema):
+            validate(side)
 
 
 def check_compatible(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
@@ -153,6 +192,8 @@ def _check_by_type(versions: Sequence[SchemaData], new: SchemaData, strategy: Sc
         _check_json(versions, new, strategy)
     elif new.schema_type == SchemaType.KEY_VALUE:
         _check_key_value(versions, new, strategy)
+    elif new.schema_type == SchemaType.PROTOBUF_NATIVE:
+        _check_protobuf_native(versions, new, strategy)
     elif strategy == SchemaCompatibilityStrategy.ALWAYS_INCOMPATIBLE:
         raise IncompatibleSchemaError("Schema compatibility strategy is ALWAYS_INCOMPATIBLE")
 
@@ -183,6 +224,23 @@ def _check_avro_parsed(versions: Sequence[AvroSchema], new: AvroSchema, strategy
             raise _refusal(strategy, f"{which} cannot read data written with the new schema: {error}")
 
 
+def _check_protobuf_native(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
+    """As Pulsar's default check: under BACKWARD, FORWARD and FULL (transitive or not) the root
+    message keeps its full name, and nothing else is compared."""
+    if strategy.name.removesuffix("_TRANSITIVE") not in ("BACKWARD", "FORWARD", "FULL"):
+        raise _refusal(strategy, "no new schema is allowed")
+    try:
+        name = root_message_name(new.data)
+        for version in versions:
+            if (old := root_message_name(version.data)) != name:
+                raise IncompatibleSchemaError(
+                    f"Protobuf root message change is not allowed under the '{strategy.value}' strategy. "
+                    f"Original message name: '{old}', new message name: '{name}'."
+                )
+    except ProtobufNativeSchemaError as exc:
+        raise _refusal(strategy, str(exc)) from None
+
+
 def _check_json(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
     """As Pulsar: Avro definitions on both sides are checked as Avro; an old definition that is no
     Avro schema (an early JSON-schema format) may be replaced; a new one must be a JSON object."""
@@ -210,10 +268,10 @@ def _is_json_object(data: bytes) -> bool:
 
 
 def _check_key_value(versions: Sequence[SchemaData], new: SchemaData, strategy: SchemaCompatibilityStrategy) -> None:
-    new_key, new_value = _sides(new)
+    new_key, new_value = key_value_sides(new)
     keys, values = [], []
     for version in versions:
-        key, value = _sides(version)
+        key, value = key_value_sides(version)
         if (key.schema_type, value.schema_type) != (new_key.schema_type, new_value.schema_type):
             raise IncompatibleSchemaError(
                 "Key schemas or Value schemas are different schema type, from key schema type is "
@@ -226,8 +284,9 @@ def _check_key_value(versions: Sequence[SchemaData], new: SchemaData, strategy: 
     _check_by_type(values, new_value, strategy)
 
 
-def _sides(schema: SchemaData) -> tuple[SchemaData, SchemaData]:
-    """The key and the value schema a KEY_VALUE schema packs (types named in its properties)."""
+def key_value_sides(schema: SchemaData) -> tuple[SchemaData, SchemaData]:
+    """The key and the value schema a KEY_VALUE schema packs (types named in its properties, BYTES
+    when unnamed, as Pulsar decodes them); IncompatibleSchemaError when it packs no two schemas."""
     try:
         key, value = unpack(schema.data)
         sides = []

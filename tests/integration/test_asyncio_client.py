@@ -92,6 +92,8 @@ async def scenario(module: ModuleType, broker: Any, topic: str, earliest: Any) -
     seen["pattern list"] = await outcome(module, client.subscribe([topic], "s", is_pattern_topic=True))
 
     await producer.close()
+    seen["close closed"] = await outcome(module, producer.close())
+    seen["flush closed"] = await outcome(module, producer.flush())
     seen["send closed"] = await outcome(module, producer.send(b"late"))
     await consumer.close()
     seen["receive closed"] = await outcome(module, consumer.receive())
@@ -107,7 +109,7 @@ def test_same_calls_behave_as_the_official_asyncio_module(broker: Any, topic_nam
     theirs = run(scenario(official_asyncio, broker, f"{topic_name}-off", pulsar.MessageId.earliest))
     ours = run(scenario(our_asyncio, broker, f"{topic_name}-ours", MessageId.earliest))
     assert ours == theirs
-    assert theirs["send closed"] == ("PulsarException", "AlreadyClosed")
+    assert theirs["send closed"] == theirs["close closed"] == theirs["flush closed"] == ("PulsarException", "AlreadyClosed")
     assert theirs["sent"] == ["MessageId"] * 3 and theirs["nothing more"][0] == "TimeoutError"
 
 
@@ -159,6 +161,26 @@ def test_errors_are_pulsar_exceptions_of_both_apis(broker: Any, topic_name: str)
     assert isinstance(caught.value, our_asyncio.PulsarException)
     assert caught.value.error() is Result.AlreadyClosed
     assert str(caught.value).split(":")[0].endswith("AlreadyClosed")
+
+
+def test_shutdown_fails_pending_sends_without_waiting(broker: Any, topic_name: str) -> None:
+    """As the sync ``Client.shutdown``: nothing is flushed, and a send held in a batch fails with
+    AlreadyClosed (the official asyncio client never completes that send)."""
+
+    async def shut_down() -> tuple[tuple[str, Any], float, tuple[str, Any]]:
+        client = connect(our_asyncio, broker)
+        producer = await client.create_producer(topic_name, batching_max_publish_delay_ms=60_000)
+        held = asyncio.ensure_future(producer.send(b"held in the batch"))
+        await asyncio.sleep(0)  # the send is queued in the open batch
+        started = time.monotonic()
+        client.shutdown()
+        waited = time.monotonic() - started
+        return await outcome(our_asyncio, held), waited, await outcome(our_asyncio, producer.close())
+
+    sent, waited, closed = run(shut_down())
+    assert sent == closed == ("PulsarException", "AlreadyClosed")
+    assert waited < 2
+    assert broker.topic_stats(topic_name)["msgInCounter"] == 0
 
 
 # ---- sending ----
@@ -246,6 +268,22 @@ def test_receive_waits_on_the_loop_and_batch_receive_follows_the_policy(broker: 
 
     run(scenario())
     wait_until(lambda: backlog(broker, topic_name, "sub") == 0)
+
+
+def test_a_cancelled_receive_loses_no_message(broker: Any, official: pulsar.Client, topic_name: str) -> None:
+    """The message a cancelled receive was waiting for goes to the next receive (the official
+    module's drops it)."""
+
+    async def scenario() -> bytes:
+        async with our_asyncio.Client(broker.service_url, operation_timeout_seconds=10) as client:
+            consumer = await client.subscribe(topic_name, "sub")
+            waiting = asyncio.ensure_future(consumer.receive())
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            await asyncio.to_thread(produce, official, topic_name, 1)
+            return (await consumer.receive(5000)).data()
+
+    assert run(scenario()) == b"m0"
 
 
 def test_batch_receive_returns_nothing_after_the_timeout(broker: Any, topic_name: str) -> None:

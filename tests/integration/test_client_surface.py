@@ -124,6 +124,18 @@ def test_shutdown_fails_pending_sends_without_waiting(broker: Any, topic_name: s
         producer.send(b"after shutdown")
 
 
+def test_a_closed_producer_refuses_flush_as_the_official_one(broker: Any, official: pulsar.Client, topic_name: str) -> None:
+    refusals = []
+    with Client(broker.service_url) as ours:
+        for client in (official, ours):
+            producer = client.create_producer(topic_name)
+            producer.close()
+            with pytest.raises(Exception) as refused:
+                producer.flush()
+            refusals.append(type(refused.value).__name__)
+    assert refusals == ["AlreadyClosed", "AlreadyClosed"]
+
+
 def _received_topics(consumer: Any, expected: int) -> set[str]:
     topics = set()
     try:

@@ -3,8 +3,9 @@
 Versions and GET_SCHEMA, GET_OR_CREATE_SCHEMA, each compatibility strategy accepting and refusing
 (transitive against non-transitive), what producers and consumers with and without a schema may
 do, the admin REST paths and their JSON, a schema shared by the partitions of a topic, the schema
-going with its topic, and (our broker) the registry surviving a restart. Each strategy test works
-in a namespace of its own: the Pulsar instance is shared by the session.
+going with its topic, KEY_VALUE schemas through the admin API, PROTOBUF_NATIVE schemas checked by
+their root message, and (our broker) the registry surviving a restart. Each strategy test works in
+a namespace of its own: the Pulsar instance is shared by the session.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from google.protobuf import duration_pb2, timestamp_pb2
 
 from airflow_pulsar.client.admin import AdminConflictError, AdminNotFoundError, PulsarAdmin
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, Schema, ServerError
+from airflow_pulsar.client.schema.key_value import pack
+from airflow_pulsar.client.schema.protobuf_native import schema_definition
 from schema_wire import WireSession, wire_schema
 
 T = BaseCommand
 AVRO, STRING, AUTO_CONSUME = Schema.Type.Value("Avro"), Schema.Type.Value("String"), Schema.Type.Value("AutoConsume")
+KEY_VALUE, PROTOBUF_NATIVE = Schema.Type.Value("KeyValue"), Schema.Type.Value("ProtobufNative")
 NONE = Schema.Type.Value("None")
 
 
@@ -86,9 +91,11 @@ def strategy_namespace(admin: PulsarAdmin, strategy: str) -> str:
     return namespace
 
 
-def declare(wire: WireSession, topic: str, definition: str, schema_type: int = AVRO) -> int | str:
+def declare(
+    wire: WireSession, topic: str, definition: str | bytes, schema_type: int = AVRO, properties: dict[str, str] | None = None
+) -> int | str:
     """A producer's schema: the version PRODUCER_SUCCESS gives it, or REFUSED (IncompatibleSchema)."""
-    kind, body = wire.producer(topic, wire_schema(schema_type, definition))
+    kind, body = wire.producer(topic, wire_schema(schema_type, definition, properties=properties))
     if kind == T.ERROR:
         assert body.error == ServerError.IncompatibleSchema, body
         assert body.message
@@ -219,6 +226,58 @@ def test_admin_schema_paths(admin: PulsarAdmin, broker: Any, topic_name: str) ->
     assert admin.create_schema(topic_name, "AVRO", NAME_INT) == 3  # nothing left to be incompatible with
     with pytest.raises(AdminNotFoundError):
         admin.get_schema(topic_name, 1)
+
+
+def compact(definition: str) -> str:
+    """A JSON definition without spaces, as Pulsar writes the sides of a posted KEY_VALUE schema."""
+    return json.dumps(json.loads(definition), separators=(",", ":"))
+
+
+# A key/value schema with a STRING key and an Avro ``Item`` value, as the Java client declares it.
+KV_PROPERTIES = {
+    "key.schema.name": "", "key.schema.type": "STRING", "key.schema.properties": "{}",
+    "value.schema.name": "Item", "value.schema.type": "AVRO", "value.schema.properties": "{}",
+    "kv.encoding.type": "SEPARATED",
+}
+
+
+def test_key_value_schemas_through_the_admin_api(broker: Any, wire: WireSession, topic: str) -> None:
+    """A KEY_VALUE schema reads and posts as the JSON of its two definitions ("" for the STRING key),
+    and is kept in the binary form producers declare."""
+    assert declare(wire, topic, pack(b"", compact(NAME).encode()), KEY_VALUE, KV_PROPERTIES) == 0
+    path = f"/admin/v2/schemas/{topic.removeprefix('persistent://')}/schema"
+    document = broker.admin("GET", path).json()
+    expected = ("KEY_VALUE", f'{{"key":"","value":{compact(NAME)}}}', KV_PROPERTIES)
+    assert (document["type"], document["data"], document["properties"]) == expected
+
+    def post(value: str, key: Any = "") -> Any:
+        definition = json.dumps({"key": key, "value": json.loads(value)})
+        return broker.admin("POST", path, json={"type": "KEY_VALUE", "schema": definition, "properties": KV_PROPERTIES})
+
+    assert post(NAME).json() == {"version": {"version": 0}}  # the producer's schema again
+    assert post(NAME_NOTE).json() == {"version": {"version": 1}}
+    assert wire.get_schema(topic).schema.schema_data == pack(b"", compact(NAME_NOTE).encode())
+    assert post(NAME_INT).status_code == 409  # the value side is checked as Avro
+    assert post(NAME, key="abc").status_code == 422  # a STRING key has no definition
+    assert declare(wire, topic, pack(b"", compact(NAME_NOTE).encode()), KEY_VALUE, KV_PROPERTIES) == 1
+
+
+TIMESTAMP = json.dumps(schema_definition(timestamp_pb2.Timestamp.DESCRIPTOR))
+DURATION = json.dumps(schema_definition(duration_pb2.Duration.DESCRIPTOR))
+
+
+@pytest.mark.parametrize(("strategy", "versions"), [("UNDEFINED", [0, REFUSED, 0]), ("ALWAYS_COMPATIBLE", [0, 1, 0])])
+def test_a_protobuf_native_schema_keeps_its_root_message(admin: PulsarAdmin, wire: WireSession, strategy: str, versions: list[Any]) -> None:
+    """Pulsar's default PROTOBUF_NATIVE check: the root message may change only under ALWAYS_COMPATIBLE."""
+    topic = f"persistent://{strategy_namespace(admin, strategy)}/ticks"
+    assert [declare(wire, topic, d, PROTOBUF_NATIVE) for d in (TIMESTAMP, DURATION, TIMESTAMP)] == versions
+
+
+def test_a_protobuf_native_definition_must_build_its_root_message(broker: Any, wire: WireSession, topic: str) -> None:
+    broken = json.dumps({**json.loads(TIMESTAMP), "rootMessageTypeName": "google.protobuf.Nope"})
+    assert declare(wire, topic, broken, PROTOBUF_NATIVE) == REFUSED
+    path = f"/admin/v2/schemas/{topic.removeprefix('persistent://')}/schema"
+    assert broker.admin("POST", path, json={"type": "PROTOBUF_NATIVE", "schema": "{}", "properties": {}}).status_code == 422
 
 
 def test_strategy_policy_paths(admin: PulsarAdmin, broker: Any, topic_name: str) -> None:

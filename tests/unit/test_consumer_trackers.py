@@ -189,3 +189,27 @@ def test_settings_accept_the_official_enums_and_keep_official_defaults() -> None
     for name in ("receiver_queue_size", "max_total_receiver_queue_size_across_partitions", "negative_ack_redelivery_delay_ms",
                  "unacked_messages_timeout_ms", "start_message_id_inclusive", "batch_index_ack_enabled", "max_pending_chunked_message"):
         assert getattr(ours, name) == official[name].default, name
+
+
+def test_policies_accept_and_refuse_what_the_official_core_does() -> None:
+    """The official core's policy builders are the oracle: an unset max redeliver count means no
+    limit, and sticky ranges must be given and must not overlap (the same range twice passes)."""
+    import pulsar
+
+    import airflow_pulsar.client as ours
+
+    def outcomes(module: object) -> list[object]:
+        results: list[object] = []
+        policy = module.DeadLetterPolicyBuilder().deadLetterTopic("dlq").build()  # type: ignore[attr-defined]
+        results.append((policy.getMaxRedeliverCount(), policy.getDeadLetterTopic()))
+        mode = module.KeySharedMode.Sticky  # type: ignore[attr-defined]
+        for ranges in ([], [(0, 10), (10, 20)], [(30, 40), (0, 35)], [(0, 10), (11, 20)], [(0, 10), (0, 10)]):
+            try:
+                results.append(module.ConsumerKeySharedPolicy(mode, False, ranges).sticky_ranges)  # type: ignore[attr-defined]
+            except ValueError:
+                results.append("ValueError")
+        return results
+
+    assert outcomes(ours) == outcomes(pulsar) == [
+        (2**31 - 1, "dlq"), "ValueError", "ValueError", "ValueError", [(0, 10), (11, 20)], [(0, 10), (0, 10)],
+    ]

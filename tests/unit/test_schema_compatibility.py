@@ -2,20 +2,25 @@
 
 Avro resolution is checked against fastavro's own: a datum written with the writer schema is read
 back with the reader schema, and the rules must call a pair readable exactly when fastavro reads it.
-The strategies are then checked on a few schema histories, transitive against latest-only.
+The strategies are then checked on a few schema histories, transitive against latest-only, and
+the definitions validated as Pulsar's schema data validators do (PROTOBUF_NATIVE ones by building
+their root message from their files).
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from typing import Any
 
 import fastavro
 import pytest
+from google.protobuf import descriptor_pb2, duration_pb2, timestamp_pb2, type_pb2
 
 from airflow_pulsar.client.schema.info import SchemaType
 from airflow_pulsar.client.schema.key_value import pack
+from airflow_pulsar.client.schema.protobuf_native import schema_definition
 from airflow_pulsar.client.standalone.schema_avro import AvroSchemaError, parse_avro, read_error
 from airflow_pulsar.client.standalone.schema_compatibility import (
     IncompatibleSchemaError,
@@ -176,3 +181,90 @@ def test_bad_input_says_what_is_wrong() -> None:
         validate(SchemaData(SchemaType.AVRO, b"not json"))
     with pytest.raises(AvroSchemaError):
         parse_avro(b'{"type": "record", "name": "X", "fields": [{"name": "a", "type": "int", "default": "x"}]}')
+
+
+def protobuf_native(message: Any, **changes: str) -> SchemaData:
+    """The PROTOBUF_NATIVE definition the clients declare for ``message``, with ``changes`` made to it."""
+    return SchemaData(SchemaType.PROTOBUF_NATIVE, json.dumps({**schema_definition(message.DESCRIPTOR), **changes}).encode())
+
+
+def file_set(*files: descriptor_pb2.FileDescriptorProto) -> str:
+    return base64.b64encode(descriptor_pb2.FileDescriptorSet(file=files).SerializeToString()).decode()
+
+
+def file_of(message: Any) -> descriptor_pb2.FileDescriptorProto:
+    proto = descriptor_pb2.FileDescriptorProto()
+    message.DESCRIPTOR.file.CopyToProto(proto)
+    return proto
+
+
+def timestamp_with_a_new_field() -> SchemaData:
+    proto = file_of(timestamp_pb2.Timestamp)
+    proto.message_type[0].field.add(name="zone", number=9, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING)
+    return protobuf_native(timestamp_pb2.Timestamp, fileDescriptorSet=file_set(proto))
+
+
+TIMESTAMP, DURATION = protobuf_native(timestamp_pb2.Timestamp), protobuf_native(duration_pb2.Duration)
+
+
+def test_a_protobuf_native_schema_keeps_its_root_message() -> None:
+    """As Pulsar's default check: under BACKWARD, FORWARD and FULL the root message's full name
+    may not change, and nothing else is compared."""
+    changed = timestamp_with_a_new_field()
+    for strategy in (S.BACKWARD, S.FORWARD_TRANSITIVE, S.FULL):
+        check_compatible([TIMESTAMP], changed, strategy)
+        with pytest.raises(IncompatibleSchemaError, match=f"root message change is not allowed under the '{strategy.value}' strategy. "
+                           "Original message name: 'google.protobuf.Timestamp', new message name: 'google.protobuf.Duration'"):
+            check_compatible([TIMESTAMP], DURATION, strategy)
+    check_compatible([TIMESTAMP], DURATION, S.ALWAYS_COMPATIBLE)
+    with pytest.raises(IncompatibleSchemaError, match="ALWAYS_INCOMPATIBLE"):
+        check_compatible([TIMESTAMP], changed, S.ALWAYS_INCOMPATIBLE)
+    check_compatible([DURATION, TIMESTAMP], changed, S.FULL)
+    with pytest.raises(IncompatibleSchemaError, match="Original message name: 'google.protobuf.Duration'"):
+        check_compatible([DURATION, TIMESTAMP], changed, S.FULL_TRANSITIVE)
+
+
+def protobuf_files(message: Any) -> list[descriptor_pb2.FileDescriptorProto]:
+    document = json.loads(protobuf_native(message).data)
+    return list(descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(document["fileDescriptorSet"])).file)
+
+
+def test_valid_definitions_pass() -> None:
+    for schema in (
+        TIMESTAMP,
+        protobuf_native(type_pb2.Type),  # a file with imports
+        # Imports after the file importing them: the set's order does not matter.
+        protobuf_native(type_pb2.Type, fileDescriptorSet=file_set(*reversed(protobuf_files(type_pb2.Type)))),
+        SchemaData(SchemaType.JSON, NAME.data),
+        SchemaData(SchemaType.JSON, b'{"type": "object", "properties": {}}'),  # an early JSON-schema definition
+        SchemaData(SchemaType.STRING, b""),
+        SchemaData(SchemaType.STRING, b"null"),  # what the official Python client declares
+        SchemaData(SchemaType.INT64, b""),
+        key_value(SchemaData(SchemaType.STRING, b""), NAME),
+    ):
+        validate(schema)
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        (SchemaData(SchemaType.PROTOBUF_NATIVE, b"not json"), "deserialize ProtobufNative Schema failed"),
+        (SchemaData(SchemaType.PROTOBUF_NATIVE, b"[]"), "not a JSON object"),
+        (protobuf_native(timestamp_pb2.Timestamp, fileDescriptorSet="!!!"), "deserialize ProtobufNative Schema failed"),
+        (protobuf_native(timestamp_pb2.Timestamp, rootMessageTypeName="google.protobuf.Nope"), "google.protobuf.Nope"),
+        (protobuf_native(timestamp_pb2.Timestamp, rootFileDescriptorName="other.proto"), "no file 'other.proto'"),
+        (protobuf_native(type_pb2.Type, fileDescriptorSet=file_set(file_of(type_pb2.Type))), "is not in the file descriptor set"),
+        (SchemaData(SchemaType.AVRO, b'["null", "string"]'), r"\[UNION\] is not supported"),
+        (SchemaData(SchemaType.JSON, b"[1]"), "Invalid schema definition data for JSON schema"),
+        (SchemaData(SchemaType.STRING, b"abc"), "Invalid schema definition data for string schema : 'abc'"),
+        (SchemaData(SchemaType.INT32, b"x"), "length of schema data should be zero, but 1 bytes is found"),
+        (key_value(SchemaData(SchemaType.STRING, b'"abc"'), NAME), "string schema"),
+    ],
+    ids=[
+        "not-json", "not-an-object", "bad-base64", "no-root-message", "no-root-file", "missing-import",
+        "avro-union", "json-array", "string", "int32", "kv-side",
+    ],
+)
+def test_invalid_definitions_are_refused_as_pulsar_refuses_them(schema: SchemaData, reason: str) -> None:
+    with pytest.raises(InvalidSchemaError, match=reason):
+        validate(schema)
