@@ -101,8 +101,8 @@ class PulsarToTableOperator(TemplatedArguments):
         ``catalog.database.name`` lives in that Iceberg catalog (see ``table_catalog``), one named
         ``database.name`` in the Hive metastore, through Iceberg's session catalog.
     :param table_catalog: For ``iceberg``, the properties of the catalog a ``catalog.database.name``
-        table names (e.g. ``{"type": "hadoop", "warehouse": "/data/lake"}``); None when ``conf``
-        configures it (``spark.sql.catalog.<catalog>...``).
+        table names (e.g. ``{"type": "hadoop", "warehouse": "/data/lake"}``, values templated); None
+        when ``conf`` configures it (``spark.sql.catalog.<catalog>...``).
     :param value_format: ``bytes`` (default), ``string`` (UTF-8) or ``json``.
     :param value_schema: For ``json`` values, the fields as a DDL string, e.g. ``"id BIGINT, name STRING"``.
     :param max_messages: At most this many messages per run, shared evenly by the partitions;
@@ -132,6 +132,7 @@ class PulsarToTableOperator(TemplatedArguments):
         "topics",
         "subscription",
         "table",
+        "table_catalog",
         "plan_topic",
         "warehouse_dir",
         "metastore_dir",

@@ -18,6 +18,7 @@ from airflow_test_env import AIRFLOW_HOME
 from spark_helpers import Catalog
 
 VENV_BIN = str(Path(sys.executable).parent)
+DAGS = Path(__file__).parent / "dags"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -42,3 +43,19 @@ def pulsar_default(broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch) -> Br
 def catalog(tmp_path: Path) -> Catalog:
     """A warehouse and a Derby metastore of the test's own."""
     return Catalog(tmp_path / "warehouse", tmp_path / "metastore")
+
+
+@pytest.fixture
+def spark_test_dags(monkeypatch: pytest.MonkeyPatch, airflow_db: None) -> object:
+    """The DAGs of tests/spark/dags as a second DAG bundle next to the DAGs folder: dag.test()
+    finds a DAG through the bundles."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bundles = [
+        {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle", "kwargs": {}},
+        {"name": "spark-tests", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle", "kwargs": {"path": str(DAGS)}},
+    ]
+    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps(bundles))
+    bag = DagBag(dag_folder=DAGS)
+    assert not bag.import_errors, bag.import_errors
+    return bag

@@ -12,6 +12,7 @@ they list as live.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,9 @@ from urllib.parse import unquote, urlparse
 import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once, run_crashing
+from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once
 
 ROOT = Path(__file__).resolve().parents[2]
 # Delta rebuilds a table's state from its log in 50 tasks by default: a few suit these tables.
@@ -163,23 +163,18 @@ class LakehouseTable:
         )
 
     def crash_after_write_then_rerun(
-        self,
-        operator: PulsarToTableOperator,
-        monkeypatch: pytest.MonkeyPatch,
-        messages: int,
-        job_failure: str = "Cannot execute",
-        rerun_by: PulsarToTableOperator | None = None,
+        self, crash_after_write: Callable[[], None], rerun: Callable[[], dict[str, Any]], messages: int
     ) -> dict[str, Any]:
         """The job dies once the table holds its batch of ``messages`` (ids from 0), before reporting
-        it; the rerun (by ``operator`` or ``rerun_by``) writes the batch again, which the format must
-        keep from landing twice. The rerun's result."""
-        run_crashing(monkeypatch, "after-write", lambda: operator.execute(context={}), job_failure)
+        it (``crash_after_write``); ``rerun`` writes the batch again, which the format must keep
+        from landing twice. The rerun's result."""
+        crash_after_write()
         written = self.commits()
         assert self.rows().num_rows == messages
 
-        rerun = (rerun_by or operator).execute(context={})
+        result = rerun()
 
-        assert rerun["settled"]["was"] == "planned" and rerun["settled"]["total_rows"] == messages
+        assert result["settled"]["was"] == "planned" and result["settled"]["total_rows"] == messages
         assert self.commits() == written
         assert_exactly_once(self.rows(), range(messages))
-        return rerun
+        return result

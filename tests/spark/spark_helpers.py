@@ -90,3 +90,37 @@ def run_crashing(monkeypatch: pytest.MonkeyPatch, point: str, run: Callable[[], 
         run()
     monkeypatch.delenv(FAULT_ENV)
     assert isinstance(failure.value, InjectedFault) or job_failure in str(failure.value), failure.value
+
+
+@dataclass(frozen=True)
+class DagRuns:
+    """Runs of a DAG (``dag.test()``) with one run conf, for the ingest's crash points at DAG level."""
+
+    dag: Any
+    conf: dict[str, Any]
+
+    def run(self) -> dict[str, Any]:
+        """A successful run: its tasks' XComs by task id."""
+        from airflow.models.xcom import XComModel
+        from airflow.utils.session import create_session
+
+        run = self.dag.test(run_conf=self.conf)
+        assert str(run.state) == "success", f"{self.dag.dag_id} run {run.run_id} ended {run.state}"
+        with create_session() as session:
+            rows = session.scalars(XComModel.get_many(run_id=run.run_id, key="return_value", dag_ids=self.dag.dag_id))
+            return {row.task_id: XComModel.deserialize_value(row) for row in rows}
+
+    def crash(
+        self, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], point: str, job_failure: str = "Cannot execute"
+    ) -> None:
+        """A run with a failure injected at a crash point: it must fail, of that failure (which the
+        task's log, written to the process's output, names)."""
+        capfd.readouterr()
+        monkeypatch.setenv(FAULT_ENV, point)
+        try:
+            run = self.dag.test(run_conf=self.conf)
+        finally:
+            monkeypatch.delenv(FAULT_ENV)
+        log = "".join(capfd.readouterr())
+        assert str(run.state) == "failed", f"{self.dag.dag_id} run {run.run_id} ended {run.state} with {FAULT_ENV}={point}"
+        assert f"injected failure at {point}" in log or job_failure in log, log[-3000:]

@@ -1,9 +1,11 @@
-"""PulsarToTableOperator writing Delta and Iceberg tables on local Spark, exactly once at every
-crash point of the parquet path (see test_ingest_local.py), with the jars `make` resolves.
+"""DAGs of PulsarToTableOperator writing Delta and Iceberg tables on local Spark, run again and
+again over the same backlog after a crash at every point of the parquet path (see
+test_ingest_local.py): each message lands once. With the jars `make` resolves.
 
 Here each format writes one kind of table (a Delta location, an Iceberg table of a Hadoop
-catalog); test_ingest_lakehouse_cluster.py writes both kinds of each, the Hive metastore's too, at
-the crash the format's own idempotence settles. Tables are read back from their logs and metadata
+catalog; the DAGs are in tests/spark/dags/pulsar_to_lakehouse_dag.py); the operators of
+test_ingest_lakehouse_cluster.py write the Hive metastore's, at the crash the format's own
+idempotence settles. Tables are read back from their logs and metadata
 (lakehouse_tables.py).
 """
 
@@ -16,8 +18,8 @@ import pytest
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
-from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
-from spark_helpers import Catalog, assert_exactly_once, produce_json, run_crashing
+from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries, lakehouse_jars
+from spark_helpers import Catalog, DagRuns, assert_exactly_once, produce_json
 
 # Delta's and Iceberg's behaviour, not the broker's, is the subject here.
 pytestmark = pytest.mark.one_broker
@@ -30,19 +32,35 @@ def admin(pulsar_default: BrokerProcess) -> Iterator[PulsarAdmin]:
 
 
 @pytest.mark.parametrize("kind", ["delta-location", "iceberg-hadoop"])
-def test_a_crash_at_every_point_then_a_rerun_leaves_each_message_once(
-    kind: str, pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch
+def test_a_dag_run_again_after_a_crash_at_every_point_leaves_each_message_once(
+    kind: str,
+    pulsar_default: BrokerProcess,
+    admin: PulsarAdmin,
+    catalog: Catalog,
+    spark_test_dags: object,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     target = LakehouseTable.of(kind, catalog, "crashes")
-    operator = target.operator(catalog, topic_name, "to-lake")
-    crash: Callable[[str], None] = lambda point: run_crashing(monkeypatch, point, lambda: operator.execute(context={}))  # noqa: E731
+    conf = {
+        "topic": topic_name,
+        "subscription": "to-lake",
+        "table": target.table,
+        "lake": str(catalog.warehouse.parent / "lake"),
+        "jars": lakehouse_jars(target.table_format),
+        "warehouse": str(catalog.warehouse),
+        "metastore": str(catalog.metastore),
+    }
+    dag = DagRuns(spark_test_dags.get_dag(f"pulsar_to_{target.table_format}"), conf)  # type: ignore[attr-defined]
+    crash: Callable[[str], None] = lambda point: dag.crash(monkeypatch, capfd, point)  # noqa: E731
     admin.create_partitioned_topic(topic_name, 2)
     produce_json(pulsar_default.service_url, topic_name, 0, 2_000, batch=100)
 
     crash("before-write")
     crash("mid-read")  # the executor fails: the write commits nothing
     assert not target.directory.exists() or target.commits() <= 1  # at most the table's creation
-    rerun = target.crash_after_write_then_rerun(operator, monkeypatch, 2_000)
+    rerun = target.crash_after_write_then_rerun(lambda: crash("after-write"), lambda: dag.run()["ingest"], 2_000)
     assert admin.backlog(topic_name, "to-lake").msg_backlog == 0
     written = target.commits()
 
@@ -51,7 +69,7 @@ def test_a_crash_at_every_point_then_a_rerun_leaves_each_message_once(
     crash("mid-ack")  # settling acknowledges the first partition, then dies
     assert 0 < admin.message_backlog(topic_name, "to-lake").messages < 700
 
-    final = operator.execute(context={})
+    final = dag.run()["ingest"]
 
     assert final["settled"]["was"] == "committed" and final["settled"]["total_rows"] == 700 and final["skipped"] is True
     rows = target.rows()

@@ -14,7 +14,7 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from lakehouse_tables import LakehouseTable
 from spark_cluster import CLUSTER_SPARK, StandaloneCluster
-from spark_helpers import Catalog, produce_json
+from spark_helpers import Catalog, produce_json, run_crashing
 
 # Spark's deploy modes and the table formats, not the broker, are the subject here.
 pytestmark = pytest.mark.one_broker
@@ -64,7 +64,11 @@ def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 2)
         produce_json(pulsar_default.service_url, topic_name, 0, 1_000, batch=100)
-        target.crash_after_write_then_rerun(crashing, monkeypatch, 1_000, unreported, rerun_by)
+        target.crash_after_write_then_rerun(
+            lambda: run_crashing(monkeypatch, "after-write", lambda: crashing.execute(context={}), unreported),
+            lambda: rerun_by.execute(context={}),
+            1_000,
+        )
         assert admin.backlog(topic_name, subscription).msg_backlog == 0
     # Both submits ran on the cluster, one of them with its driver on the worker.
     apps = [app for app in lake_cluster.completed("apps") if app["name"] == f"pulsar-ingest-{subscription}"]

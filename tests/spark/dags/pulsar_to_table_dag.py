@@ -6,6 +6,7 @@ import pendulum
 from airflow.sdk import DAG, task
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA
 
 with DAG("pulsar_to_table", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), catchup=False) as dag:
     ingest = PulsarToTableOperator(
@@ -14,11 +15,11 @@ with DAG("pulsar_to_table", schedule=None, start_date=pendulum.datetime(2024, 1,
         subscription="dag-ingest",
         table="dag_events",
         value_format="json",
-        value_schema="id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP",
+        value_schema=VALUE_SCHEMA,
         max_messages=1_000,
         warehouse_dir="{{ dag_run.conf['warehouse'] }}",
         metastore_dir="{{ dag_run.conf['metastore'] }}",
-        conf={"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
+        conf=LOCAL_SPARK_CONF,
     )
 
     @task
