@@ -21,6 +21,8 @@ from .avro_types import TIMESTAMPS, Avro, logical, type_key, union_branches, wid
 def conform(values: pa.Array, writer: Avro, reader: Avro, target: pa.DataType, path: str = "value") -> pa.Array:
     """``values`` (decoded with ``writer``) as values of ``reader``, of Arrow type ``target``."""
     writer, reader = _unwrap(writer), _unwrap(reader)
+    if isinstance(reader, list) and widened(reader) is not None:  # int|long, float|double: one number
+        return _leaf(values, reader, target)
     if isinstance(reader, list):  # a general union: a struct of members
         return _union(values, writer, reader, target, path)
     if isinstance(writer, list):
