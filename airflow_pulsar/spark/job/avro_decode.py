@@ -27,8 +27,6 @@ from .avro_types import NULL, TIMESTAMPS, Avro, logical, union_branches, widened
 
 # Bytes past the last payload, so that reads of up to this many bytes at any cursor stay in the buffer.
 _PAD = 16
-_VARINT = np.arange(10)
-_VARINT_SHIFTS = (7 * _VARINT).astype(np.uint64)
 # A block of zero-size items (an array of nulls) may not claim more items than this beyond its message's bytes.
 _ZERO_SIZE_ITEMS = 1 << 16
 _SIZES = {NULL: 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8, "bytes": 1, "string": 1}
@@ -79,23 +77,23 @@ class _Datums:
         return self.data[index], self._advance(pos + size, owner)
 
     def _varints(self, pos: Cursors, owner: Cursors) -> tuple[np.ndarray, Cursors]:
-        """Avro's zig-zag varint at each cursor, as int64."""
-        if not len(pos):
-            return np.empty(0, np.int64), pos
-        first = self.data[pos]
-        invalid: np.ndarray | None = None
-        if not (first & 0x80).any():  # all one byte: the common case of small numbers and lengths
-            raw, after = first.astype(np.uint64), pos + 1
-        else:
-            window = self.data[pos[:, None] + _VARINT]
-            more = window >= 0x80
-            length = np.argmin(more, axis=1) + 1
-            invalid = np.asarray(more.all(axis=1))
-            parts = (window & 0x7F).astype(np.uint64) << _VARINT_SHIFTS
-            parts[_VARINT >= length[:, None]] = 0
-            raw, after = parts.sum(axis=1, dtype=np.uint64), pos + length
+        """Avro's zig-zag varint at each cursor, as int64. Byte k is read only for the cursors whose
+        byte k-1 said more follows: small numbers, the most common, cost one pass."""
+        byte = self.data[pos]
+        raw = (byte & 0x7F).astype(np.uint64)
+        length = np.ones(len(pos), np.int64)
+        longer = np.flatnonzero(byte & 0x80)
+        for shift in range(7, 70, 7):
+            if not longer.size:
+                break
+            byte = self.data[pos[longer] + length[longer]]
+            raw[longer] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+            length[longer] += 1
+            longer = longer[(byte & 0x80) != 0]
+        invalid = np.zeros(len(pos), bool)
+        invalid[longer] = True  # still more after ten bytes: not a varint
         values = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
-        return values, self._advance(after, owner, invalid)
+        return values, self._advance(pos + length, owner, invalid if longer.size else None)
 
     # ---- types ----
 

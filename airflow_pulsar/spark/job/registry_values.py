@@ -75,18 +75,21 @@ class AvroValues:
         count = len(values)
         payloads = pa.array(values, pa.binary())
         present = ~np.asarray(payloads.is_null())  # a null value (a tombstone) has no fields
-        # The distinct versions, and which one each message has: dictionary-encoded in C.
-        encoded = pa.array(versions, pa.binary()).dictionary_encode()
-        version_of = np.asarray(encoded.indices)
+        distinct = set(versions)
+        if len(distinct) == 1:  # the usual batch: one version
+            groups = [(distinct.pop(), np.flatnonzero(present))]
+        else:  # which version each message has, dictionary-encoded in C
+            encoded = pa.array(versions, pa.string()).dictionary_encode()
+            version_of = np.asarray(encoded.indices)
+            groups = [(raw, np.flatnonzero((version_of == code) & present)) for code, raw in enumerate(encoded.dictionary.to_pylist())]
         parts: list[tuple[np.ndarray, pa.Array]] = []
         bad_rows: list[np.ndarray] = []
-        for code, raw_version in enumerate(encoded.dictionary.to_pylist()):
-            rows = np.flatnonzero((version_of == code) & present)
+        for raw_version, rows in groups:
             if not rows.size:
                 continue
-            version = schema_version_number(raw_version.decode("latin-1"))
+            version = schema_version_number(raw_version)
             writer = self.schema.record if version < 0 or version == self.schema.version else self._writers(version)
-            datums, bad = decode_datums(payloads.take(pa.array(rows)), writer)
+            datums, bad = decode_datums(payloads if rows.size == count else payloads.take(pa.array(rows)), writer)
             if bad.any():
                 bad_rows.append(rows[bad])
                 datums = datums.take(pa.array(np.arange(len(rows)), mask=bad))  # nothing of a bad datum is kept
