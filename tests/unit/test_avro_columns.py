@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 import airflow_pulsar.client.schema as ours
+from airflow_pulsar.spark.job.avro_decode import decode_datums
 from airflow_pulsar.spark.job.avro_types import parse_definition, value_ddl, value_struct
 from airflow_pulsar.spark.job.columns import CORRUPT_RECORD
 from airflow_pulsar.spark.job.registry_values import AvroValues, RegistryJsonValues
@@ -292,3 +293,18 @@ def test_json_schema_values_parse_into_the_schemas_columns() -> None:
     assert columns["tags"].to_pylist()[2] == ["a", "a"]
     assert columns["when"].to_pylist()[3] == datetime.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=datetime.timezone.utc)
     assert columns[CORRUPT_RECORD].to_pylist() == [None, None, None, None, "not json"]
+
+
+def test_arrays_in_several_blocks_and_sized_blocks_decode() -> None:
+    # Writers may split an array into blocks; a negative count is followed by the block's size in bytes.
+    # [1, 2, 3] as a block of 2 (sized: -2, 2 bytes) and a block of 1; then [] and [-1] in one block each.
+    zigzag = {1: b"\x02", 2: b"\x04", 3: b"\x06", -1: b"\x01", -2: b"\x03"}
+    payloads = [
+        zigzag[-2] + zigzag[2] + zigzag[1] + zigzag[2] + zigzag[1] + zigzag[3] + b"\x00",
+        b"\x00",
+        zigzag[1] + zigzag[-1] + b"\x00",
+        zigzag[3] + zigzag[1] + b"\x00",  # claims 3 items, holds 1
+    ]
+    values, bad = decode_datums(pa.array(payloads, pa.binary()), {"type": "array", "items": "long"})
+    assert values.to_pylist()[:3] == [[1, 2, 3], [], [-1]]
+    assert bad.tolist() == [False, False, False, True]

@@ -18,8 +18,6 @@ non-null branch (``member0``, ...), null where another branch was chosen.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pyarrow as pa
 
@@ -32,7 +30,6 @@ _ZERO_SIZE_ITEMS = 1 << 16
 _SIZES = {NULL: 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8, "bytes": 1, "string": 1}
 
 Cursors = np.ndarray  # int64 positions in the buffer (or indices of messages: ``owner``)
-ItemReader = Callable[[Cursors, Cursors], tuple[pa.Array, Cursors]]
 
 
 def decode_datums(payloads: pa.BinaryArray, schema: Avro) -> tuple[pa.Array, np.ndarray]:
@@ -184,18 +181,14 @@ class _Datums:
 
     def _blocks(self, schema: dict, pos: Cursors, owner: Cursors) -> tuple[pa.Array, Cursors]:
         """An array or a map: blocks of items, each block a count (negative: followed by its byte size)."""
-        if schema["type"] == "array":
-            item: Avro = schema["items"]
-            read_item: ItemReader = lambda p, o: self.read(item, p, o)  # noqa: E731
-            item_size = _min_size(item)
-        else:
-            item = {
-                "type": "record",
-                "name": "entry",
-                "fields": [{"name": "key", "type": "string"}, {"name": "value", "type": schema["values"]}],
-            }
-            read_item = lambda p, o: self.read(item, p, o)  # noqa: E731
-            item_size = _min_size(item)
+        # A map's items are (key, value) records.
+        map_entry = {
+            "type": "record",
+            "name": "entry",
+            "fields": [{"name": "key", "type": "string"}, {"name": "value", "type": schema.get("values")}],
+        }
+        item: Avro = schema["items"] if schema["type"] == "array" else map_entry
+        item_size = _min_size(item)
         count = len(pos)
         pos = pos.copy()
         items = np.zeros(count, np.int64)
@@ -221,14 +214,15 @@ class _Datums:
                 reading = reading[left[reading] > 0]  # a block of 0 items ends the array
                 if not reading.size:
                     break
-            values, pos[reading] = read_item(pos[reading], owner[reading])
+            values, pos[reading] = self.read(item, pos[reading], owner[reading])
             rounds.append(values)
             readers.append(reading)
             items[reading] += 1
             left[reading] -= 1
         # Rounds hold each reader's items in order: a stable sort by reader puts each list together.
         order = np.argsort(np.concatenate(readers), kind="stable") if readers else np.empty(0, np.int64)
-        values = pa.concat_arrays(rounds).take(pa.array(order)) if rounds else read_item(np.empty(0, np.int64), np.empty(0, np.int64))[0]
+        none = np.empty(0, np.int64)
+        values = pa.concat_arrays(rounds).take(pa.array(order)) if rounds else self.read(item, none, none)[0]
         offsets = pa.array(np.concatenate([[0], np.cumsum(items)]).astype(np.int32))
         if schema["type"] == "array":
             return pa.ListArray.from_arrays(offsets, values), pos
