@@ -163,6 +163,10 @@ def test_an_avro_topic_lands_as_typed_columns_and_a_second_version_adds_a_column
     assert pa.types.is_struct(schema.field("address").type) and schema.field("coupon").type == pa.string()
     assert "value" not in schema.names
     check_versions(by_id(rows), nested_zip=False)  # the Hive table keeps address as it was created
+    # OpenLineage: the table's schema facet lists the columns the registry gave.
+    table = operator.get_openlineage_facets_on_complete(None).outputs[0]
+    columns = {field.name: field.type for field in table.facets["schema"].fields}
+    assert columns["coupon"] == "STRING" and columns["address"] == "STRUCT<`city`: STRING>" and "value" not in columns
     print(f"parquet: two typed runs in {seconds:.1f} s")
 
 
