@@ -37,7 +37,8 @@ def conform(values: pa.Array, writer: Avro, reader: Avro, target: pa.DataType, p
     if pa.types.is_map(target):
         keys, items = _map_children(values)
         items = conform(items, writer["values"], reader["values"], target.item_type, f"{path}{{}}")
-        return pa.MapArray.from_arrays(_offsets(values), _leaf(keys, "string", target.key_type), items, type=target, mask=_nulls(values))
+        maps = pa.MapArray.from_arrays(_offsets(values), _leaf(keys, "string", target.key_type), items, type=target)
+        return _null_where(maps, values)
     return _leaf(values, reader, target)
 
 
@@ -118,6 +119,13 @@ def _leaf(values: pa.Array, reader: Avro, target: pa.DataType) -> pa.Array:
 
 def _nulls(values: pa.Array) -> pa.Array | None:
     return values.is_null() if values.null_count else None
+
+
+def _null_where(array: pa.Array, like: pa.Array) -> pa.Array:
+    """``array`` with nulls where ``like`` has them (pyarrow 15 builds no map with a mask)."""
+    if not like.null_count:
+        return array
+    return array.take(pa.array(np.arange(len(array)), mask=np.asarray(like.is_null())))
 
 
 def _offsets(values: pa.Array) -> pa.Array:
