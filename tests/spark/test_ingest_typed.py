@@ -17,6 +17,7 @@ to one behaviour by the interop tier, and every run here costs a spark-submit.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -124,8 +125,9 @@ def check_versions(rows: dict[int, dict[str, Any]], nested_zip: bool) -> None:
 
 
 @pytest.fixture
-def admin(pulsar_default: BrokerProcess) -> PulsarAdmin:
-    return PulsarAdmin(pulsar_default.web_url)
+def admin(pulsar_default: BrokerProcess) -> Iterator[PulsarAdmin]:
+    with PulsarAdmin(pulsar_default.web_url) as client:
+        yield client
 
 
 def ingest_twice(
@@ -197,7 +199,7 @@ def test_lakehouse_tables_take_the_new_columns_nested_ones_too(
 
 
 def test_a_topic_without_a_record_schema_is_refused_before_spark_runs(
-    pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str
+    pulsar_default: BrokerProcess, catalog: Catalog, topic_name: str
 ) -> None:
     def ingest(topic: str) -> None:
         PulsarToTableOperator(
