@@ -11,7 +11,9 @@ OpenLineage provider's listener, when it is installed and enabled) build their a
   path), with a ``TABLE`` symlink to ``database.table`` (in ``hive://host:port`` when the Spark
   configuration names a metastore service). Without a known warehouse it is the Hive table
   itself; without either, the table is left out (the location is the cluster's to decide).
-  It carries the schema of the rows the job writes and, on completion, the rows it wrote.
+  It carries the schema of the rows the job writes and, on completion, the rows it wrote. With
+  ``value_format="schema"`` the value's columns come from the topics' registry when the job is
+  submitted: the schema on start lists the other columns, the one on completion all of them.
 
 Nothing here runs unless the OpenLineage provider calls the operators' methods.
 """
@@ -110,7 +112,8 @@ def lineage(inputs: Sequence[Any] = (), outputs: Sequence[Any] = ()) -> Operator
 
 
 def table_schema(table_format: str, value_format: str, value_schema: str | None) -> SchemaDatasetFacet:
-    """The columns an ingest writes (see :mod:`airflow_pulsar.spark.job.columns`) as a schema facet.
+    """The columns an ingest writes (see :mod:`airflow_pulsar.spark.job.columns`) as a schema facet;
+    ``value_schema`` is the DDL of the value's fields (for ``schema`` values, the registry's when known).
 
     A csv table holds no struct or map: the job stores the message id as three columns and the
     properties as JSON text (``write.storable``), and the facet says so.
@@ -150,9 +153,10 @@ def _location(warehouse: str, database: str, table: str) -> tuple[str, str]:
     return namespace, f"{directory}/{table}"
 
 
-def table_output(write: TableWrite, rows: int | None = None) -> OutputDataset | None:
+def table_output(write: TableWrite, rows: int | None = None, value_columns: str | None = None) -> OutputDataset | None:
     """The table an ingest writes, with its schema and (when known) the rows written; None where
-    the Spark configuration tells neither its warehouse nor its metastore, or for another catalog."""
+    the Spark configuration tells neither its warehouse nor its metastore, or for another catalog.
+    ``value_columns`` are the value's columns a ``schema`` run read from the registry."""
     from airflow.providers.common.compat.openlineage.facet import (
         Identifier,
         OutputDataset,
@@ -166,7 +170,7 @@ def table_output(write: TableWrite, rows: int | None = None) -> OutputDataset | 
     conf = write.conf or {}
     metastore = _metastore(conf)
     warehouse = write.warehouse_dir or conf.get("spark.sql.warehouse.dir")
-    facets: dict[str, Any] = {"schema": table_schema(write.table_format, write.value_format, write.value_schema)}
+    facets: dict[str, Any] = {"schema": table_schema(write.table_format, write.value_format, value_columns or write.value_schema)}
     if warehouse:
         namespace, name = _location(str(warehouse), database, table)
         symlink = Identifier(namespace=metastore or name.rpartition("/")[0], name=f"{database}.{table}", type="TABLE")
@@ -190,5 +194,6 @@ def written_rows(summary: Mapping[str, Any]) -> int | None:
 def ingest_lineage(write: TableWrite, summary: Mapping[str, Any] | None = None) -> OperatorLineage:
     """Topics in, table out (with the rows written, from the run's ``summary`` when given)."""
     inputs = topic_inputs(cluster_of(write.pulsar_conn_id), topic_names(write.topics))
-    output = table_output(write, written_rows(summary) if summary is not None else None)
+    value_columns = summary.get("value_columns") if summary is not None else None
+    output = table_output(write, written_rows(summary) if summary is not None else None, value_columns)
     return lineage(inputs, [output] if output is not None else [])

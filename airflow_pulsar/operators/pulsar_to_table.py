@@ -38,10 +38,12 @@ from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan
 from airflow_pulsar.spark.job.records import ACKED, COMMITTED, PLANNED, PlanRecord
 from airflow_pulsar.spark.job.spec import (
     CLIENT_SETTINGS,
+    VALUE_SCHEMA,
     IngestJobSpec,
     check_formats,
     check_table_name,
 )
+from airflow_pulsar.spark.job.topic_schema import TopicSchema, registered_schema
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
@@ -103,7 +105,10 @@ class PulsarToTableOperator(TemplatedArguments):
     :param table_catalog: For ``iceberg``, the properties of the catalog a ``catalog.database.name``
         table names (e.g. ``{"type": "hadoop", "warehouse": "/data/lake"}``, values templated); None
         when ``conf`` configures it (``spark.sql.catalog.<catalog>...``).
-    :param value_format: ``bytes`` (default), ``string`` (UTF-8) or ``json``.
+    :param value_format: ``bytes`` (default), ``string`` (UTF-8), ``json``, or ``schema``: the
+        fields of the topics' registered AVRO or JSON schema become typed columns (records become
+        structs), read from the admin API at each submit; messages of older schema versions are
+        read with their version, and a version's new fields become new nullable columns of the table.
     :param value_schema: For ``json`` values, the fields as a DDL string, e.g. ``"id BIGINT, name STRING"``.
     :param max_messages: At most this many messages per run, shared evenly by the partitions;
         whole entries (batches) only, at least one per partition. None: the whole backlog.
@@ -271,6 +276,8 @@ class PulsarToTableOperator(TemplatedArguments):
         outcome = self._write(context, hook, plan, plan_log)
         self._acknowledge(hold, plan_log, plan, outcome)
         self._run_summary = {**_summary(plan, outcome), "skipped": False, "settled": settled}
+        if self.value_format == VALUE_SCHEMA:
+            self._run_summary["value_columns"] = self._value_columns
         return self._run_summary
 
     def _settle(
@@ -308,6 +315,7 @@ class PulsarToTableOperator(TemplatedArguments):
     def _write(self, context: Context, hook: PulsarHook, plan: IngestPlan, plan_log: PlanLog) -> BatchOutcome:
         """Submit the Spark job for ``plan`` and return what it reported."""
         config = hook.config
+        topic_schema = self._topic_schema(hook, plan) if self.value_format == VALUE_SCHEMA else None
         spec = IngestJobSpec(
             plan=plan,
             plan_topic=plan_log.topic,
@@ -317,6 +325,7 @@ class PulsarToTableOperator(TemplatedArguments):
             value_schema=self.value_schema,
             read_timeout_seconds=self.read_timeout_seconds,
             client_settings={k: v for k, v in config.client_kwargs().items() if k in CLIENT_SETTINGS},
+            topic_schema=topic_schema,
         )
         self.log.info("Submitting the Spark job for batch %s (%d ranges) to write %s.", plan.batch_id, len(plan.ranges), plan.table)
         self._submit(context, spec.to_json(), config.token)
@@ -333,6 +342,13 @@ class PulsarToTableOperator(TemplatedArguments):
         for topic, rows in outcome.rows.items():
             self.log.info("Batch %s wrote %d rows of %s.", plan.batch_id, rows, topic)
         return outcome
+
+    def _topic_schema(self, hook: PulsarHook, plan: IngestPlan) -> TopicSchema:
+        """The topics' newest registered schema, read after planning: every planned message was written with it or an older version."""
+        schema = registered_schema(hook.get_admin(), list(dict.fromkeys(part.source_topic for part in plan.partitions)))
+        self.log.info("Value columns from the %s schema version %d: %s", schema.kind, schema.version, schema.value_ddl())
+        self._value_columns = schema.value_ddl()
+        return schema
 
     def _acknowledge(self, hold: SubscriptionHold, plan_log: PlanLog, plan: IngestPlan, outcome: BatchOutcome) -> None:
         """Acknowledge every partition through the batch's end, then record it."""

@@ -10,15 +10,16 @@ Every row is one message::
 
 With JSON values the value's fields (given as a DDL string) take the place of ``value``, and a
 message that does not parse as a JSON object of those fields keeps its text in
-``_corrupt_record`` (Spark's name for it) with the fields left null. ``batch_id`` comes last: it
-is the table's partition column.
+``_corrupt_record`` (Spark's name for it) with the fields left null. With ``schema`` values the
+fields of the topic's registered schema take that place, decoded by a :class:`ValueDecoder`
+(:mod:`.registry_values`). ``batch_id`` comes last: it is the table's partition column.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +27,7 @@ import pyarrow.json as pa_json
 
 from airflow_pulsar.client.consumer import MessageFields
 
-from .spec import VALUE_BYTES, VALUE_JSON, VALUE_STRING, check_value_schema
+from .spec import VALUE_BYTES, VALUE_JSON, VALUE_SCHEMA, VALUE_STRING, check_value_schema
 
 CORRUPT_RECORD = "_corrupt_record"
 BATCH_ID = "batch_id"
@@ -38,61 +39,119 @@ _META_DDL = (
 
 
 def row_ddl(value_format: str, value_schema: str | None = None) -> str:
-    """The DDL of the rows for a value format (JSON: with the value's fields in place of ``value``)."""
+    """The DDL of the rows for a value format (JSON and schema values: with the value's fields, a
+    DDL field list, in place of ``value``; for schema values without them when not known yet)."""
     if value_format == VALUE_BYTES:
         value = "value BINARY"
     elif value_format == VALUE_STRING:
         value = "value STRING"
-    elif value_format == VALUE_JSON:
+    elif value_format == VALUE_JSON or (value_format == VALUE_SCHEMA and value_schema):
         check_value_schema(value_schema or "")
         value = f"{value_schema}, {CORRUPT_RECORD} STRING"
+    elif value_format == VALUE_SCHEMA:
+        value = f"{CORRUPT_RECORD} STRING"
     else:
         raise ValueError(f"unknown value format {value_format!r}")
     return f"key STRING, {value}, {_META_DDL}"
 
 
-def json_parse_schema(target: pa.Schema) -> pa.Schema:
-    """The schema pyarrow's JSON reader parses with: dates are read as text and cast afterwards.
+def json_parse_schema(target: pa.Schema, numeric_times: bool = False) -> pa.Schema:
+    """The schema pyarrow's JSON reader parses with: dates are read as text and cast afterwards,
+    or with ``numeric_times`` (JSON schemas of a registry, which write them as numbers) dates and
+    timestamps are read as integers.
 
     Raises ValueError for types the reader cannot produce (maps)."""
-    return pa.schema([pa.field(f.name, _parse_type(f.type, f.name), f.nullable) for f in target])
+    return pa.schema([pa.field(f.name, _parse_type(f.type, f.name, numeric_times), f.nullable) for f in target])
 
 
-def _parse_type(kind: pa.DataType, name: str) -> pa.DataType:
+def _parse_type(kind: pa.DataType, name: str, numeric_times: bool) -> pa.DataType:
+    if numeric_times and (pa.types.is_date(kind) or pa.types.is_timestamp(kind)):
+        return pa.int64()
     if pa.types.is_date(kind):
         return pa.string()
     if pa.types.is_map(kind):
         raise ValueError(f"JSON field {name!r}: MAP types cannot be decoded from JSON; declare a STRUCT")
     if pa.types.is_struct(kind):
-        return pa.struct([pa.field(f.name, _parse_type(f.type, f"{name}.{f.name}"), f.nullable) for f in kind])
+        return pa.struct([pa.field(f.name, _parse_type(f.type, f"{name}.{f.name}", numeric_times), f.nullable) for f in kind])
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return pa.list_(pa.field(kind.value_field.name, _parse_type(kind.value_type, name), kind.value_field.nullable))
+        value = kind.value_field
+        return pa.list_(pa.field(value.name, _parse_type(kind.value_type, name, numeric_times), value.nullable))
     return kind
+
+
+class ValueDecoder(Protocol):
+    """Turns message values into the value's columns and ``_corrupt_record``."""
+
+    @property
+    def versioned(self) -> bool:
+        """Whether it reads each message's schema version."""
+        ...
+
+    def decode(self, values: Sequence[bytes | None], versions: Sequence[str]) -> dict[str, pa.Array]:
+        """The value columns (by name) and ``_corrupt_record`` of the values; ``versions`` holds each
+        message's ``schema_version()`` when the decoder is ``versioned``."""
+        ...
+
+
+class JsonValues:
+    """JSON object values parsed into the fields of a DDL (``value_format="json"``)."""
+
+    versioned = False
+
+    def __init__(self, fields: pa.Schema) -> None:
+        self.fields = fields
+        self._parse = json_parse_schema(fields)
+
+    def decode(self, values: Sequence[bytes | None], versions: Sequence[str]) -> dict[str, pa.Array]:
+        table, corrupt = decode_json(values, self.fields, self._parse)
+        columns = {name: table.column(name).combine_chunks() for name in self.fields.names}
+        columns[CORRUPT_RECORD] = corrupt
+        return columns
 
 
 class RowBatchBuilder:
     """Collects messages of one topic partition and turns them into an Arrow record batch of the
-    row schema (``arrow_schema``, exactly what Spark expects for the data source's schema)."""
+    row schema (``arrow_schema``, exactly what Spark expects for the data source's schema).
 
-    def __init__(self, arrow_schema: pa.Schema, value_format: str, source_topic: str, partition: int, batch_id: str):
+    JSON values are parsed by a :class:`JsonValues` of the schema's fields; schema values need a
+    ``decoder``.
+    """
+
+    def __init__(
+        self,
+        arrow_schema: pa.Schema,
+        value_format: str,
+        source_topic: str,
+        partition: int,
+        batch_id: str,
+        decoder: ValueDecoder | None = None,
+    ):
         self.schema = arrow_schema
         self.value_format = value_format
         self.source_topic = source_topic
         self.partition = partition
         self.batch_id = batch_id
-        self._value_fields = _value_fields(arrow_schema) if value_format == VALUE_JSON else None
-        self._json_parse = json_parse_schema(self._value_fields) if self._value_fields is not None else None
+        if decoder is None and value_format == VALUE_JSON:
+            decoder = JsonValues(value_fields(arrow_schema))
+        if decoder is None and value_format == VALUE_SCHEMA:
+            raise ValueError("value_format 'schema' needs a decoder of the topic's schema")
+        self._decoder = decoder
+        #: Whether ``add`` wants each message's schema version.
+        self.versioned = decoder is not None and decoder.versioned
         self._reset()
 
     def _reset(self) -> None:
         self._rows: list[MessageFields] = []
+        self._versions: list[str] = []
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def add(self, fields: MessageFields) -> None:
-        """Append one message, given as its ``Message.fields()``."""
+    def add(self, fields: MessageFields, schema_version: str = "") -> None:
+        """Append one message, given as its ``Message.fields()`` (and its ``schema_version()`` when ``versioned``)."""
         self._rows.append(fields)
+        if self.versioned:
+            self._versions.append(schema_version)
 
     def build(self) -> pa.RecordBatch:
         """The collected rows as one record batch; the builder starts empty again.
@@ -103,11 +162,12 @@ class RowBatchBuilder:
         # Each field of MessageFields across the rows, by name.
         field = dict(zip(MessageFields._fields, zip(*self._rows, strict=True), strict=True))
         keys, values, properties = field["partition_key"], field["value"], field["properties"]
+        versions = self._versions
         self._reset()
         schema = self.schema
         columns: dict[str, pa.Array] = {"key": _null_if(pa.array(keys, pa.string()), "")}
-        if self._value_fields is not None:
-            columns.update(self._json_columns(values))
+        if self._decoder is not None:
+            columns.update(self._decoder.decode(values, versions))
         elif self.value_format == VALUE_STRING:
             columns["value"] = _utf8(values)
         else:
@@ -133,15 +193,9 @@ class RowBatchBuilder:
         )
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 
-    def _json_columns(self, values: Sequence[bytes | None]) -> dict[str, pa.Array]:
-        assert self._value_fields is not None and self._json_parse is not None
-        table, corrupt = decode_json(values, self._value_fields, self._json_parse)
-        columns = {name: table.column(name).combine_chunks() for name in self._value_fields.names}
-        columns[CORRUPT_RECORD] = corrupt
-        return columns
 
-
-def _value_fields(schema: pa.Schema) -> pa.Schema:
+def value_fields(schema: pa.Schema) -> pa.Schema:
+    """The value's fields of a row schema: those between ``key`` and ``_corrupt_record``."""
     names = schema.names
     first, last = names.index("key") + 1, names.index(CORRUPT_RECORD)
     return pa.schema([schema.field(i) for i in range(first, last)])

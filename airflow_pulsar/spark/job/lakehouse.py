@@ -34,8 +34,9 @@ def delta_app_id(subscription: str, table: str) -> str:
     return f"airflow-pulsar/{subscription}/{table}"
 
 
-def write_delta(rows: DataFrame, spec: IngestJobSpec) -> None:
-    """Write the batch's partition of a Delta table (a catalog table, or a location) as one transaction version."""
+def write_delta(rows: DataFrame, spec: IngestJobSpec, merge_schema: bool = False) -> None:
+    """Write the batch's partition of a Delta table (a catalog table, or a location) as one transaction
+    version; with ``merge_schema`` the commit also adds the rows' new columns to the table."""
     plan = spec.plan
     writer = (
         rows.write.format("delta")
@@ -45,6 +46,8 @@ def write_delta(rows: DataFrame, spec: IngestJobSpec) -> None:
         .option("txnAppId", delta_app_id(plan.subscription, plan.table))
         .option("txnVersion", str(plan.sequence))
     )
+    if merge_schema:
+        writer = writer.option("mergeSchema", "true")
     if is_table_path(plan.table):
         writer.save(plan.table)
     else:

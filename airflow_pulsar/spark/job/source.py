@@ -19,9 +19,10 @@ from pyspark.sql.types import StructType
 
 from airflow_pulsar.client import Client, Timeout
 
-from .columns import RowBatchBuilder, row_ddl
+from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
 from .faults import inject
 from .plan import ReadRange
+from .registry_values import registry_decoder
 from .spec import IngestJobSpec
 
 # pyspark 4.3 asks for the zone of timestamps (``timezone=``); 4.0 to 4.2 take a flag for UTC
@@ -63,7 +64,10 @@ class PulsarRangesDataSource(DataSource):
         self.spec = IngestJobSpec.from_json(options["spec"])
 
     def schema(self) -> str:
-        return row_ddl(self.spec.value_format, self.spec.value_schema)
+        spec = self.spec
+        if spec.topic_schema is not None:
+            return row_ddl(spec.value_format, spec.topic_schema.value_ddl())
+        return row_ddl(spec.value_format, spec.value_schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return PulsarRangesReader(self.spec, schema)
@@ -92,14 +96,20 @@ class PulsarRangesReader(DataSourceReader):
         assert isinstance(partition, RangePartition)
         spec = self.spec
         read_range = partition.read_range
+        client = _client(spec)
+        rows = arrow_schema(self.schema)
+        decoder: ValueDecoder | None = None
+        if spec.topic_schema is not None:
+            decoder = registry_decoder(spec.topic_schema, value_fields(rows), client, read_range.topic)
         builder = RowBatchBuilder(
-            arrow_schema(self.schema),
+            rows,
             spec.value_format,
             spec.plan.partition(read_range.topic).source_topic,
             read_range.partition,
             spec.plan.batch_id,
+            decoder,
         )
-        for batch in read_range_batches(_client(spec), read_range, builder, spec.read_timeout_seconds):
+        for batch in read_range_batches(client, read_range, builder, spec.read_timeout_seconds):
             yield batch
             if partition.index == 0:
                 inject("mid-read")
@@ -129,6 +139,7 @@ def read_range_batches(
         read_range.topic, read_range.after.message_id(read_range.partition), receiver_queue_size=READER_QUEUE_SIZE
     )
     taken = 0
+    versioned = builder.versioned
     try:
         while True:
             try:
@@ -150,7 +161,7 @@ def read_range_batches(
             # An entry is taken whole: stop before one that would overrun the budget.
             if budget is not None and index <= 0 and taken and taken + max(message.message_id().batch_size(), 1) > budget:
                 break
-            builder.add(fields)
+            builder.add(fields, message.schema_version() if versioned else "")
             taken += 1
             if taken % ROWS_PER_BATCH == 0:
                 yield builder.build()

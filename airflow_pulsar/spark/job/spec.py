@@ -16,6 +16,7 @@ from typing import Any
 from airflow_pulsar.client import AuthenticationToken, Client
 
 from .plan import IngestPlan
+from .topic_schema import TopicSchema
 
 TOKEN_ENV = "AIRFLOW_PULSAR_TOKEN"
 
@@ -28,9 +29,11 @@ TABLE_FORMATS = (*FILE_FORMATS, *JAR_FORMATS)
 VALUE_BYTES = "bytes"
 VALUE_STRING = "string"
 VALUE_JSON = "json"
-VALUE_FORMATS = (VALUE_BYTES, VALUE_STRING, VALUE_JSON)
+# The value's columns come from the topic's registered AVRO or JSON schema (see topic_schema.py).
+VALUE_SCHEMA = "schema"
+VALUE_FORMATS = (VALUE_BYTES, VALUE_STRING, VALUE_JSON, VALUE_SCHEMA)
 
-# The columns every row has besides the value (see columns.py); JSON value fields may not reuse them.
+# The columns every row has besides the value (see columns.py); value fields may not reuse them.
 ROW_COLUMNS = frozenset(
     {
         "key",
@@ -58,7 +61,8 @@ CLIENT_SETTINGS = (
 
 @dataclass(frozen=True)
 class IngestJobSpec:
-    """The batch to write and how: plan, broker, table format and how message values are decoded."""
+    """The batch to write and how: plan, broker, table format and how message values are decoded
+    (for ``schema`` values, with ``topic_schema``, the topics' schema the operator read)."""
 
     plan: IngestPlan
     plan_topic: str
@@ -68,9 +72,14 @@ class IngestJobSpec:
     value_schema: str | None = None
     read_timeout_seconds: float = 120.0
     client_settings: dict[str, Any] = field(default_factory=dict)
+    topic_schema: TopicSchema | None = None
 
     def __post_init__(self) -> None:
         check_formats(self.table_format, self.value_format, self.value_schema)
+        if (self.value_format == VALUE_SCHEMA) != (self.topic_schema is not None):
+            raise ValueError("a job spec has topic_schema exactly when value_format is 'schema'")
+        if self.topic_schema is not None:
+            check_value_schema(self.topic_schema.value_ddl())
         check_table_name(self.plan.table, self.table_format)
         unknown = set(self.client_settings) - set(CLIENT_SETTINGS)
         if unknown:
@@ -87,6 +96,7 @@ class IngestJobSpec:
                 "value_schema": self.value_schema,
                 "read_timeout_seconds": self.read_timeout_seconds,
                 "client_settings": self.client_settings,
+                "topic_schema": self.topic_schema.to_dict() if self.topic_schema is not None else None,
             },
             separators=(",", ":"),
         )
@@ -103,6 +113,7 @@ class IngestJobSpec:
             value_schema=body.get("value_schema"),
             read_timeout_seconds=float(body["read_timeout_seconds"]),
             client_settings=dict(body.get("client_settings") or {}),
+            topic_schema=TopicSchema.from_dict(body["topic_schema"]) if body.get("topic_schema") else None,
         )
 
     def client(self) -> Client:
@@ -144,15 +155,17 @@ def check_formats(table_format: str, value_format: str, value_schema: str | None
         raise ValueError(f"value_schema is only used with value_format 'json', not {value_format!r}")
     if table_format == "csv" and value_format == VALUE_BYTES:
         raise ValueError("the csv format cannot hold binary values; use value_format 'string' or 'json'")
+    if table_format == "csv" and value_format == VALUE_SCHEMA:
+        raise ValueError("the csv format cannot hold the struct, array and map columns a schema gives; use another format")
     if value_schema is not None:
         check_value_schema(value_schema)
 
 
 def check_value_schema(value_schema: str) -> None:
-    """JSON value fields become columns next to the ones every row has: no name may be taken twice."""
+    """Value fields (JSON's, a schema's) become columns next to the ones every row has: no name may be taken twice."""
     clashes = sorted(ROW_COLUMNS & set(top_level_names(value_schema)))
     if clashes:
-        raise ValueError(f"value_schema fields {clashes} clash with the columns every row has: rename them")
+        raise ValueError(f"value fields {clashes} clash with the columns every row has: rename them")
 
 
 def top_level_names(ddl: str) -> list[str]:

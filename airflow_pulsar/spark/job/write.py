@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .columns import BATCH_ID
+from .evolution import follow_rows
 from .faults import inject
 from .lakehouse import read_table, write_delta, write_iceberg
 from .plan import BatchOutcome, Position
@@ -78,9 +79,10 @@ def write_batch(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
     rows = storable(spark.read.format(PulsarRangesDataSource.name()).option("spec", spec.to_json()).load(), spec.table_format)
     if not is_table_path(plan.table):
         ensure_table(spark, plan.table, rows, spec.table_format)
+    rows, merge_schema = follow_rows(spark, spec, rows)
     log.info("writing batch %s: %d ranges of %d partitions into %s", plan.batch_id, len(plan.ranges), len(plan.partitions), plan.table)
     if spec.table_format == "delta":
-        write_delta(rows, spec)
+        write_delta(rows, spec, merge_schema)
     elif spec.table_format == "iceberg":
         write_iceberg(spark, rows, spec)
     else:
