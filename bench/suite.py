@@ -45,7 +45,9 @@ def spark_ingest_rows(messages: int, repeat: int) -> list[dict[str, Any]]:
         raise RuntimeError(f"{script.name} failed:\n{run.stderr[-3000:]}")
     result = json.loads((RESULTS / "spark_ingest.json").read_text())
     return [{"figure": f"spark ingest {messages} JSON messages, rows/s (official column: in-memory source)",
-             "official": result["baseline_rows_per_s"], "ours": result["ours_rows_per_s"], "detail": result}]
+             "official": result["baseline_rows_per_s"], "ours": result["ours_rows_per_s"], "detail": result},
+            {"figure": f"spark ingest {messages} JSON messages, rows/s (official column: Python consumer loop)",
+             "official": result["python_loop_rows_per_s"], "ours": result["ours_rows_per_s"]}]
 
 # name -> (quick, full) runs; each returns rows {"figure", "official", "ours", ...}.
 SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[dict[str, Any]]]]] = {
@@ -76,8 +78,10 @@ def target(row: dict[str, Any]) -> tuple[str, bool] | None:
     if figure.startswith("broker publish") and "fsync on" in figure:
         floor = 300_000 if "batching on" in figure else 20_000
         return f">= {floor:,} msg/s", max(ours, row["official"]) >= floor
+    if figure.startswith("spark ingest") and "Python consumer loop" in figure:
+        return ">= 3x the loop", ours >= 3 * row["official"]
     if figure.startswith("spark ingest"):
-        return ">= 0.5x in-memory source", ours >= 0.5 * row["official"]
+        return ">= 0.8x in-memory source", ours >= 0.8 * row["official"]
     if "p99" in figure:
         return "< 20 ms", ours < 20
     if "bound" in row:
