@@ -68,8 +68,10 @@ def pytest_configure(config: pytest.Config) -> None:
 CLUSTER_TIER = "tests/cluster/"
 
 
-# A broker kind in a test id's parameters, e.g. "[pulsar-deferred]" or "[3-embedded]".
-_KIND_IN_ID = re.compile(r"[\[-](embedded|pulsar)[\]-]")
+# A broker kind in a test id's parameters, e.g. "[pulsar-deferred]": pytest_generate_tests
+# parametrizes it first, so it leads the id. Elsewhere it is part of another parameter, as in
+# "[topics-admin-url-is-pulsar]", whose module would otherwise be split and set up twice.
+_KIND_IN_ID = re.compile(r"\[(embedded|pulsar)[\]-]")
 
 
 def worker_scope(nodeid: str) -> str:
