@@ -33,6 +33,11 @@ CLUSTER_SPARK: dict[str, Any] = {
 }
 
 
+# The operator's wait for the job's report once spark-submit returned. In cluster deploy mode that
+# is after the driver ended, which reports before it ends: a crashed driver's missing report shows at once.
+REPORT_TIMEOUT_SECONDS = 5
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
