@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from quick_jvm import QUICK_JVM_OPTIONS, SPARK_SUBMIT_ENV
+
 SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 
 # The Spark arguments of a job on the cluster: small executors, this interpreter as the job's
@@ -23,12 +25,12 @@ SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 CLUSTER_SPARK: dict[str, Any] = {
     "conn_id": "spark_cluster",
     "executor_memory": "768m",
-    "env_vars": {"PYSPARK_PYTHON": sys.executable},
+    "env_vars": {"PYSPARK_PYTHON": sys.executable, **SPARK_SUBMIT_ENV},
     "conf": {
         "spark.driver.host": "127.0.0.1",
         "spark.ui.enabled": "false",
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": QUICK_JVM_OPTIONS,
     },
 }
 
@@ -57,8 +59,7 @@ class StandaloneCluster:
             "PYSPARK_PYTHON": sys.executable,  # lets spark-class find the pip-installed SPARK_HOME
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(directory),
-            # Short-lived daemons on a busy machine: the C1 compiler only starts them faster.
-            "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM_OPTIONS,
         }
 
     @property

@@ -19,13 +19,13 @@ import pytest
 
 from airflow_pulsar.client import Client
 from airflow_pulsar.spark.job.faults import FAULT_ENV, InjectedFault
+from quick_jvm import QUICK_JVM_OPTIONS
 
 VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP"
-# Short-lived driver JVMs on a busy 2-core machine start twice as fast with the C1 compiler only.
 LOCAL_SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
 }
 
 
