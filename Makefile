@@ -16,7 +16,7 @@ LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-icebe
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars lock lint ruff mypy test-ranges test-lowest test-highest
+.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -61,9 +61,13 @@ RANGE_TIERS ?= tests/unit \
 	--ignore=tests/spark/test_ingest_lakehouse.py --ignore=tests/spark/test_ingest_lakehouse_cluster.py
 test-ranges: test-lowest test-highest
 
-test-lowest: RESOLUTION := lowest-direct
-test-highest: RESOLUTION := highest
-test-lowest test-highest: test-%: $(STAMP)
+# An environment alone (.ci/run builds both while `make test` runs, which already built $(STAMP)),
+# then its tests; `make test-lowest` builds its environment first, always afresh.
+RANGE_ENVS := range-env-lowest range-env-highest
+range-envs: $(RANGE_ENVS)
+range-env-lowest: RESOLUTION := lowest-direct
+range-env-highest: RESOLUTION := highest
+$(RANGE_ENVS): range-env-%: $(STAMP)
 	rm -rf .venv-$*
 	$(UV) venv --quiet --python $(PY) .venv-$*
 	$(UV) pip compile --quiet pyproject.toml --extra spark --extra dev --resolution $(RESOLUTION) \
@@ -72,6 +76,8 @@ test-lowest test-highest: test-%: $(STAMP)
 	$(call whole_pyspark,.venv-$*/bin/python,.venv-$*/requirements.txt)
 	$(UV) pip install --python .venv-$*/bin/python --quiet --no-deps -e .
 	@echo "$* environment:" $$(grep -oE '^(protobuf|pyspark|apache-airflow|pyarrow|httpx|pandas|aiohttp)==[^ ;]*' .venv-$*/requirements.txt)
+
+test-lowest test-highest: test-%: range-env-%
 	.venv-$*/bin/python -m pytest -n $(PYTEST_WORKERS) --brokers embedded \
 		--ignore=tests/unit/test_proto_generated.py --ignore=tests/unit/test_distribution.py $(RANGE_TIERS)
 
