@@ -12,6 +12,7 @@ on either and the tiers that run on both already hold the brokers to one behavio
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import tempfile
@@ -28,6 +29,11 @@ from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jvm"))
 from apache_pulsar import PulsarStandalone  # noqa: E402
+from spark_cds import QUICK_JVM_OPTIONS  # noqa: E402
+
+# Every spark-submit of the session starts its JVM (in client mode, the driver) with the quick
+# options, in this process and in those the tests start (Airflow's components, the demo).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM_OPTIONS)
 
 BROKER_KINDS = ("embedded", "pulsar")
 

@@ -20,7 +20,6 @@ import pytest
 from airflow_deployment import AirflowDeployment, free_port
 from airflow_pulsar.client.admin import AdminNotFoundError, PulsarAdmin
 from airflow_pulsar.examples.shop_events import ALERTS_TOPIC, TOPIC
-from quick_jvm import SPARK_SUBMIT_ENV
 
 PROJECT_DAGS = Path(__file__).resolve().parents[2] / "dags"
 
@@ -68,8 +67,6 @@ def deployment(broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
             {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
         ),
-        # The ingestion DAG's Spark driver (local[*]).
-        **SPARK_SUBMIT_ENV,
     }
     _forget_example_topics(broker.web_url)
     airflow = AirflowDeployment(home, env, port, password)

@@ -16,16 +16,17 @@ from typing import Any
 
 import httpx
 
-from quick_jvm import QUICK_JVM_OPTIONS, SPARK_SUBMIT_ENV
+from spark_cds import QUICK_JVM_OPTIONS
 
 SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 
 # The Spark arguments of a job on the cluster: small executors, this interpreter as the job's
-# Python (the worker runs on this machine), the driver reachable on 127.0.0.1.
+# Python (the worker runs on this machine), the driver reachable on 127.0.0.1, the quick JVM options
+# where SPARK_SUBMIT_OPTS (tests/conftest.py) does not reach: executors, and a driver on the worker.
 CLUSTER_SPARK: dict[str, Any] = {
     "conn_id": "spark_cluster",
     "executor_memory": "768m",
-    "env_vars": {"PYSPARK_PYTHON": sys.executable, **SPARK_SUBMIT_ENV},
+    "env_vars": {"PYSPARK_PYTHON": sys.executable},
     "conf": {
         "spark.driver.host": "127.0.0.1",
         "spark.ui.enabled": "false",

@@ -19,13 +19,12 @@ import pytest
 
 from airflow_pulsar.client import Client
 from airflow_pulsar.spark.job.faults import FAULT_ENV, InjectedFault
-from quick_jvm import QUICK_JVM_OPTIONS
 
 VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP"
+# The driver's JVM options come from SPARK_SUBMIT_OPTS (tests/conftest.py).
 LOCAL_SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
-    "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
 }
 
 
