@@ -93,11 +93,11 @@ $(PULSAR_CLASSPATH): jvm/pom.xml
 lakehouse-jars: $(LAKEHOUSE_JARS)
 
 # The class-data-sharing archive of a Spark driver of this environment, which the tests' Spark JVMs
-# map their classes from (about 4 s of CPU less each; jvm/spark_cds.py). One local Spark run makes it.
+# map their classes from (about 5 s of CPU less each; jvm/spark_cds.py). One local Spark run makes it.
 SPARK_CDS := $(JVM_CACHE)/spark-driver.jsa
 spark-cds: $(SPARK_CDS)
 
-$(SPARK_CDS): $(STAMP) jvm/spark_cds.py
+$(SPARK_CDS): $(STAMP) jvm/spark_cds.py | java
 	$(PY) jvm/spark_cds.py
 
 $(JVM_CACHE)/lakehouse-%.jars: jvm/lakehouse/pom.xml

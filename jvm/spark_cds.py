@@ -5,7 +5,7 @@ Spark driver of this environment that they name (``make spark-cds``).
   starts about twice as fast, and none of them runs long enough to gain from C2.
 - The archive, when it is there as the tests start: a JVM started with ``-XX:SharedArchiveFile``
   maps the classes it holds instead of loading, parsing and verifying them from the jars, which
-  takes a local Spark driver about 4 s of CPU (a third) less. Made from other jars (another
+  takes a local Spark driver about 5 s of CPU less. Made from other jars (another
   environment's pyspark), it is passed over and the JVM loads its classes as usual; ``-Xlog``
   keeps it from saying so. (A JVM named a missing archive would share no classes at all, not
   even the JDK's own: that costs a Spark driver 1.5 s of CPU.)
@@ -79,10 +79,10 @@ def train(work: Path) -> None:
         spark.stop()
 
 
-def dump(archive: Path = ARCHIVE) -> None:
-    """Run the training driver under spark-submit and leave its archive at ``archive``."""
+def dump() -> None:
+    """Run the training driver under spark-submit and leave its archive at ``ARCHIVE``."""
     spark_submit = Path(sys.executable).with_name("spark-submit")
-    partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+    partial = ARCHIVE.with_name(f"{ARCHIVE.name}.{os.getpid()}.partial")
     with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
         env = {
             **os.environ,
@@ -97,8 +97,8 @@ def dump(archive: Path = ARCHIVE) -> None:
     if result.returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)
         raise SystemExit(f"the Spark training run failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    partial.replace(archive)
-    print(f"Spark CDS archive: {archive} ({archive.stat().st_size // 2**20} MiB)")
+    partial.replace(ARCHIVE)
+    print(f"Spark CDS archive: {ARCHIVE} ({ARCHIVE.stat().st_size // 2**20} MiB)")
 
 
 if __name__ == "__main__":
