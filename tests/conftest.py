@@ -12,6 +12,7 @@ on either and the tiers that run on both already hold the brokers to one behavio
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import tempfile
@@ -28,6 +29,11 @@ from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jvm"))
 from apache_pulsar import PulsarStandalone  # noqa: E402
+from spark_cds import QUICK_JVM_OPTIONS  # noqa: E402
+
+# Every spark-submit of the session starts its JVM (in client mode, the driver) with the quick
+# options, in this process and in those the tests start (Airflow's components, the demo).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM_OPTIONS)
 
 BROKER_KINDS = ("embedded", "pulsar")
 
@@ -68,8 +74,10 @@ def pytest_configure(config: pytest.Config) -> None:
 CLUSTER_TIER = "tests/cluster/"
 
 
-# A broker kind in a test id's parameters, e.g. "[pulsar-deferred]" or "[3-embedded]".
-_KIND_IN_ID = re.compile(r"[\[-](embedded|pulsar)[\]-]")
+# A broker kind in a test id's parameters, e.g. "[pulsar-deferred]": pytest_generate_tests
+# parametrizes it first, so it leads the id. Elsewhere it is part of another parameter, as in
+# "[topics-admin-url-is-pulsar]", whose module would otherwise be split and set up twice.
+_KIND_IN_ID = re.compile(r"\[(embedded|pulsar)[\]-]")
 
 
 def worker_scope(nodeid: str) -> str:

@@ -444,9 +444,12 @@ def test_producer_access_modes(brokers: dict[str, Any], topic_name: str) -> None
         # WaitForExclusive queues until the owner leaves (within the client's operation timeout);
         # meanwhile a Shared producer is busy as well.
         waiting: dict[str, Any] = {}
+        # Once fenced, its send fails at its send timeout on both brokers: 5 s, not the default 30.
         thread = threading.Thread(
             target=lambda: waiting.update(
-                producer=client.create_producer(topic, producer_name="waiter", access_mode=modes.WaitForExclusive)
+                producer=client.create_producer(
+                    topic, producer_name="waiter", access_mode=modes.WaitForExclusive, send_timeout_millis=5000
+                )
             )
         )
         thread.start()
@@ -637,7 +640,10 @@ def test_wrong_credentials(token_brokers: tuple[dict[str, Any], bytes], topic_na
         seen = {}
         for label, token in credentials.items():
             authentication = pulsar.AuthenticationToken(token) if token else None
-            with official(broker, authentication=authentication, operation_timeout_seconds=5) as client:
+            # Both brokers refuse by letting the client's lookup time out (it retries a refused
+            # connection): 2 s tell that apart from a send on the topic the good token created.
+            timeout = 5 if label == "good" else 2
+            with official(broker, authentication=authentication, operation_timeout_seconds=timeout) as client:
                 try:
                     client.create_producer(topic_name).send(b"x")
                     binary = "sent"

@@ -1,5 +1,6 @@
 """Spark ingestion tests: Airflow settings (shared with tests/airflow), a Pulsar connection to the
-module's broker, and per-test catalog directories (Derby lets one process at a time use a metastore)."""
+module's broker, per-test catalog directories (Derby lets one process at a time use a metastore),
+and a Spark standalone cluster per module for the tiers that submit to one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
 from airflow_test_env import AIRFLOW_HOME
+from spark_cluster import StandaloneCluster
 from spark_helpers import Catalog
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -59,3 +62,16 @@ def spark_test_dags(monkeypatch: pytest.MonkeyPatch, airflow_db: None) -> object
     bag = DagBag(dag_folder=DAGS)
     assert not bag.import_errors, bag.import_errors
     return bag
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """One started standalone cluster for the module, named by the Spark connection ``spark_cluster``
+    (a test tells its own applications and drivers by those completed before it began)."""
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(cluster.connection_variable, cluster.connection)
+        try:
+            yield cluster.start()
+        finally:
+            cluster.stop()

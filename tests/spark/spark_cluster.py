@@ -16,10 +16,13 @@ from typing import Any
 
 import httpx
 
+from spark_cds import QUICK_JVM_OPTIONS
+
 SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 
 # The Spark arguments of a job on the cluster: small executors, this interpreter as the job's
-# Python (the worker runs on this machine), the driver reachable on 127.0.0.1.
+# Python (the worker runs on this machine), the driver reachable on 127.0.0.1, the quick JVM options
+# where SPARK_SUBMIT_OPTS (tests/conftest.py) does not reach: executors, and a driver on the worker.
 CLUSTER_SPARK: dict[str, Any] = {
     "conn_id": "spark_cluster",
     "executor_memory": "768m",
@@ -27,10 +30,15 @@ CLUSTER_SPARK: dict[str, Any] = {
     "conf": {
         "spark.driver.host": "127.0.0.1",
         "spark.ui.enabled": "false",
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": QUICK_JVM_OPTIONS,
     },
 }
+
+
+# The operator's wait for the job's report once spark-submit returned. In cluster deploy mode that
+# is after the driver ended, which reports before it ends: a crashed driver's missing report shows at once.
+REPORT_TIMEOUT_SECONDS = 5
 
 
 def free_port() -> int:
@@ -57,8 +65,7 @@ class StandaloneCluster:
             "PYSPARK_PYTHON": sys.executable,  # lets spark-class find the pip-installed SPARK_HOME
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(directory),
-            # Short-lived daemons on a busy machine: the C1 compiler only starts them faster.
-            "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM_OPTIONS,
         }
 
     @property

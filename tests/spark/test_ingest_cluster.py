@@ -1,12 +1,10 @@
 """The same ingest on a Spark standalone cluster: a master and a worker started from the
 pip-installed pyspark with spark-class, on 127.0.0.1 and free ports, reached through an Airflow
-Spark connection. The executors run in the worker's JVM, not in the submitting process; in
-cluster deploy mode the driver runs there too, from the job archive the worker fetched."""
+Spark connection, one for the module. The executors run in the worker's JVM, not in the submitting
+process; in cluster deploy mode the driver runs there too, from the job archive the worker fetched."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,24 +13,11 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.job.faults import FAULT_ENV
-from spark_cluster import CLUSTER_SPARK, StandaloneCluster
+from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from spark_helpers import VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
 
 # Spark's deploy modes, not the broker, are the subject here (see conftest.py).
 pytestmark = pytest.mark.one_broker
-
-
-@pytest.fixture
-def spark_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandaloneCluster]:
-    """A started cluster, named by the Spark connection ``spark_cluster``."""
-    directory = tmp_path / "spark-cluster"
-    directory.mkdir()
-    started = StandaloneCluster(directory)
-    monkeypatch.setenv(started.connection_variable, started.connection)
-    try:
-        yield started.start()
-    finally:
-        started.stop()
 
 
 def cluster_ingest(catalog: Catalog, topic: str, subscription: str, table: str, **spark: Any) -> PulsarToTableOperator:
@@ -54,6 +39,7 @@ def cluster_ingest(catalog: Catalog, topic: str, subscription: str, table: str, 
 def test_the_job_runs_unchanged_on_a_standalone_cluster(
     pulsar_default: BrokerProcess, spark_cluster: StandaloneCluster, catalog: Catalog, topic_name: str
 ) -> None:
+    apps_before, drivers_before = len(spark_cluster.completed("apps")), len(spark_cluster.completed("drivers"))
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 3)
         produce_json(pulsar_default.service_url, topic_name, 0, 5_000, batch=200)
@@ -63,12 +49,12 @@ def test_the_job_runs_unchanged_on_a_standalone_cluster(
         assert result["total_rows"] == 5_000
         assert admin.backlog(topic_name, "to-cluster").msg_backlog == 0
     assert_exactly_once(catalog.rows("on_cluster"), range(5_000))
-    apps = spark_cluster.completed("apps")
+    apps = spark_cluster.completed("apps")[apps_before:]
     assert [app["name"] for app in apps] == ["pulsar-ingest-to-cluster"] and apps[0]["state"] == "FINISHED"
     assert apps[0]["memoryperslave"] == 768  # executor sizing reached the cluster
     # In client mode only executors run tasks: each worker launched one (a core each) for the application.
     assert spark_cluster.workers_with(apps[0]["id"]) == {"worker-1", "worker-2"}
-    assert not spark_cluster.completed("drivers")
+    assert not spark_cluster.completed("drivers")[drivers_before:]
 
 
 def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_run(
@@ -83,8 +69,9 @@ def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_
         deploy_mode="cluster",
         driver_memory="512m",
         total_executor_cores=1,
-        report_timeout_seconds=15,
+        report_timeout_seconds=REPORT_TIMEOUT_SECONDS,
     )
+    drivers_before = len(spark_cluster.completed("drivers"))
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 2)
         produce_json(pulsar_default.service_url, topic_name, 0, 2_000, batch=100)
@@ -109,10 +96,8 @@ def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_
     assert_exactly_once(rows, range(3_000))
     assert set(rows.column("batch_id").to_pylist()) == {result["batch_id"], result["settled"]["batch_id"]}
     # Every driver ran on the worker, from the archive it fetched: one failed, two finished.
-    drivers = spark_cluster.completed("drivers")
+    drivers = spark_cluster.completed("drivers")[drivers_before:]
     assert sorted(driver["state"] for driver in drivers) == ["FAILED", "FINISHED", "FINISHED"]
     assert all(driver["mainclass"] == "org.apache.spark.deploy.PythonRunner" for driver in drivers)
-    assert len(list((spark_cluster.directory / "work").glob("worker-*/driver-*/airflow_pulsar_job.jar"))) == 3
-    # Each driver's executor ran on the worker the driver did not occupy.
-    for app in spark_cluster.completed("apps"):
-        assert spark_cluster.workers_with(app["id"]), app
+    work = spark_cluster.directory / "work"
+    assert all(len(list(work.glob(f"worker-*/{driver['id']}/airflow_pulsar_job.jar"))) == 1 for driver in drivers)

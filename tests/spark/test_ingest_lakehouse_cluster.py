@@ -5,31 +5,17 @@ serves the module."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from lakehouse_tables import LakehouseTable
-from spark_cluster import CLUSTER_SPARK, StandaloneCluster
+from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from spark_helpers import Catalog, produce_json, run_crashing
 
 # Spark's deploy modes and the table formats, not the broker, are the subject here.
 pytestmark = pytest.mark.one_broker
-
-
-@pytest.fixture(scope="module")
-def lake_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    """One started cluster for the module, named by the Spark connection ``spark_cluster``."""
-    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(cluster.connection_variable, cluster.connection)
-        try:
-            yield cluster.start()
-        finally:
-            cluster.stop()
 
 
 def cluster_operator(target: LakehouseTable, catalog: Catalog, topic: str, subscription: str, deploy_mode: str) -> PulsarToTableOperator:
@@ -37,7 +23,8 @@ def cluster_operator(target: LakehouseTable, catalog: Catalog, topic: str, subsc
     # In cluster mode one worker's core holds the driver (512 MB) and the other's the executor; in
     # client mode the application has an executor on each worker.
     sizing = {"driver_memory": "512m", "total_executor_cores": 1} if deploy_mode == "cluster" else {"total_executor_cores": 2}
-    return target.operator(catalog, topic, subscription, **CLUSTER_SPARK, deploy_mode=deploy_mode, report_timeout_seconds=15, **sizing)
+    spark = {**CLUSTER_SPARK, "deploy_mode": deploy_mode, "report_timeout_seconds": REPORT_TIMEOUT_SECONDS, **sizing}
+    return target.operator(catalog, topic, subscription, **spark)
 
 
 # Each format crashes in one deploy mode and is settled in the other: a batch committed by a
@@ -50,7 +37,7 @@ def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
     crash_mode: str,
     rerun_mode: str,
     pulsar_default: BrokerProcess,
-    lake_cluster: StandaloneCluster,
+    spark_cluster: StandaloneCluster,
     catalog: Catalog,
     topic_name: str,
     monkeypatch: pytest.MonkeyPatch,
@@ -60,7 +47,7 @@ def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
     crashing = cluster_operator(target, catalog, topic_name, subscription, crash_mode)
     rerun_by = cluster_operator(target, catalog, topic_name, subscription, rerun_mode)
     unreported = "ended without reporting it" if crash_mode == "cluster" else "Cannot execute"
-    drivers_before = len(lake_cluster.completed("drivers"))
+    drivers_before = len(spark_cluster.completed("drivers"))
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 2)
         produce_json(pulsar_default.service_url, topic_name, 0, 1_000, batch=100)
@@ -71,9 +58,9 @@ def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
         )
         assert admin.backlog(topic_name, subscription).msg_backlog == 0
     # Both submits ran on the cluster, one of them with its driver on the worker.
-    apps = [app for app in lake_cluster.completed("apps") if app["name"] == f"pulsar-ingest-{subscription}"]
+    apps = [app for app in spark_cluster.completed("apps") if app["name"] == f"pulsar-ingest-{subscription}"]
     assert len(apps) == 2
     # The client-mode application had an executor on each worker, the cluster-mode one beside its driver.
-    assert sorted(len(lake_cluster.workers_with(app["id"])) for app in apps) == [1, 2]
-    drivers = lake_cluster.completed("drivers")[drivers_before:]
+    assert sorted(len(spark_cluster.workers_with(app["id"])) for app in apps) == [1, 2]
+    drivers = spark_cluster.completed("drivers")[drivers_before:]
     assert [driver["state"] for driver in drivers] == ["FAILED" if crash_mode == "cluster" else "FINISHED"]

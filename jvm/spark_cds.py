@@ -1,0 +1,111 @@
+"""The quick options of the Spark JVMs the tests start, and the class-data-sharing archive of a
+Spark driver of this environment that they name (``make spark-cds``).
+
+- The C1 compiler only and the serial collector: on a busy 2-core machine a short-lived Spark JVM
+  starts about twice as fast, and none of them runs long enough to gain from C2.
+- The archive, when it is there as the tests start: a JVM started with ``-XX:SharedArchiveFile``
+  maps the classes it holds instead of loading, parsing and verifying them from the jars, which
+  takes a local Spark driver about 5 s of CPU less. Made from other jars (another
+  environment's pyspark), it is passed over and the JVM loads its classes as usual; ``-Xlog``
+  keeps it from saying so. (A JVM named a missing archive would share no classes at all, not
+  even the JDK's own: that costs a Spark driver 1.5 s of CPU.)
+
+``python jvm/spark_cds.py`` makes the archive: one spark-submit of this file on local[*] with
+``-XX:ArchiveClassesAtExit``, whose driver does what the ingest job's driver does (a Hive
+metastore in Derby, a Python data source, JSON parsing, a partitioned parquet table written and
+counted), so the archive holds the classes such a driver loads. It is written beside its place
+and renamed there once whole, so no JVM maps a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# The Makefile's $(SPARK_CDS).
+ARCHIVE = Path(__file__).resolve().parent.parent / ".jvm" / "spark-driver.jsa"
+QUICK_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SHARING = f"-XX:SharedArchiveFile={ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
+QUICK_JVM_OPTIONS = f"{QUICK_START} {SHARING}" if ARCHIVE.exists() else QUICK_START
+
+
+def train(work: Path) -> None:
+    """The driver's work, run inside spark-submit (imports pyspark, which only the driver needs)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    class NumbersReader(DataSourceReader):
+        def read(self, partition: Any) -> Iterator[tuple[int, str]]:
+            for number in range(100):
+                yield number, f'{{"id": {number}, "name": "n{number}"}}'
+
+    class Numbers(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "numbers"
+
+        def schema(self) -> str:
+            return "offset BIGINT, value STRING"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return NumbersReader()
+
+    spark = (
+        SparkSession.builder.enableHiveSupport()
+        .config("spark.sql.warehouse.dir", str(work / "warehouse"))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={work / 'metastore_db'};create=true")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        .getOrCreate()
+    )
+    try:
+        spark.dataSource.register(Numbers)
+        rows = (
+            spark.read.format("numbers")
+            .load()
+            .withColumn("parsed", F.from_json("value", "id BIGINT, name STRING"))
+            .select("offset", "parsed.*", F.lit("b1").alias("batch_id"))
+        )
+        spark.sql("CREATE DATABASE IF NOT EXISTS training")
+        rows.write.format("parquet").partitionBy("batch_id").saveAsTable("training.numbers")
+        counted = spark.table("training.numbers").groupBy("batch_id").count().collect()
+        assert counted[0]["count"] == 100, counted
+    finally:
+        spark.stop()
+
+
+def dump() -> None:
+    """Run the training driver under spark-submit and leave its archive at ``ARCHIVE``."""
+    spark_submit = Path(sys.executable).with_name("spark-submit")
+    partial = ARCHIVE.with_name(f"{ARCHIVE.name}.{os.getpid()}.partial")
+    with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
+        env = {
+            **os.environ,
+            "SPARK_SUBMIT_OPTS": f"{QUICK_START} -XX:ArchiveClassesAtExit={partial} -Dderby.system.home={work}",
+            "PYSPARK_PYTHON": sys.executable,
+        }
+        command = [
+            str(spark_submit), "--master", "local[*]", "--conf", "spark.ui.enabled=false",
+            "--conf", "spark.sql.shuffle.partitions=2", __file__, "--train", work,
+        ]  # fmt: skip
+        result = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0 or not partial.exists():
+        partial.unlink(missing_ok=True)
+        raise SystemExit(f"the Spark training run failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+    partial.replace(ARCHIVE)
+    print(f"Spark CDS archive: {ARCHIVE} ({ARCHIVE.stat().st_size // 2**20} MiB)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--train":
+        train(Path(sys.argv[2]))
+    elif len(sys.argv) == 1:
+        ARCHIVE.parent.mkdir(exist_ok=True)
+        dump()
+    else:
+        raise SystemExit("usage: python jvm/spark_cds.py")
