@@ -1,9 +1,10 @@
 """One TCP (or TLS) connection to a broker: handshake, request ids, and a reader thread.
 
-Writes happen on the caller's thread under a lock; a single reader thread per connection decodes
-frames and routes them: responses to the waiting request's future, receipts to producers,
-messages to consumers. When the connection is lost every pending request fails and every
-producer and consumer on it is told, so each can reconnect on its own schedule.
+Frames are queued for the connection's writer (see ``frame_writer``), which gathers those of a
+burst into one write; a single reader thread per connection decodes frames and routes them:
+responses to the waiting request's future, receipts to producers, messages to consumers. When
+the connection is lost every pending request fails and every producer and consumer on it is
+told, so each can reconnect on its own schedule.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from google.protobuf.message import Message
 
 from .auth import Authentication
 from .exceptions import AuthenticationError, ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
+from .frame_writer import FrameWriter
 from .protocol import commands
 from .protocol.commands import PROTOCOL_VERSION
 from .protocol.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command
@@ -97,7 +99,7 @@ class Connection:
         self._connection_timeout = connection_timeout
         self._keepalive_seconds = keepalive_seconds
         self._sock: socket.socket | TlsStream | None = None
-        self._write_lock = threading.Lock()
+        self._writer: FrameWriter | None = None
         self._lock = threading.Lock()
         self._requests: dict[int, Future[Any]] = {}
         self._request_ids = itertools.count(1)
@@ -149,6 +151,7 @@ class Connection:
             self.max_message_size = connected.max_message_size
             self._decoder.max_frame_size = connected.max_message_size + FRAME_OVERHEAD
         self._sock = stream
+        self._writer = FrameWriter(stream, f"pulsar-writer-{self.address}", self._write_failed)
         self._last_received = time.monotonic()
         threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
         self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
@@ -216,6 +219,8 @@ class Connection:
             if self.closed:
                 return
             self.closed = True
+        if self._writer is not None:
+            self._writer.close()
         if self._keepalive is not None:
             self._keepalive.cancel()
         if self._sock is not None:
@@ -234,23 +239,29 @@ class Connection:
 
     # ---- writing ----
 
-    def send(self, data: bytes) -> bool:
-        """Write whole frames; False if the connection is gone (the reader thread will notice)."""
-        sock = self._sock
-        if sock is None or self.closed:
-            return False
-        try:
-            with self._write_lock:
-                sock.sendall(data)
-            return True
-        except OSError as exc:
-            log.info("write to %s failed: %s", self.address, exc)
-            self.close()
-            return False
+    def send(self, data: bytes, gather: bool = True) -> bool:
+        """Queue whole frames for writing, in order; False if the connection is gone (the reader
+        thread will notice). It never blocks on the socket, so callers may hold their own locks.
 
-    def send_command(self, command: BaseCommand) -> bool:
-        """Write one simple command."""
-        return self.send(encode_command(command))
+        ``gather`` False: the caller writes them itself right after, with :meth:`write_now`.
+        """
+        writer = self._writer
+        return writer is not None and not self.closed and writer.send(data, gather)
+
+    def write_now(self) -> None:
+        """Write the queued frames on this thread unless a write is under way; for a caller about
+        to wait for an answer (call it outside the caller's own locks)."""
+        writer = self._writer
+        if writer is not None:
+            writer.write_now()
+
+    def _write_failed(self, error: OSError) -> None:
+        log.info("write to %s failed: %s", self.address, error)
+        self.close()
+
+    def send_command(self, command: BaseCommand, gather: bool = True) -> bool:
+        """Queue one simple command (``gather``: see :meth:`send`)."""
+        return self.send(encode_command(command), gather)
 
     def new_request_id(self) -> int:
         """A request id unique on this connection."""
@@ -265,8 +276,9 @@ class Connection:
                 future.set_exception(ConnectError(f"connection to {self.address} is closed"))
                 return future
             self._requests[request_id] = future
-        if not self.send_command(commands.make(command_type, request_id=request_id, **fields)):
+        if not self.send_command(commands.make(command_type, request_id=request_id, **fields), gather=False):
             self._fail_request(request_id, ConnectError(f"connection to {self.address} is closed"))
+        self.write_now()
         return future
 
     def call(self, command_type: int, timeout: float, **fields: Any) -> Any:

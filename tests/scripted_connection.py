@@ -99,8 +99,10 @@ class ScriptedConnection(Connection):
         self._outgoing = FrameDecoder()
         self._broker_lock = threading.RLock()
 
-    def send(self, data: bytes) -> bool:
-        """Record the frames written and answer the requests among them; False once closed, as on a socket."""
+    def send(self, data: bytes, gather: bool = True) -> bool:
+        """Record the frames written and answer the requests among them; False once closed, as on a socket.
+
+        Every write is recorded at once, as the connection's writer would write it (``gather`` or not)."""
         if self.closed:
             return False
         with self._broker_lock:

@@ -2,9 +2,10 @@
 
 It owns the partition's pending queue, its sequence ids and its broker connection. Sends run on
 the caller's thread under the producer's lock: the :class:`~.accumulator.MessageAccumulator`
-batches the message and, when a trigger fires, queues the built op right there; its frame is
-written by that thread once the lock is released (one thread writes at a time, in queue order),
-so a socket that is slow to drain never holds up receipts. Receipts arrive on the connection's
+batches the message and, when a trigger fires, queues the built op right there, and its frame
+joins the connection's write queue under the same lock, so frames leave in queue order. The
+connection's writer gathers the frames of a burst into one write; a sync send or a flush writes
+them itself once the lock is released (see ``frame_writer``), so a lone message leaves at once. Receipts arrive on the connection's
 reader thread, which completes the head op and runs its callbacks. The client's single timer
 flushes batches on their max delay and fails ops whose send timeout passed. A lost connection
 starts a reconnect (with backoff); once the broker accepts the producer again, every pending op
@@ -89,9 +90,9 @@ class PartitionProducer:
         self._timeout_armed = False
         self._connection: Connection | None = None
         self._ready = False
-        # Frames queued under the lock, written after it by one thread at a time.
-        self._unsent: list[bytes] = []
-        self._writing = False
+        # Whether frames queued now are left to the connection's writer (a send_async burst), or
+        # written by this thread once it releases the lock (a sync send, a flush).
+        self._gather = False
         self._producer_id = -1
         self._epoch = 0
         self._name = config.producer_name
@@ -150,7 +151,6 @@ class PartitionProducer:
             self._connection = connection
             self._producer_id = producer_id
             self._accumulator.connected(self._name, connection.max_message_size, response.schema_version)
-            self._unsent = []  # for the old connection: every pending op goes out again below
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
                 connection.send(b"".join(op.frame(producer_id) for op in self._pending))
@@ -239,6 +239,7 @@ class PartitionProducer:
                 self._next_sequence_id = sequence_id + 1
             elif sequence_id >= self._next_sequence_id:
                 self._next_sequence_id = sequence_id + 1
+            self._gather = not flush
             batched = self._accumulator.add(content, callback, sequence_id, properties, partition_key, ordering_key,
                                             event_timestamp, flush, delivery)
             # One batch timer at a time, not one per batch: when it fires it flushes the batch if
@@ -247,14 +248,16 @@ class PartitionProducer:
                 self._batch_timer_armed = self._call_later(self._accumulator.batch_delay, self._on_batch_timer)
         except BaseException as exc:
             lock.release()
+            if flush:
+                self._write_now()
             self._quota.release(1, size)
             if not isinstance(exc, PulsarException):
                 raise
             fail_callback(callback, exc)
         else:
             lock.release()
-            if self._unsent:
-                self._write_unsent()
+            if flush:
+                self._write_now()
 
     def _call_later(self, delay: float, callback: Callable[[], None]) -> bool:
         """Schedule ``callback`` on the client's timer; False when the timer is closed (the client is closing)."""
@@ -267,43 +270,27 @@ class PartitionProducer:
     def _on_batch_timer(self) -> None:
         with self._lock:
             self._batch_timer_armed = False
+            self._gather = False
             wait = self._accumulator.flush_if_due()
             if wait is not None:
                 self._batch_timer_armed = self._call_later(wait, self._on_batch_timer)
-        self._write_unsent()
+        self._write_now()
 
     def _append_locked(self, op: OpSend) -> None:
-        """Queue an op; its frame waits in ``_unsent`` until the caller, out of the lock, writes it."""
+        """Queue an op, and its frame on the connection (frames queued under the lock keep its order)."""
         self._pending.append(op)
-        if self._ready and self._connection is not None:
-            self._unsent.append(op.frame(self._producer_id))
+        connection = self._connection
+        if self._ready and connection is not None:
+            # Lost frames (a closed connection) go out again with every pending op on reconnect.
+            connection.send(op.frame(self._producer_id), self._gather)
         if self._send_timeout is not None and not self._timeout_armed:
             self._arm_timeout(op.deadline)
 
-    def _write_unsent(self) -> None:
-        """Write the queued frames, in order, without holding the lock (call it after releasing it).
-
-        One thread writes at a time; frames queued meanwhile by others are written by it too.
-        """
-        lock = self._lock
-        with lock:
-            if self._writing or not self._unsent:
-                return
-            self._writing = True
-        try:
-            while True:
-                with lock:
-                    frames, self._unsent = self._unsent, []
-                    connection = self._connection
-                    if not frames or connection is None:
-                        self._writing = False
-                        return
-                # Lost frames (a closed connection) go out again with every pending op on reconnect.
-                connection.send(frames[0] if len(frames) == 1 else b"".join(frames))
-        except BaseException:
-            with lock:
-                self._writing = False
-            raise
+    def _write_now(self) -> None:
+        """Write the queued frames from this thread (call it after releasing the lock): for a sync send or a flush."""
+        connection = self._connection
+        if connection is not None:
+            connection.write_now()
 
     # ---- timeouts ----
 
@@ -394,8 +381,9 @@ class PartitionProducer:
     def flush_batch(self) -> None:
         """Send the current batch now, without waiting for it."""
         with self._lock:
+            self._gather = False
             self._accumulator.flush()
-        self._write_unsent()
+        self._write_now()
 
     def flush(self) -> None:
         """Send the current batch and wait until every op queued so far is completed."""
@@ -419,6 +407,7 @@ class PartitionProducer:
         if graceful:
             self.flush()
         with self._lock:
+            self._ready = False  # so the open batch below is not written: it fails with the pending ops
             self._accumulator.flush()  # an open batch (left only by a shutdown) fails with the pending ops
             self._closing = True
             self._closed.set()
