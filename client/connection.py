@@ -53,7 +53,7 @@ _UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 class ProducerHandler(Protocol):
     """What a connection calls on a producer registered with it."""
 
-    def handle_receipt(self, body: CommandSendReceipt) -> None: ...
+    def handle_receipts(self, receipts: list[CommandSendReceipt]) -> None: ...
 
     def handle_send_error(self, body: CommandSendError) -> None: ...
 
@@ -65,7 +65,7 @@ class ProducerHandler(Protocol):
 class ConsumerHandler(Protocol):
     """What a connection calls on a consumer registered with it."""
 
-    def handle_message(self, body: CommandMessage, frame: Frame) -> None: ...
+    def handle_messages(self, messages: list[tuple[CommandMessage, bytes]]) -> None: ...
 
     def handle_active_change(self, is_active: bool) -> None: ...
 
@@ -320,8 +320,7 @@ class Connection:
                 if not data:
                     break
                 self._last_received = time.monotonic()
-                for frame in self._decoder.feed(data):
-                    self._dispatch(frame)
+                self._route(self._decoder.feed(data))
         except FrameError as exc:
             log.error("malformed frame from %s: %s", self.address, exc)
             error = ConnectError(f"malformed frame from {self.address}: {exc}")
@@ -352,23 +351,54 @@ class Connection:
             except Exception:  # one handler's failure must not keep the others from reconnecting
                 log.exception("connection_lost handler failed")
 
+    def _route(self, frames: list[Frame]) -> None:
+        """Hand frames on in order; the hot two in runs: consecutive receipts for one producer, or
+        messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
+        run: list[Any] = []
+        run_kind = run_owner = -1
+        for frame in frames:
+            command = frame.command
+            kind = command.type
+            item: Any
+            if kind == T.SEND_RECEIPT:
+                item = command.send_receipt
+                owner = item.producer_id
+            elif kind == T.MESSAGE:
+                message = command.message
+                owner, item = message.consumer_id, (message, frame.entry)
+            else:
+                if run:
+                    self._deliver(run_kind, run_owner, run)
+                    run = []
+                self._dispatch(frame)
+                continue
+            if owner != run_owner or kind != run_kind:
+                if run:
+                    self._deliver(run_kind, run_owner, run)
+                    run = []
+                run_kind, run_owner = kind, owner
+            run.append(item)
+        if run:
+            self._deliver(run_kind, run_owner, run)
+
+    def _deliver(self, kind: int, owner: int, run: list[Any]) -> None:
+        if kind == T.SEND_RECEIPT:
+            producer = self.producers.get(owner)
+            if producer is not None:
+                producer.handle_receipts(run)
+        else:
+            consumer = self.consumers.get(owner)
+            if consumer is not None:
+                consumer.handle_messages(run)
+
     def _dispatch(self, frame: Frame) -> None:
+        """Hand on one frame other than SEND_RECEIPT and MESSAGE (see :meth:`_route`)."""
         command = frame.command
         kind = command.type
-        if kind != T.MESSAGE and kind != T.SEND_RECEIPT:  # the hot two carry no text
-            bad_text = commands.text_fault(command)
-            if bad_text is not None:
-                raise FrameError(f"{commands.type_name(kind)} field {bad_text} is not UTF-8 text")
-        if kind == T.MESSAGE:
-            message = command.message
-            consumer = self.consumers.get(message.consumer_id)
-            if consumer is not None:
-                consumer.handle_message(message, frame)
-        elif kind == T.SEND_RECEIPT:
-            producer = self.producers.get(command.send_receipt.producer_id)
-            if producer is not None:
-                producer.handle_receipt(command.send_receipt)
-        elif kind == T.SEND_ERROR:
+        bad_text = commands.text_fault(command)
+        if bad_text is not None:
+            raise FrameError(f"{commands.type_name(kind)} field {bad_text} is not UTF-8 text")
+        if kind == T.SEND_ERROR:
             producer = self.producers.get(command.send_error.producer_id)
             if producer is not None:
                 producer.handle_send_error(command.send_error)

@@ -154,10 +154,10 @@ class PartitionConsumer:
 
     # ---- what the connection calls (reader thread) ----
 
-    def handle_message(self, body: Any, frame: Any) -> None:
-        """Queue the entry as it is; the receiving thread unpacks it."""
+    def handle_messages(self, messages: list[tuple[Any, bytes]]) -> None:
+        """MESSAGEs (command, entry) in arrival order: queued as they are, the receiving thread unpacks them."""
         self.permits.clear_request()
-        self.queue.put(QueuedEntry(self, self.epoch, body, frame.entry))
+        self.queue.put_many([QueuedEntry(self, self.epoch, body, entry) for body, entry in messages])
 
     def handle_active_change(self, is_active: bool) -> None:
         """Failover: the broker says whether this consumer now receives the partition's messages."""

@@ -81,10 +81,10 @@ class ReceiverQueue:
 
     # ---- the reader thread's side ----
 
-    def put(self, item: QueuedEntry) -> None:
-        """Append an entry (called on a connection's reader thread)."""
+    def put_many(self, items: list[QueuedEntry]) -> None:
+        """Append entries, in order (called on a connection's reader thread)."""
         with self._cond:
-            self._entries.append(item)
+            self._entries.extend(items)
             self._cond.notify()
             waiters, self._waiters = self._waiters, []
         for loop, future in waiters:

@@ -310,30 +310,24 @@ class PartitionProducer:
 
     # ---- receipts ----
 
-    def handle_receipt(self, body: Any) -> None:
-        """A SEND_RECEIPT: complete the head op if it matches (reader thread)."""
-        sequence_id = body.sequence_id
-        stale_connection = None
+    def handle_receipts(self, receipts: list[Any]) -> None:
+        """SEND_RECEIPTs, in arrival order: complete the ops they match (reader thread).
+
+        A run of receipts costs one round of the lock, of the limits and of the stats.
+        """
         with self._lock:
-            op = self._pending.head()
-            if op is None or sequence_id < op.sequence_id:
-                return  # the receipt of an op that already timed out
-            if not op.matches(sequence_id):
-                # A receipt from the future: the broker lost ops; resend from a new connection.
-                log.warning(
-                    "%s: receipt for sequence id %d while expecting %d..%d; reconnecting",
-                    self.topic, sequence_id, op.sequence_id, op.highest_sequence_id,
-                )
-                stale_connection = self._connection
-            else:
-                self._pending.pop_head()
-                if op.highest_sequence_id > self._last_published:
-                    self._last_published = op.highest_sequence_id
-        if stale_connection is not None:
-            stale_connection.close()
-            return
-        message_id = body.message_id
-        self._succeed(op, signed64(message_id.ledgerId), signed64(message_id.entryId))
+            completed, unexpected = self._pending.pop_receipted(receipts)
+            if completed:
+                highest = completed[-1][0].highest_sequence_id
+                if highest > self._last_published:
+                    self._last_published = highest
+            stale_connection = self._connection if unexpected is not None else None
+        if completed:
+            self._succeed(completed)
+        if unexpected is not None:  # a receipt from the future: the broker lost ops; resend from a new connection
+            log.warning("%s: receipt for sequence id %d ahead of the pending ones; reconnecting", self.topic, unexpected.sequence_id)
+            if stale_connection is not None:
+                stale_connection.close()
 
     def handle_send_error(self, body: Any) -> None:
         """A SEND_ERROR: a bad message fails its op; anything else is retried on a new connection."""
@@ -353,12 +347,24 @@ class PartitionProducer:
             log.warning("%s: %s; reconnecting to resend", self.topic, error)
             connection.close()
 
-    def _succeed(self, op: OpSend, ledger_id: int, entry_id: int) -> None:
-        self._quota.release(op.permits, op.memory)
-        if op.permits:
-            self._stats.record_acked(op.permits, time.monotonic() - op.created)
-        op.succeed(self.partition, ledger_id, entry_id)
-        self._mark_done([op])
+    def _succeed(self, completed: list[tuple[OpSend, Any]]) -> None:
+        permits = memory = 0
+        now = time.monotonic()
+        latencies = []
+        for op, _ in completed:
+            if op.permits:
+                permits += op.permits
+                memory += op.memory
+                latencies.append(now - op.created)
+        self._quota.release(permits, memory)
+        if permits:
+            self._stats.record_acked_ops(permits, latencies)
+        partition = self.partition
+        for op, receipt in completed:
+            if op.has_callbacks:
+                message_id = receipt.message_id
+                op.succeed(partition, signed64(message_id.ledgerId), signed64(message_id.entryId))
+        self._mark_done([op for op, _ in completed])
 
     def _fail(self, ops: list[OpSend], error: PulsarException) -> None:
         for op in ops:
@@ -369,11 +375,13 @@ class PartitionProducer:
         self._mark_done(ops)
 
     def _mark_done(self, ops: list[OpSend]) -> None:
-        # Only after the callbacks ran, so a flush() returns with every callback called.
-        with self._lock:
-            for op in ops:
-                op.done = True
-            if self._flush_waiters:
+        # Only after the callbacks ran, so a flush() returns with every callback called. The lock
+        # is taken only to wake a flush: a flush counts itself a waiter (under the lock) before
+        # it reads ``done``, so it either sees the mark or is woken here.
+        for op in ops:
+            op.done = True
+        if self._flush_waiters:
+            with self._lock:
                 self._drained.notify_all()
 
     # ---- flush and close ----
