@@ -131,11 +131,17 @@ class MessageAccumulator:
                 return False
             return True
         self.flush()  # keep order: the batch was sent first
+        now = time.monotonic()
+        deadline = self._deadline(now)
+        plain = properties is None and partition_key is None and ordering_key is None and event_timestamp is None
+        entry = self._entries.plain_entry(content, sequence_id) if plain and not null_value and delivery is None else None
+        if entry is not None:  # the common unbatched message, without the loop over chunks
+            self._queue(OpSend(sequence_id=sequence_id, highest_sequence_id=sequence_id, num_messages=1, batched=False, entry=entry,
+                               callbacks=[callback], permits=1, memory=size, created=now, deadline=deadline))
+            return False
         entries = self._entries.message_entries(
             content, sequence_id, properties, partition_key, ordering_key, event_timestamp, null_value, delivery
         )
-        now = time.monotonic()
-        deadline = self._deadline(now)
         last = len(entries) - 1
         for index, entry in enumerate(entries):
             # Only the last chunk completes the message: its callback, slot and memory.

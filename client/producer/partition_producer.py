@@ -36,7 +36,7 @@ from ..exceptions import (
 )
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue
-from ..protocol.wire import signed64
+from ..protocol.wire import SendEncoder, signed64
 from .accumulator import MessageAccumulator
 from .config import ProducerConfig
 from .delivery import Delivery
@@ -94,6 +94,7 @@ class PartitionProducer:
         # written by this thread once it releases the lock (a sync send, a flush).
         self._gather = False
         self._producer_id = -1
+        self._send = SendEncoder(0)  # replaced when the broker accepts the producer, before any frame is written
         self._epoch = 0
         self._name = config.producer_name
         initial = config.initial_sequence_id
@@ -150,10 +151,11 @@ class PartitionProducer:
                 self._next_sequence_id = max(self._next_sequence_id, broker_last + 1)
             self._connection = connection
             self._producer_id = producer_id
+            self._send = SendEncoder(producer_id)
             self._accumulator.connected(self._name, connection.max_message_size, response.schema_version)
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
-                connection.send(b"".join(op.frame(producer_id) for op in self._pending))
+                connection.send(b"".join(op.frame(self._send) for op in self._pending))
             self._ready = True
 
     def connection_lost(self, connection: Connection) -> None:
@@ -282,7 +284,7 @@ class PartitionProducer:
         connection = self._connection
         if self._ready and connection is not None:
             # Lost frames (a closed connection) go out again with every pending op on reconnect.
-            connection.send(op.frame(self._producer_id), self._gather)
+            connection.send(op.frame(self._send), self._gather)
         if self._send_timeout is not None and not self._timeout_armed:
             self._arm_timeout(op.deadline)
 

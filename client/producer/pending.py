@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 from ..exceptions import PulsarException, Result
 from ..protocol.frames import encode_payload_command
 from ..protocol.message_id import MessageId
-from ..protocol.wire import encode_send
+from ..protocol.wire import SendEncoder
 from .batch_container import SendCallback
 from .entry_builder import Entry
 
@@ -62,16 +62,11 @@ class OpSend:
         """Whether a receipt for ``sequence_id`` acknowledges this op (any id in a batch's range)."""
         return self.sequence_id <= sequence_id <= self.highest_sequence_id
 
-    def frame(self, producer_id: int) -> bytes:
-        """The SEND frame of this op for the producer registered as ``producer_id``."""
-        command = encode_send(
-            producer_id,
-            self.sequence_id,
-            self.num_messages,
-            self.highest_sequence_id if self.batched else None,
-            self.chunk,
-        )
-        return encode_payload_command(command, self.entry.data, self.entry.checksum)
+    def frame(self, send: SendEncoder) -> bytes:
+        """The SEND frame of this op for the producer id ``send`` encodes."""
+        command = send.encode(self.sequence_id, self.num_messages, self.highest_sequence_id if self.batched else None, self.chunk)
+        entry = self.entry
+        return encode_payload_command(command, entry.data, entry.checksum)
 
     @property
     def has_callbacks(self) -> bool:

@@ -15,10 +15,11 @@ generated classes:
 
 - :func:`varint`: ``test_varint_matches_protobuf``, ``test_varint_refuses_what_protobuf_cannot_hold``.
 - :func:`tag`: ``test_tags_match_protobuf``.
-- :func:`encode_plain_metadata` (MessageMetadata of an unkeyed entry): ``test_plain_metadata_matches_protobuf``.
+- :class:`PlainMetadata`, :func:`encode_plain_metadata` (MessageMetadata of an unkeyed entry):
+  ``test_plain_metadata_matches_protobuf``, ``test_plain_metadata_encoder_matches_protobuf``.
 - :func:`single_header`, :func:`single_header_with`, :func:`encode_single` (SingleMessageMetadata with its size
   prefix): ``test_single_header_matches_protobuf``, ``test_encode_single_matches_protobuf``.
-- :func:`encode_send`, :func:`encode_send_receipt`, :func:`encode_message`: ``test_encode_send_matches_make``,
+- :class:`SendEncoder`, :func:`encode_send`, :func:`encode_send_receipt`, :func:`encode_message`: ``test_encode_send_matches_make``,
   ``test_encode_send_receipt_matches_make``, ``test_encode_message_matches_make``, and decoded back by
   ``test_encoded_commands_decode_to_their_ids``.
 - :func:`read_batch` with :func:`parse_single` (a batch payload split, plain SingleMessageMetadata read off its
@@ -49,20 +50,9 @@ from .PulsarApi_pb2 import (
 )
 
 __all__ = [
-    "U64_MASK",
-    "BatchFormatError",
-    "encode_message",
-    "encode_plain_metadata",
-    "encode_send",
-    "encode_send_receipt",
-    "encode_single",
-    "parse_single",
-    "read_batch",
-    "signed64",
-    "single_header",
-    "single_header_with",
-    "tag",
-    "varint",
+    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_message", "encode_plain_metadata",
+    "encode_send", "encode_send_receipt", "encode_single", "parse_single", "read_batch", "signed64",
+    "single_header", "single_header_with", "tag", "varint",
 ]
 
 # Ledger and entry ids (and the int64 words of an ack_set) are signed in the clients; uint64 id
@@ -90,10 +80,14 @@ def varint(value: int) -> bytes:
         if value < 0:
             raise ValueError(f"a varint holds 0 .. 2**64 - 1, not {value}")
         return _ONE_BYTE[value]
-    if value >> 64:
-        raise ValueError(f"a varint holds 0 .. 2**64 - 1, not {value}")
     if value < 0x4000:
         return bytes((value & 0x7F | 0x80, value >> 7))
+    if value < 0x200000:  # sequence ids, sizes: spelled out up to four bytes, no loop
+        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
+    if value < 0x10000000:
+        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14 & 0x7F | 0x80, value >> 21))
+    if value >> 64:
+        raise ValueError(f"a varint holds 0 .. 2**64 - 1, not {value}")
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
@@ -173,33 +167,47 @@ _RECEIPT_ENVELOPE = _envelope(BaseCommand.SEND_RECEIPT)
 _MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)
 
 
-def encode_plain_metadata(
-    producer_name: str,
-    sequence_id: int,
-    publish_time: int,
-    compression: int = 0,
-    uncompressed_size: int = 0,
-    num_messages_in_batch: int | None = None,
-    highest_sequence_id: int | None = None,
-) -> bytes:
-    """A serialized MessageMetadata without keys, properties or event time.
+class PlainMetadata:
+    """Serialized MessageMetadata of one producer's entries without keys, properties or event time,
+    the producer name's bytes encoded once and the publish time's once per millisecond.
 
     The bytes equal the generated class's: compression and uncompressed size are written only
-    for a codec other than NONE, as the producer sets them.
+    for a codec other than NONE, as the producer sets them. Not thread-safe (one per producer).
     """
-    name = producer_name.encode("utf-8")
-    parts = [
-        _META_PRODUCER_NAME, varint(len(name)), name,
-        _META_SEQUENCE_ID, varint(sequence_id),
-        _META_PUBLISH_TIME, varint(publish_time),
-    ]
-    if compression:
-        parts += (_META_COMPRESSION, varint(compression), _META_UNCOMPRESSED_SIZE, varint(uncompressed_size))
-    if num_messages_in_batch is not None:
-        parts += (_META_NUM_MESSAGES, varint(num_messages_in_batch))
-    if highest_sequence_id is not None:
-        parts += (_META_HIGHEST_SEQUENCE_ID, varint(highest_sequence_id))
-    return b"".join(parts)
+
+    __slots__ = ("_head", "_time", "_time_field")
+
+    def __init__(self, producer_name: str):
+        name = producer_name.encode("utf-8")
+        self._head = _META_PRODUCER_NAME + varint(len(name)) + name + _META_SEQUENCE_ID
+        self._time = -1
+        self._time_field = b""
+
+    def encode(
+        self, sequence_id: int, publish_time: int, compression: int = 0, uncompressed_size: int = 0,
+        num_messages_in_batch: int | None = None, highest_sequence_id: int | None = None,
+    ) -> bytes:
+        """The metadata of one entry."""
+        if publish_time != self._time:
+            self._time, self._time_field = publish_time, _META_PUBLISH_TIME + varint(publish_time)
+        metadata = self._head + varint(sequence_id) + self._time_field
+        if compression:
+            metadata += _META_COMPRESSION + varint(compression) + _META_UNCOMPRESSED_SIZE + varint(uncompressed_size)
+        if num_messages_in_batch is not None:
+            metadata += _META_NUM_MESSAGES + varint(num_messages_in_batch)
+        if highest_sequence_id is not None:
+            metadata += _META_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
+        return metadata
+
+
+def encode_plain_metadata(
+    producer_name: str, sequence_id: int, publish_time: int, compression: int = 0, uncompressed_size: int = 0,
+    num_messages_in_batch: int | None = None, highest_sequence_id: int | None = None,
+) -> bytes:
+    """A serialized MessageMetadata without keys, properties or event time (see :class:`PlainMetadata`)."""
+    return PlainMetadata(producer_name).encode(
+        sequence_id, publish_time, compression, uncompressed_size, num_messages_in_batch, highest_sequence_id
+    )
 
 
 _SIZE = struct.Struct(">I")
@@ -305,20 +313,31 @@ def encode_single(
     return header + bytes(payload)
 
 
+class SendEncoder:
+    """Serialized SEND commands of one producer id, its bytes encoded once (as ``commands.make(SEND, ...)``
+    serializes them)."""
+
+    __slots__ = ("producer_id", "_head")
+
+    def __init__(self, producer_id: int):
+        self.producer_id = producer_id
+        self._head = _SEND_PRODUCER_ID + varint(producer_id) + _SEND_SEQUENCE_ID
+
+    def encode(self, sequence_id: int, num_messages: int = 1, highest_sequence_id: int | None = None, is_chunk: bool = False) -> bytes:
+        """The SEND of one entry: a message (the defaults), a batch, or a chunk."""
+        body = self._head + varint(sequence_id) + _SEND_NUM_MESSAGES + varint(num_messages)
+        if highest_sequence_id is not None:
+            body += _SEND_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
+        if is_chunk:
+            body += _SEND_IS_CHUNK
+        return _SEND_ENVELOPE + varint(len(body)) + body
+
+
 def encode_send(
-    producer_id: int,
-    sequence_id: int,
-    num_messages: int,
-    highest_sequence_id: int | None = None,
-    is_chunk: bool = False,
+    producer_id: int, sequence_id: int, num_messages: int, highest_sequence_id: int | None = None, is_chunk: bool = False
 ) -> bytes:
-    """A serialized SEND command (as ``commands.make(SEND, ...)`` serializes it)."""
-    body = _SEND_PRODUCER_ID + varint(producer_id) + _SEND_SEQUENCE_ID + varint(sequence_id) + _SEND_NUM_MESSAGES + varint(num_messages)
-    if highest_sequence_id is not None:
-        body += _SEND_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
-    if is_chunk:
-        body += _SEND_IS_CHUNK
-    return _SEND_ENVELOPE + varint(len(body)) + body
+    """A serialized SEND command (see :class:`SendEncoder`)."""
+    return SendEncoder(producer_id).encode(sequence_id, num_messages, highest_sequence_id, is_chunk)
 
 
 def encode_send_receipt(producer_id: int, sequence_id: int, ledger_id: int, entry_id: int, highest_sequence_id: int) -> bytes:
