@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from ..connection import Connection
 from ..exceptions import PulsarException, Timeout
 from ..protocol import commands
-from ..protocol.frames import encode_command
 from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import BaseCommand, CommandSubscribe, KeyValue
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
@@ -260,8 +259,8 @@ class PartitionConsumer:
             self.unacked.remove(target.message_id() if type(target) is Message else target)
         if self.dead_letter is not None:
             self.dead_letter.forget(ledger, entry)
-        if self.acks.add_message(ledger, entry, index, size, state):
-            self._maybe_flush_for_receipt()
+        if self.acks.add_message(ledger, entry, index, size, state) and self.settings.ack_receipt_enabled:
+            self.flush_acks(receipt=True)
 
     def acknowledge_cumulative(self, target: Message | MessageId) -> None:
         """Ack everything up to this message (Exclusive and Failover only: the caller checks)."""
@@ -295,11 +294,7 @@ class PartitionConsumer:
         connection = self.connection_handler.connection
         if connection is None:
             return False
-        frames = b"".join(
-            encode_command(commands.make(T.ACK, consumer_id=self.consumer_id, ack_type=ack_type, message_id=ids))
-            for ack_type, ids in pending.commands()
-        )
-        return connection.send(frames)
+        return connection.send(pending.frames(self.consumer_id))
 
     def negative_acknowledge(self, target: Message | MessageId) -> None:
         """Redeliver this message after the negative-ack delay."""

@@ -19,9 +19,10 @@ generated classes:
   ``test_plain_metadata_matches_protobuf``, ``test_plain_metadata_encoder_matches_protobuf``.
 - :func:`single_header`, :func:`single_header_with`, :func:`encode_single` (SingleMessageMetadata with its size
   prefix): ``test_single_header_matches_protobuf``, ``test_encode_single_matches_protobuf``.
-- :class:`SendEncoder`, :func:`encode_send`, :func:`encode_send_receipt`, :func:`encode_message`: ``test_encode_send_matches_make``,
-  ``test_encode_send_receipt_matches_make``, ``test_encode_message_matches_make``, and decoded back by
-  ``test_encoded_commands_decode_to_their_ids``.
+- :class:`SendEncoder`, :func:`encode_send`, :func:`encode_send_receipt`, :func:`encode_message`, :func:`encode_ack`:
+  ``test_encode_send_matches_make``, ``test_send_encoder_matches_make_for_each_send_of_its_producer``,
+  ``test_encode_send_receipt_matches_make``, ``test_encode_message_matches_make``, ``test_encode_ack_matches_make``,
+  and decoded back by ``test_encoded_commands_decode_to_their_ids``.
 - :func:`read_batch` with :func:`parse_single` (a batch payload split, plain SingleMessageMetadata read off its
   bytes): ``test_read_batch_matches_protobuf``, ``test_any_metadata_bytes_decode_as_protobuf_does``,
   ``test_read_batch_round_trips_encoders``.
@@ -32,7 +33,7 @@ generated classes:
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -40,6 +41,7 @@ from google.protobuf.message import DecodeError, Message
 
 from .PulsarApi_pb2 import (
     BaseCommand,
+    CommandAck,
     CommandMessage,
     CommandSend,
     CommandSendReceipt,
@@ -50,7 +52,7 @@ from .PulsarApi_pb2 import (
 )
 
 __all__ = [
-    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_message", "encode_plain_metadata",
+    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_ack", "encode_message", "encode_plain_metadata",
     "encode_send", "encode_send_receipt", "encode_single", "parse_single", "read_batch", "signed64",
     "single_header", "single_header_with", "tag", "varint",
 ]
@@ -165,6 +167,9 @@ def _envelope(command_type: int) -> bytes:
 _SEND_ENVELOPE = _envelope(BaseCommand.SEND)
 _RECEIPT_ENVELOPE = _envelope(BaseCommand.SEND_RECEIPT)
 _MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)
+_ACK_ENVELOPE = _envelope(BaseCommand.ACK)
+_ACK_HEAD = (tag(CommandAck, "consumer_id"), tag(CommandAck, "ack_type"), tag(CommandAck, "message_id"))
+_ID_ACK_SET, _ID_BATCH_SIZE = tag(MessageIdData, "ack_set"), tag(MessageIdData, "batch_size")
 
 
 class PlainMetadata:
@@ -236,15 +241,9 @@ def single_header(payload_size: int, sequence_id: int | None = None) -> bytes:
 
 
 def single_header_with(
-    payload_size: int,
-    sequence_id: int | None = None,
-    properties: Mapping[str, str] | None = None,
-    partition_key: str | None = None,
-    ordering_key: bytes | None = None,
-    event_time: int | None = None,
-    partition_key_b64_encoded: bool = False,
-    null_value: bool = False,
-    null_partition_key: bool = False,
+    payload_size: int, sequence_id: int | None = None, properties: Mapping[str, str] | None = None,
+    partition_key: str | None = None, ordering_key: bytes | None = None, event_time: int | None = None,
+    partition_key_b64_encoded: bool = False, null_value: bool = False, null_partition_key: bool = False,
 ) -> bytes:
     """The bytes in front of one message's payload in a batch: size prefix and SingleMessageMetadata.
 
@@ -291,16 +290,9 @@ def _text(key: bytes, text: str) -> bytes:
 
 
 def encode_single(
-    payload: bytes | bytearray | memoryview,
-    *,
-    properties: Mapping[str, str] | None = None,
-    partition_key: str | None = None,
-    ordering_key: bytes | None = None,
-    event_time: int | None = None,
-    sequence_id: int | None = None,
-    partition_key_b64_encoded: bool = False,
-    null_value: bool = False,
-    null_partition_key: bool = False,
+    payload: bytes | bytearray | memoryview, *, properties: Mapping[str, str] | None = None, partition_key: str | None = None,
+    ordering_key: bytes | None = None, event_time: int | None = None, sequence_id: int | None = None,
+    partition_key_b64_encoded: bool = False, null_value: bool = False, null_partition_key: bool = False,
 ) -> bytes:
     """Frame one message of a batch: size prefix, SingleMessageMetadata, payload.
 
@@ -368,6 +360,25 @@ def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: i
     return _MESSAGE_ENVELOPE + varint(len(body)) + body
 
 
+def encode_ack(
+    consumer_id: int, ack_type: int, entries: Iterable[tuple[int, int]], batches: Iterable[tuple[int, int, list[int], int]] = ()
+) -> bytes:
+    """A serialized ACK of whole ``entries`` (ledger, entry), then of ``batches`` (ledger, entry,
+    ack_set words, batch size): without a MessageIdData object per id."""
+    consumer_key, type_key, id_key = _ACK_HEAD
+    parts = [consumer_key, varint(consumer_id), type_key, varint(ack_type)]
+    for ledger, entry in entries:
+        position = _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY + varint(entry & U64_MASK)
+        parts += (id_key, _ONE_BYTE[len(position)], position)  # two keys and two varints: under 128 bytes
+    for ledger, entry, words, size in batches:
+        fields = [_ID_LEDGER, varint(ledger & U64_MASK), _ID_ENTRY, varint(entry & U64_MASK)]
+        fields += [_ID_ACK_SET + varint(word & U64_MASK) for word in words]
+        position = b"".join((*fields, _ID_BATCH_SIZE, varint(size)))
+        parts += (id_key, varint(len(position)), position)
+    body = b"".join(parts)
+    return _ACK_ENVELOPE + varint(len(body)) + body
+
+
 class BatchFormatError(ValueError):
     """A batch payload does not match its framing or its declared message count."""
 
@@ -408,12 +419,8 @@ def parse_single(single: bytes | SingleMessageMetadata) -> SingleMessageMetadata
 
 
 def read_batch(
-    data: bytes | bytearray | memoryview,
-    count: int,
-    build: Callable[[Any, int, bytes, bytes | SingleMessageMetadata], T],
-    context: Any = None,
-    unacked: int | None = None,
-    out: list[T] | None = None,
+    data: bytes | bytearray | memoryview, count: int, build: Callable[[Any, int, bytes, bytes | SingleMessageMetadata], T],
+    context: Any = None, unacked: int | None = None, out: list[T] | None = None,
 ) -> list[T]:
     """Split a batch payload of ``count`` messages; ``build`` turns each wanted one into an item.
 

@@ -24,6 +24,7 @@ from airflow_pulsar.client.protocol.wire import (
     BatchFormatError,
     PlainMetadata,
     SendEncoder,
+    encode_ack,
     encode_message,
     encode_plain_metadata,
     encode_send,
@@ -203,6 +204,20 @@ def test_encode_message_matches_make(consumer_id, ledger_id, entry_id, partition
         message_id=MessageIdData(ledgerId=ledger_id % 2**64, entryId=entry_id % 2**64, partition=partition),
     )
     assert encode_message(consumer_id, ledger_id, entry_id, partition, redelivery_count) == expected.SerializeToString()
+
+
+@given(
+    U64, st.sampled_from([0, 1]), st.lists(st.tuples(I64, I64), max_size=4),
+    st.lists(st.tuples(I64, I64, st.lists(I64, max_size=3), st.integers(min_value=0, max_value=2**31 - 1)), max_size=3),
+)
+@example(1, 0, [], [])
+@example(2**64 - 1, 1, [(-1, -1)], [(2**63 - 1, 0, [-1, 0, 2**63 - 1], 2**31 - 1)])
+def test_encode_ack_matches_make(consumer_id, ack_type, entries, batches):
+    ids = [MessageIdData(ledgerId=ledger % 2**64, entryId=entry % 2**64) for ledger, entry in entries]
+    for ledger, entry, words, size in batches:
+        ids.append(MessageIdData(ledgerId=ledger % 2**64, entryId=entry % 2**64, ack_set=words, batch_size=size))
+    expected = commands.make(T.ACK, consumer_id=consumer_id, ack_type=ack_type, message_id=ids)
+    assert encode_ack(consumer_id, ack_type, entries, batches) == expected.SerializeToString()
 
 
 @given(
