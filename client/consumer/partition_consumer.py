@@ -156,7 +156,7 @@ class PartitionConsumer:
     def handle_messages(self, messages: list[tuple[Any, bytes]]) -> None:
         """MESSAGEs (command, entry) in arrival order: queued as they are, the receiving thread unpacks them."""
         self.permits.clear_request()
-        self.queue.put_many([QueuedEntry(self, self.epoch, body, entry) for body, entry in messages])
+        self.queue.put_many(self, self.epoch, messages)
 
     def handle_active_change(self, is_active: bool) -> None:
         """Failover: the broker says whether this consumer now receives the partition's messages."""

@@ -65,6 +65,11 @@ class QueuedEntry(NamedTuple):
     entry: bytes  # [metadata size][MessageMetadata][payload]
 
 
+# Builds a QueuedEntry from a plain tuple without NamedTuple's generated ``__new__`` (a Python
+# call per entry, on the reader thread).
+_new_entry = tuple.__new__
+
+
 class ReceiverQueue:
     """Entries from one or more partition consumers, and the messages unpacked from them."""
 
@@ -85,8 +90,10 @@ class ReceiverQueue:
 
     # ---- the reader thread's side ----
 
-    def put_many(self, items: list[QueuedEntry]) -> None:
-        """Append entries, in order (called on a connection's reader thread)."""
+    def put_many(self, owner: QueueOwner, epoch: int, messages: list[tuple[Any, bytes]]) -> None:
+        """Append the entries of MESSAGEs (command, entry) for ``owner`` at ``epoch``, in order
+        (called on a connection's reader thread)."""
+        items = [_new_entry(QueuedEntry, (owner, epoch, command, entry)) for command, entry in messages]
         with self._cond:
             self._entries.extend(items)
             self._cond.notify()
