@@ -239,18 +239,23 @@ class Connection:
 
     # ---- writing ----
 
-    def send(self, data: bytes, gather: bool = True) -> bool:
+    def send(self, data: bytes) -> bool:
         """Queue whole frames for writing, in order; False if the connection is gone (the reader
-        thread will notice). It never blocks on the socket, so callers may hold their own locks.
-
-        ``gather`` False: the caller writes them itself right after, with :meth:`write_now`.
-        """
+        thread will notice). It never blocks on the socket, so callers may hold their own locks;
+        once they hold none they call :meth:`write_due` (or :meth:`write_now`)."""
         writer = self._writer
-        return writer is not None and not self.closed and writer.send(data, gather)
+        return writer is not None and not self.closed and writer.send(data)
+
+    def write_due(self) -> None:
+        """Write the queued frames on this thread if the writer says they are due: a lone frame,
+        or a burst gathered long enough (see ``frame_writer``)."""
+        writer = self._writer
+        if writer is not None and writer.due:
+            writer.write_now()
 
     def write_now(self) -> None:
-        """Write the queued frames on this thread unless a write is under way; for a caller about
-        to wait for an answer (call it outside the caller's own locks)."""
+        """Write the queued frames on this thread; for a caller about to wait for an answer (call
+        it outside the caller's own locks)."""
         writer = self._writer
         if writer is not None:
             writer.write_now()
@@ -259,9 +264,11 @@ class Connection:
         log.info("write to %s failed: %s", self.address, error)
         self.close()
 
-    def send_command(self, command: BaseCommand, gather: bool = True) -> bool:
-        """Queue one simple command (``gather``: see :meth:`send`)."""
-        return self.send(encode_command(command), gather)
+    def send_command(self, command: BaseCommand) -> bool:
+        """Queue one simple command and write it if it is due (callers hold no lock of theirs)."""
+        queued = self.send(encode_command(command))
+        self.write_due()
+        return queued
 
     def new_request_id(self) -> int:
         """A request id unique on this connection."""
@@ -276,7 +283,7 @@ class Connection:
                 future.set_exception(ConnectError(f"connection to {self.address} is closed"))
                 return future
             self._requests[request_id] = future
-        if not self.send_command(commands.make(command_type, request_id=request_id, **fields), gather=False):
+        if not self.send(encode_command(commands.make(command_type, request_id=request_id, **fields))):
             self._fail_request(request_id, ConnectError(f"connection to {self.address} is closed"))
         self.write_now()
         return future

@@ -99,10 +99,10 @@ class ScriptedConnection(Connection):
         self._outgoing = FrameDecoder()
         self._broker_lock = threading.RLock()
 
-    def send(self, data: bytes, gather: bool = True) -> bool:
+    def send(self, data: bytes) -> bool:
         """Record the frames written and answer the requests among them; False once closed, as on a socket.
 
-        Every write is recorded at once, as the connection's writer would write it (``gather`` or not)."""
+        Every frame is recorded at once, as if the connection's writer wrote it right away."""
         if self.closed:
             return False
         with self._broker_lock:

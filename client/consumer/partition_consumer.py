@@ -294,7 +294,9 @@ class PartitionConsumer:
         connection = self.connection_handler.connection
         if connection is None:
             return False
-        return connection.send(pending.frames(self.consumer_id))
+        sent = connection.send(pending.frames(self.consumer_id))
+        connection.write_due()
+        return sent
 
     def negative_acknowledge(self, target: Message | MessageId) -> None:
         """Redeliver this message after the negative-ack delay."""

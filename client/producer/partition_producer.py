@@ -90,9 +90,6 @@ class PartitionProducer:
         self._timeout_armed = False
         self._connection: Connection | None = None
         self._ready = False
-        # Whether frames queued now are left to the connection's writer (a send_async burst), or
-        # written by this thread once it releases the lock (a sync send, a flush).
-        self._gather = False
         self._producer_id = -1
         self._send = SendEncoder(0)  # replaced when the broker accepts the producer, before any frame is written
         self._epoch = 0
@@ -157,6 +154,7 @@ class PartitionProducer:
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
                 connection.send(b"".join(op.frame(self._send) for op in self._pending))
             self._ready = True
+        connection.write_now()
 
     def connection_lost(self, connection: Connection) -> None:
         """The connection closed: reconnect unless closing (called on its reader thread)."""
@@ -241,7 +239,6 @@ class PartitionProducer:
                 self._next_sequence_id = sequence_id + 1
             elif sequence_id >= self._next_sequence_id:
                 self._next_sequence_id = sequence_id + 1
-            self._gather = not flush
             batched = self._accumulator.add(content, callback, sequence_id, properties, partition_key, ordering_key,
                                             event_timestamp, flush, delivery)
             # One batch timer at a time, not one per batch: when it fires it flushes the batch if
@@ -250,16 +247,14 @@ class PartitionProducer:
                 self._batch_timer_armed = self._call_later(self._accumulator.batch_delay, self._on_batch_timer)
         except BaseException as exc:
             lock.release()
-            if flush:
-                self._write_now()
+            self._write_queued(flush)
             self._quota.release(1, size)
             if not isinstance(exc, PulsarException):
                 raise
             fail_callback(callback, exc)
         else:
             lock.release()
-            if flush:
-                self._write_now()
+            self._write_queued(flush)
 
     def _call_later(self, delay: float, callback: Callable[[], None]) -> bool:
         """Schedule ``callback`` on the client's timer; False when the timer is closed (the client is closing)."""
@@ -272,11 +267,10 @@ class PartitionProducer:
     def _on_batch_timer(self) -> None:
         with self._lock:
             self._batch_timer_armed = False
-            self._gather = False
             wait = self._accumulator.flush_if_due()
             if wait is not None:
                 self._batch_timer_armed = self._call_later(wait, self._on_batch_timer)
-        self._write_now()
+        self._write_queued(True)
 
     def _append_locked(self, op: OpSend) -> None:
         """Queue an op, and its frame on the connection (frames queued under the lock keep its order)."""
@@ -284,15 +278,19 @@ class PartitionProducer:
         connection = self._connection
         if self._ready and connection is not None:
             # Lost frames (a closed connection) go out again with every pending op on reconnect.
-            connection.send(op.frame(self._send), self._gather)
+            connection.send(op.frame(self._send))
         if self._send_timeout is not None and not self._timeout_armed:
             self._arm_timeout(op.deadline)
 
-    def _write_now(self) -> None:
-        """Write the queued frames from this thread (call it after releasing the lock): for a sync send or a flush."""
+    def _write_queued(self, now: bool) -> None:
+        """After releasing the lock: write the queued frames from this thread if they are due (``now``:
+        in any case, for a sync send or a flush), else leave them to gather (see ``frame_writer``)."""
         connection = self._connection
         if connection is not None:
-            connection.write_now()
+            if now:
+                connection.write_now()
+            else:
+                connection.write_due()
 
     # ---- timeouts ----
 
@@ -391,9 +389,8 @@ class PartitionProducer:
     def flush_batch(self) -> None:
         """Send the current batch now, without waiting for it."""
         with self._lock:
-            self._gather = False
             self._accumulator.flush()
-        self._write_now()
+        self._write_queued(True)
 
     def flush(self) -> None:
         """Send the current batch and wait until every op queued so far is completed."""
