@@ -180,9 +180,9 @@ def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool) -> F
         command.ParseFromString(view[start + 4 : pos])  # type: ignore[arg-type]  # any buffer parses; the message keeps no reference
     except Exception as exc:  # protobuf's DecodeError
         raise FrameError(f"malformed BaseCommand: {exc}") from exc
-    if not command.HasField("type"):
-        raise FrameError("BaseCommand without a known type")
-    if not command.IsInitialized():
+    if not command.IsInitialized():  # an initialized command has its type: a required field
+        if not command.HasField("type"):
+            raise FrameError("BaseCommand without a known type")
         missing = ", ".join(command.FindInitializationErrors())  # type: ignore[attr-defined]  # in protobuf, not in its stubs
         raise FrameError(f"{BaseCommand.Type.Name(command.type)} is missing required fields: {missing}")
     if pos == stop:
