@@ -253,7 +253,7 @@ class AckGroupingTracker:
 
     def _due(self) -> bool:
         """Under the lock: whether what is pending goes out now; if not, the timer is set to send it."""
-        if self.group_time <= 0 or self.pending >= self.max_size:
+        if self.group_time <= 0 or len(self._entries) + len(self._batches) + (self._cumulative is not None) >= self.max_size:
             return True
         if self._scheduled is None:
             self._scheduled = self._timer.call_later(self.group_time, self._on_timer)

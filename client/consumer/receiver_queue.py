@@ -127,9 +127,8 @@ class ReceiverQueue:
                     owner.taken(message)  # type: ignore[union-attr]
                     return message
             deadline = None if timeout is None else time.monotonic() + timeout
-            found = self._next_ready()  # those of an older epoch are dropped here
-            if found is not None:
-                return found
+            if pos < len(ready):  # messages of an older epoch: dropped here
+                self._current()
             while True:
                 messages = self._unpack_next(deadline, before_wait)
                 if messages is None:
