@@ -3,7 +3,8 @@
 The official producer (batching on, 100-byte messages) writes a backlog; then each consumer
 drains it on its own subscription with the same settings (receiver queue 1000, Exclusive, an
 individual ack per message), with ``receive`` and with ``batch_receive``: the best of
-``--rounds`` interleaved rounds, each on a fresh subscription. Usage::
+``--rounds`` interleaved rounds, each on a fresh subscription. A second backlog, written with
+batching off (one entry per message), is drained with ``receive``. Usage::
 
     python bench/consumer.py [--messages N] [--rounds R]
 """
@@ -24,14 +25,15 @@ from airflow_pulsar.client.client import Client
 
 PAYLOAD = b"x" * 100
 TOPIC = "bench-consume"
+UNBATCHED_TOPIC = "bench-consume-unbatched"
 BATCH_LIMIT = 1000
 
 
-def produce_backlog(client: pulsar.Client, messages: int) -> None:
-    """Write the backlog with the official producer, batching on."""
+def produce_backlog(client: pulsar.Client, messages: int, topic: str = TOPIC, batching: bool = True) -> None:
+    """Write the backlog with the official producer, batching on unless told."""
     producer = client.create_producer(
-        TOPIC, batching_enabled=True, batching_max_messages=1000, batching_max_publish_delay_ms=10,
-        max_pending_messages=50_000, block_if_queue_full=True,
+        topic, batching_enabled=batching, batching_max_messages=1000, batching_max_publish_delay_ms=10,
+        max_pending_messages=5000 if not batching else 50_000, block_if_queue_full=True,
     )
     for _ in range(messages):
         producer.send_async(PAYLOAD, None)
@@ -69,26 +71,27 @@ def measure(messages: int, rounds: int = DEFAULT_ROUNDS, broker_kind: str = "emb
         official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
         ours = Client(broker.service_url, operation_timeout_seconds=30)
         produce_backlog(official, messages)
+        produce_backlog(official, messages, UNBATCHED_TOPIC, batching=False)
 
-        def theirs_subscribe(subscription: str, batch: bool) -> Any:
-            return official.subscribe(
-                TOPIC, subscription, initial_position=pulsar.InitialPosition.Earliest, receiver_queue_size=1000,
+        def theirs_subscribe(topic: str) -> Callable[[str, bool], Any]:
+            return lambda subscription, batch: official.subscribe(
+                topic, subscription, initial_position=pulsar.InitialPosition.Earliest, receiver_queue_size=1000,
                 batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
             )
 
-        def ours_subscribe(subscription: str, batch: bool) -> Any:
-            return ours.subscribe(
-                TOPIC, subscription, initial_position=ours_consumer.InitialPosition.Earliest, receiver_queue_size=1000,
+        def ours_subscribe(topic: str) -> Callable[[str, bool], Any]:
+            return lambda subscription, batch: ours.subscribe(
+                topic, subscription, initial_position=ours_consumer.InitialPosition.Earliest, receiver_queue_size=1000,
                 batch_receive_policy=ours_consumer.ConsumerBatchReceivePolicy(BATCH_LIMIT, -1, 100),
             )
 
-        for batch in (False, True):
+        for topic, batch, label in ((TOPIC, False, "backlog"), (TOPIC, True, "backlog"), (UNBATCHED_TOPIC, False, "unbatched backlog")):
             mode = "batch_receive" if batch else "receive"
             best = best_of_rounds(rounds, {
-                "official": lambda index, batch=batch: run(f"official-{index}", theirs_subscribe, messages, batch),
-                "ours": lambda index, batch=batch: run(f"ours-{index}", ours_subscribe, messages, batch),
+                "official": lambda index, topic=topic, batch=batch: run(f"official-{index}", theirs_subscribe(topic), messages, batch),
+                "ours": lambda index, topic=topic, batch=batch: run(f"ours-{index}", ours_subscribe(topic), messages, batch),
             })
-            figure = f"consume {len(PAYLOAD)} B backlog of {messages}, {mode}{brokers.on(broker_kind)} (msg/s)"
+            figure = f"consume {len(PAYLOAD)} B {label} of {messages}, {mode}{brokers.on(broker_kind)} (msg/s)"
             rows.append({"figure": figure, **best})
         ours.close()
         official.close()

@@ -4,8 +4,10 @@ For each case (100 B and 1 KiB messages, 1 and 4 partitions, no compression and 
 producers send the same number of messages with ``send_async`` and then ``flush``; the rate is
 messages per second until the last receipt, the best of ``--rounds`` interleaved rounds (each
 round on a fresh topic). Settings are identical and explicit on both sides (batching on: the
-official sync API defaults it off). Fsync is off by default so the clients, not the disk, are
-measured. Usage::
+official sync API defaults it off). The unbatched cases send 100 B messages with batching off
+(the official client's default), from 1, 4 and 16 producers of one client, so on one connection,
+each producer on a thread of its own and on a topic of its own. Fsync is off by default so the
+clients, not the disk, are measured. Usage::
 
     python bench/producer.py [--messages N] [--rounds R] [--fsync] [--json bench/results/producer.json]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +42,8 @@ SETTINGS: dict[str, Any] = {
 CASES = [(size, partitions, codec) for size in (100, 1024) for partitions in (1, 4) for codec in ("NONE", "LZ4")]
 # On Apache Pulsar only the base cases: the JVM broker, not the codec, is what that run compares.
 PULSAR_CASES = [(100, 1, "NONE"), (100, 4, "NONE")]
+# Unbatched: how many producers share the client's one connection.
+UNBATCHED_PRODUCERS = (1, 4, 16)
 
 
 def _rate(producer: Any, payload: bytes, messages: int) -> float:
@@ -66,6 +71,71 @@ def run_ours(broker: brokers.Broker, topic: str, payload: bytes, messages: int, 
     with Client(broker.service_url, operation_timeout_seconds=30) as client:
         producer = client.create_producer(topic, compression_type=CompressionType[codec], **SETTINGS)
         return _rate(producer, payload, messages)
+
+
+def _unbatched_rate(client: Any, topic: str, producers: int, payload: bytes, messages: int) -> float:
+    """Messages per second of ``producers`` unbatched producers of one client, each on its own thread
+    and topic (``{topic}-{i}``), ``messages`` in all, until the last receipt."""
+    made = [client.create_producer(f"{topic}-{index}", **{**SETTINGS, "batching_enabled": False}) for index in range(producers)]
+    share = messages // producers
+    ready = threading.Barrier(producers + 1)
+
+    def send(producer: Any) -> None:
+        ready.wait()
+        for _ in range(share):
+            producer.send_async(payload, None)
+        producer.flush()
+
+    threads = [threading.Thread(target=send, args=(producer,)) for producer in made]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return share * producers / (time.perf_counter() - start)
+
+
+def run_official_unbatched(broker: brokers.Broker, topic: str, producers: int, payload: bytes, messages: int) -> float:
+    """Unbatched messages per second of the official client's producers."""
+    client = pulsar.Client(
+        broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
+    try:
+        return _unbatched_rate(client, topic, producers, payload, messages)
+    finally:
+        client.close()
+
+
+def run_ours_unbatched(broker: brokers.Broker, topic: str, producers: int, payload: bytes, messages: int) -> float:
+    """Unbatched messages per second of our producers."""
+    with Client(broker.service_url, operation_timeout_seconds=30) as client:
+        return _unbatched_rate(client, topic, producers, payload, messages)
+
+
+def measure_unbatched(broker: brokers.Broker, messages: int, rounds: int, broker_kind: str) -> list[dict[str, Any]]:
+    """One row per producer count, 100 B messages with batching off, best round of each client."""
+    payload = (b"0123456789abcdef" * 7)[:100]
+    runners: dict[str, Callable[..., float]] = {"official": run_official_unbatched, "ours": run_ours_unbatched}
+    rows = []
+    for producers in UNBATCHED_PRODUCERS:
+        count = messages // producers * producers
+
+        def round_of(who: str, run: Callable[..., float], producers: int = producers, count: int = count) -> Callable[[int], float]:
+            def one_round(index: int) -> float:
+                topic = f"bench-{who}-unbatched-{producers}-{index}"
+                rate = run(broker, topic, producers, payload, count)
+                stored = sum(_stored(broker, f"{topic}-{i}", 1) for i in range(producers))
+                if stored != count:
+                    raise RuntimeError(f"{who}: broker stored {stored} of {count} messages")
+                return rate
+
+            return one_round
+
+        best = best_of_rounds(rounds, {who: round_of(who, run) for who, run in runners.items()})
+        figure = f"produce 100 B unbatched, {producers} producer(s) on one connection{brokers.on(broker_kind)} (msg/s)"
+        rows.append({"figure": figure, **best, "messages": count})
+    return rows
 
 
 def _topic(broker: brokers.Broker, name: str, partitions: int) -> str:
@@ -117,6 +187,7 @@ def measure(
             label = "1 KiB" if size == 1024 else f"{size} B"
             figure = f"produce {label}, {partitions} partition(s), {codec}{brokers.on(broker_kind)} (msg/s)"
             rows.append({"figure": figure, **best, "messages": count})
+        rows += measure_unbatched(broker, messages, rounds, broker_kind)
     return rows
 
 

@@ -1,9 +1,10 @@
 """One TCP (or TLS) connection to a broker: handshake, request ids, and a reader thread.
 
-Writes happen on the caller's thread under a lock; a single reader thread per connection decodes
-frames and routes them: responses to the waiting request's future, receipts to producers,
-messages to consumers. When the connection is lost every pending request fails and every
-producer and consumer on it is told, so each can reconnect on its own schedule.
+Frames are queued for the connection's writer (see ``frame_writer``), which gathers those of a
+burst into one write; a single reader thread per connection decodes frames and routes them:
+responses to the waiting request's future, receipts to producers, messages to consumers. When
+the connection is lost every pending request fails and every producer and consumer on it is
+told, so each can reconnect on its own schedule.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from google.protobuf.message import Message
 
 from .auth import Authentication
 from .exceptions import AuthenticationError, ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
+from .frame_writer import FrameWriter
 from .protocol import commands
 from .protocol.commands import PROTOCOL_VERSION
 from .protocol.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command
@@ -51,7 +53,7 @@ _UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 class ProducerHandler(Protocol):
     """What a connection calls on a producer registered with it."""
 
-    def handle_receipt(self, body: CommandSendReceipt) -> None: ...
+    def handle_receipts(self, receipts: list[CommandSendReceipt]) -> None: ...
 
     def handle_send_error(self, body: CommandSendError) -> None: ...
 
@@ -63,7 +65,7 @@ class ProducerHandler(Protocol):
 class ConsumerHandler(Protocol):
     """What a connection calls on a consumer registered with it."""
 
-    def handle_message(self, body: CommandMessage, frame: Frame) -> None: ...
+    def handle_messages(self, messages: list[tuple[CommandMessage, bytes]]) -> None: ...
 
     def handle_active_change(self, is_active: bool) -> None: ...
 
@@ -97,7 +99,7 @@ class Connection:
         self._connection_timeout = connection_timeout
         self._keepalive_seconds = keepalive_seconds
         self._sock: socket.socket | TlsStream | None = None
-        self._write_lock = threading.Lock()
+        self._writer: FrameWriter | None = None
         self._lock = threading.Lock()
         self._requests: dict[int, Future[Any]] = {}
         self._request_ids = itertools.count(1)
@@ -149,6 +151,7 @@ class Connection:
             self.max_message_size = connected.max_message_size
             self._decoder.max_frame_size = connected.max_message_size + FRAME_OVERHEAD
         self._sock = stream
+        self._writer = FrameWriter(stream, f"pulsar-writer-{self.address}", self._write_failed)
         self._last_received = time.monotonic()
         threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
         self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
@@ -216,6 +219,8 @@ class Connection:
             if self.closed:
                 return
             self.closed = True
+        if self._writer is not None:
+            self._writer.close()
         if self._keepalive is not None:
             self._keepalive.cancel()
         if self._sock is not None:
@@ -235,22 +240,35 @@ class Connection:
     # ---- writing ----
 
     def send(self, data: bytes) -> bool:
-        """Write whole frames; False if the connection is gone (the reader thread will notice)."""
-        sock = self._sock
-        if sock is None or self.closed:
-            return False
-        try:
-            with self._write_lock:
-                sock.sendall(data)
-            return True
-        except OSError as exc:
-            log.info("write to %s failed: %s", self.address, exc)
-            self.close()
-            return False
+        """Queue whole frames for writing, in order; False if the connection is gone (the reader
+        thread will notice). It never blocks on the socket, so callers may hold their own locks;
+        once they hold none they call :meth:`write_due` (or :meth:`write_now`)."""
+        writer = self._writer
+        return writer is not None and not self.closed and writer.send(data)
+
+    def write_due(self) -> None:
+        """Write the queued frames on this thread if the writer says they are due: a lone frame,
+        or a burst gathered long enough (see ``frame_writer``)."""
+        writer = self._writer
+        if writer is not None and writer.due:
+            writer.write_now()
+
+    def write_now(self) -> None:
+        """Write the queued frames on this thread; for a caller about to wait for an answer (call
+        it outside the caller's own locks)."""
+        writer = self._writer
+        if writer is not None:
+            writer.write_now()
+
+    def _write_failed(self, error: OSError) -> None:
+        log.info("write to %s failed: %s", self.address, error)
+        self.close()
 
     def send_command(self, command: BaseCommand) -> bool:
-        """Write one simple command."""
-        return self.send(encode_command(command))
+        """Queue one simple command and write it if it is due (callers hold no lock of theirs)."""
+        queued = self.send(encode_command(command))
+        self.write_due()
+        return queued
 
     def new_request_id(self) -> int:
         """A request id unique on this connection."""
@@ -265,8 +283,9 @@ class Connection:
                 future.set_exception(ConnectError(f"connection to {self.address} is closed"))
                 return future
             self._requests[request_id] = future
-        if not self.send_command(commands.make(command_type, request_id=request_id, **fields)):
+        if not self.send(encode_command(commands.make(command_type, request_id=request_id, **fields))):
             self._fail_request(request_id, ConnectError(f"connection to {self.address} is closed"))
+        self.write_now()
         return future
 
     def call(self, command_type: int, timeout: float, **fields: Any) -> Any:
@@ -308,8 +327,7 @@ class Connection:
                 if not data:
                     break
                 self._last_received = time.monotonic()
-                for frame in self._decoder.feed(data):
-                    self._dispatch(frame)
+                self._route(self._decoder.feed(data))
         except FrameError as exc:
             log.error("malformed frame from %s: %s", self.address, exc)
             error = ConnectError(f"malformed frame from {self.address}: {exc}")
@@ -340,23 +358,54 @@ class Connection:
             except Exception:  # one handler's failure must not keep the others from reconnecting
                 log.exception("connection_lost handler failed")
 
+    def _route(self, frames: list[Frame]) -> None:
+        """Hand frames on in order; the hot two in runs: consecutive receipts for one producer, or
+        messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
+        run: list[Any] = []
+        run_kind = run_owner = -1
+        for frame in frames:
+            command = frame.command
+            kind = command.type
+            item: Any
+            if kind == T.SEND_RECEIPT:
+                item = command.send_receipt
+                owner = item.producer_id
+            elif kind == T.MESSAGE:
+                message = command.message
+                owner, item = message.consumer_id, (message, frame.entry)
+            else:
+                if run:
+                    self._deliver(run_kind, run_owner, run)
+                    run = []
+                self._dispatch(frame)
+                continue
+            if owner != run_owner or kind != run_kind:
+                if run:
+                    self._deliver(run_kind, run_owner, run)
+                    run = []
+                run_kind, run_owner = kind, owner
+            run.append(item)
+        if run:
+            self._deliver(run_kind, run_owner, run)
+
+    def _deliver(self, kind: int, owner: int, run: list[Any]) -> None:
+        if kind == T.SEND_RECEIPT:
+            producer = self.producers.get(owner)
+            if producer is not None:
+                producer.handle_receipts(run)
+        else:
+            consumer = self.consumers.get(owner)
+            if consumer is not None:
+                consumer.handle_messages(run)
+
     def _dispatch(self, frame: Frame) -> None:
+        """Hand on one frame other than SEND_RECEIPT and MESSAGE (see :meth:`_route`)."""
         command = frame.command
         kind = command.type
-        if kind != T.MESSAGE and kind != T.SEND_RECEIPT:  # the hot two carry no text
-            bad_text = commands.text_fault(command)
-            if bad_text is not None:
-                raise FrameError(f"{commands.type_name(kind)} field {bad_text} is not UTF-8 text")
-        if kind == T.MESSAGE:
-            message = command.message
-            consumer = self.consumers.get(message.consumer_id)
-            if consumer is not None:
-                consumer.handle_message(message, frame)
-        elif kind == T.SEND_RECEIPT:
-            producer = self.producers.get(command.send_receipt.producer_id)
-            if producer is not None:
-                producer.handle_receipt(command.send_receipt)
-        elif kind == T.SEND_ERROR:
+        bad_text = commands.text_fault(command)
+        if bad_text is not None:
+            raise FrameError(f"{commands.type_name(kind)} field {bad_text} is not UTF-8 text")
+        if kind == T.SEND_ERROR:
             producer = self.producers.get(command.send_error.producer_id)
             if producer is not None:
                 producer.handle_send_error(command.send_error)

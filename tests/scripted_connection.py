@@ -100,7 +100,9 @@ class ScriptedConnection(Connection):
         self._broker_lock = threading.RLock()
 
     def send(self, data: bytes) -> bool:
-        """Record the frames written and answer the requests among them; False once closed, as on a socket."""
+        """Record the frames written and answer the requests among them; False once closed, as on a socket.
+
+        Every frame is recorded at once, as if the connection's writer wrote it right away."""
         if self.closed:
             return False
         with self._broker_lock:
@@ -115,8 +117,7 @@ class ScriptedConnection(Connection):
     def feed(self, data: bytes) -> None:
         """Bytes from the broker: each whole frame is routed as the reader thread routes it."""
         with self._broker_lock:
-            for frame in self._decoder.feed(data):
-                self._dispatch(frame)
+            self._route(self._decoder.feed(data))
 
     def drop(self) -> None:
         """The broker went away: what the reader thread does when its socket reaches its end."""

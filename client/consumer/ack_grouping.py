@@ -20,9 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..protocol.batch import ack_set_words
+from ..protocol.frames import encode_command
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import CommandAck, MessageIdData
-from ..protocol.wire import U64_MASK
+from ..protocol.wire import U64_MASK, encode_ack
 from ..timer import Timer, TimerHandle
 
 Position = tuple[int, int]  # (ledger id, entry id)
@@ -73,6 +74,21 @@ class PendingAcks:
     def cumulative(self) -> MessageIdData | None:
         """The id of the Cumulative ACK, if there is one."""
         return None if self.up_to is None else id_data(*self.up_to)
+
+    def frames(self, consumer_id: int) -> bytes:
+        """The ACK frames that send these for ``consumer_id``, hand-encoded (as :meth:`commands` would be)."""
+        frames = b""
+        if self.entries or self.batches:
+            partly = [(ledger, entry, ack_set_words(mask, size), size) for (ledger, entry), (mask, size) in self.batches.items()]
+            frames = encode_command(encode_ack(consumer_id, CommandAck.Individual, self.entries, partly))
+        if self.up_to is not None:
+            ledger, entry, unacked, size = self.up_to
+            if unacked is None:
+                ack = encode_ack(consumer_id, CommandAck.Cumulative, [(ledger, entry)])
+            else:
+                ack = encode_ack(consumer_id, CommandAck.Cumulative, (), [(ledger, entry, ack_set_words(unacked, size), size)])
+            frames += encode_command(ack)
+        return frames
 
     def commands(self) -> list[tuple[int, list[MessageIdData]]]:
         """(ack type, message ids) of each ACK command that sends these."""
@@ -154,8 +170,9 @@ class AckGroupingTracker:
         """
         key = (ledger, entry)
         remaining = 0
+        due = False
         lock = self._lock
-        lock.acquire()  # cheaper than ``with`` on this path
+        lock.acquire()  # cheaper than ``with`` on this path: one round of the lock per ack
         try:
             if index >= 0 and batch_size > 0:
                 if state is None:
@@ -167,10 +184,12 @@ class AckGroupingTracker:
                     self._unacked.pop(key, None)
             if not remaining:
                 self._pend_entry(key)
+                due = self._due()
         finally:
             lock.release()
         if not remaining:
-            self._after_add()
+            if due:
+                self.flush()
             return True
         if not self.batch_index_ack:
             return False
@@ -227,13 +246,18 @@ class AckGroupingTracker:
     # ---- flushing ----
 
     def _after_add(self) -> None:
-        if self.group_time <= 0 or self.pending >= self.max_size:
-            self.flush()
-            return
         with self._lock:
-            if self._scheduled is not None:
-                return
+            due = self._due()
+        if due:
+            self.flush()
+
+    def _due(self) -> bool:
+        """Under the lock: whether what is pending goes out now; if not, the timer is set to send it."""
+        if self.group_time <= 0 or len(self._entries) + len(self._batches) + (self._cumulative is not None) >= self.max_size:
+            return True
+        if self._scheduled is None:
             self._scheduled = self._timer.call_later(self.group_time, self._on_timer)
+        return False
 
     def _on_timer(self) -> None:
         with self._lock:

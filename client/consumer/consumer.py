@@ -102,8 +102,8 @@ class Consumer:
             raise InvalidConfiguration("receive() cannot be used with a message_listener")
         if self._closed:
             self.check_open()
-        valid_timeout = timeout_millis is None or is_int(timeout_millis) and timeout_millis >= 0
-        check(valid_timeout, "timeout_millis", "None or an int >= 0", timeout_millis)
+        if timeout_millis is not None and not (type(timeout_millis) is int and timeout_millis >= 0):  # the usual ones, at a glance
+            check(is_int(timeout_millis) and timeout_millis >= 0, "timeout_millis", "None or an int >= 0", timeout_millis)
         try:
             message = self._queue.take(None if timeout_millis is None else timeout_millis / 1000, self._wait_hook)
         except KeyboardInterrupt as exc:  # Ctrl-C while waiting, reported as the official client reports it

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from ..connection import Connection
 from ..exceptions import PulsarException, Timeout
 from ..protocol import commands
-from ..protocol.frames import encode_command
 from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import BaseCommand, CommandSubscribe, KeyValue
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
@@ -154,10 +153,10 @@ class PartitionConsumer:
 
     # ---- what the connection calls (reader thread) ----
 
-    def handle_message(self, body: Any, frame: Any) -> None:
-        """Queue the entry as it is; the receiving thread unpacks it."""
+    def handle_messages(self, messages: list[tuple[Any, bytes]]) -> None:
+        """MESSAGEs (command, entry) in arrival order: queued as they are, the receiving thread unpacks them."""
         self.permits.clear_request()
-        self.queue.put(QueuedEntry(self, self.epoch, body, frame.entry))
+        self.queue.put_many(self, self.epoch, messages)
 
     def handle_active_change(self, is_active: bool) -> None:
         """Failover: the broker says whether this consumer now receives the partition's messages."""
@@ -260,8 +259,8 @@ class PartitionConsumer:
             self.unacked.remove(target.message_id() if type(target) is Message else target)
         if self.dead_letter is not None:
             self.dead_letter.forget(ledger, entry)
-        if self.acks.add_message(ledger, entry, index, size, state):
-            self._maybe_flush_for_receipt()
+        if self.acks.add_message(ledger, entry, index, size, state) and self.settings.ack_receipt_enabled:
+            self.flush_acks(receipt=True)
 
     def acknowledge_cumulative(self, target: Message | MessageId) -> None:
         """Ack everything up to this message (Exclusive and Failover only: the caller checks)."""
@@ -295,11 +294,9 @@ class PartitionConsumer:
         connection = self.connection_handler.connection
         if connection is None:
             return False
-        frames = b"".join(
-            encode_command(commands.make(T.ACK, consumer_id=self.consumer_id, ack_type=ack_type, message_id=ids))
-            for ack_type, ids in pending.commands()
-        )
-        return connection.send(frames)
+        sent = connection.send(pending.frames(self.consumer_id))
+        connection.write_due()
+        return sent
 
     def negative_acknowledge(self, target: Message | MessageId) -> None:
         """Redeliver this message after the negative-ack delay."""

@@ -1,10 +1,12 @@
 """The receiver queue between the connections' reader threads and the application.
 
-The connection's reader thread appends whole entries, still packed, to the queue; the thread that
-calls ``receive`` unpacks them (a batch into its messages) and takes messages off the front. The
-unpacked messages of one entry wait in a plain list read by position, so ``batch_receive`` takes
-them with one slice. Each message taken is reported to its partition consumer, which gives the
-broker a permit back for it (see ``permits``).
+The connection's reader thread appends whole entries, still packed, to the queue (a run of them
+at once); the thread that calls ``receive`` moves everything queued to its own side in one round
+of the lock, unpacks entries from there (a batch into its messages) and takes messages off the
+front: a message costs the shared lock only when the queue ran dry. The unpacked messages of one
+entry wait in a plain list read by position, so ``batch_receive`` takes them with one slice. Each
+message taken is reported to its partition consumer, which gives the broker a permit back for it
+(see ``permits``).
 
 Entries carry the *epoch* of their partition consumer; bumping the epoch (on reconnect, seek or
 redeliver-all) drops everything queued for it without touching the other partitions' entries.
@@ -63,12 +65,19 @@ class QueuedEntry(NamedTuple):
     entry: bytes  # [metadata size][MessageMetadata][payload]
 
 
+# Builds a QueuedEntry from a plain tuple without NamedTuple's generated ``__new__`` (a Python
+# call per entry, on the reader thread).
+_new_entry = tuple.__new__
+
+
 class ReceiverQueue:
     """Entries from one or more partition consumers, and the messages unpacked from them."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._entries: deque[QueuedEntry] = deque()
+        # Entries moved over from _entries, read by the thread holding the take lock only.
+        self._taking: deque[QueuedEntry] = deque()
         # The unpacked messages of one entry; those before _ready_pos are taken.
         self._ready: list[Message] = []
         self._ready_pos = 0
@@ -81,10 +90,12 @@ class ReceiverQueue:
 
     # ---- the reader thread's side ----
 
-    def put(self, item: QueuedEntry) -> None:
-        """Append an entry (called on a connection's reader thread)."""
+    def put_many(self, owner: QueueOwner, epoch: int, messages: list[tuple[Any, bytes]]) -> None:
+        """Append the entries of MESSAGEs (command, entry) for ``owner`` at ``epoch``, in order
+        (called on a connection's reader thread)."""
+        items = [_new_entry(QueuedEntry, (owner, epoch, command, entry)) for command, entry in messages]
         with self._cond:
-            self._entries.append(item)
+            self._entries.extend(items)
             self._cond.notify()
             waiters, self._waiters = self._waiters, []
         for loop, future in waiters:
@@ -106,7 +117,7 @@ class ReceiverQueue:
         lock = self._take_lock
         lock.acquire()  # cheaper than ``with`` on this path
         try:
-            # The hot path, spelled out: a current message is ready.
+            # The hot paths, spelled out: a current message is ready, or the next entry is queued.
             ready, pos = self._ready, self._ready_pos
             if pos < len(ready):
                 owner = self._ready_owner
@@ -116,12 +127,17 @@ class ReceiverQueue:
                     owner.taken(message)  # type: ignore[union-attr]
                     return message
             deadline = None if timeout is None else time.monotonic() + timeout
+            if pos < len(ready):  # messages of an older epoch: dropped here
+                self._current()
             while True:
-                found = self._next_ready()
-                if found is not None:
-                    return found
-                if not self._unpack_next(deadline, before_wait):
+                messages = self._unpack_next(deadline, before_wait)
+                if messages is None:
                     return None
+                if messages:  # fresh, hence current: the first is taken at once
+                    self._ready_pos = 1
+                    message = messages[0]
+                    self._ready_owner.taken(message)  # type: ignore[union-attr]
+                    return message
         finally:
             lock.release()
 
@@ -148,7 +164,7 @@ class ReceiverQueue:
                     taken += part
                     if (max_messages > 0 and len(taken) >= max_messages) or (max_bytes > 0 and size >= max_bytes):
                         return taken
-                if not self._unpack_next(deadline, None):
+                if self._unpack_next(deadline, None) is None:
                     return taken
 
     def try_take_nowait(self) -> tuple[bool, Message | None]:
@@ -158,7 +174,7 @@ class ReceiverQueue:
         try:
             while True:
                 message = self._next_ready()
-                if message is not None or not self._unpack_next(0.0, None):
+                if message is not None or self._unpack_next(0.0, None) is None:
                     return True, message
         finally:
             self._take_lock.release()
@@ -167,7 +183,7 @@ class ReceiverQueue:
         """A future that completes when an entry arrives (at once if one is already queued)."""
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
-            if self._entries or self._ready_pos < len(self._ready) or self._closed:
+            if self._entries or self._taking or self._ready_pos < len(self._ready) or self._closed:
                 future.set_result(None)
             else:
                 self._waiters.append((loop, future))
@@ -176,7 +192,8 @@ class ReceiverQueue:
     def counts(self, owner: QueueOwner | None = None) -> tuple[int, int]:
         """(entries still packed, messages unpacked and ready), for one owner or for all."""
         with self._cond:
-            entries = sum(1 for e in self._entries if owner is None or (e.owner is owner and e.epoch == owner.epoch))
+            queued = [*self._taking, *self._entries]  # copies in one step: the taking thread may pop meanwhile
+        entries = sum(1 for e in queued if owner is None or (e.owner is owner and e.epoch == owner.epoch))
         delivery, ready_owner = self._ready_delivery, self._ready_owner
         ready = len(self._ready) - self._ready_pos
         if delivery is None or (owner is not None and (ready_owner is not owner or delivery.epoch != owner.epoch)):
@@ -204,18 +221,38 @@ class ReceiverQueue:
         self._ready_owner.taken(message)  # type: ignore[union-attr]
         return message
 
-    def _unpack_next(self, deadline: float | None, before_wait: Callable[[], None] | None) -> bool:
-        """Move the next current entry's messages to the ready queue; False on timeout or close."""
+    def _unpack_next(self, deadline: float | None, before_wait: Callable[[], None] | None) -> list[Message] | None:
+        """Unpack the next current entry into the ready queue and return its messages (possibly
+        none); None on timeout or close."""
+        while True:
+            if self._closed:
+                return None
+            taking = self._taking
+            if not taking:
+                if not self._take_queued(deadline, before_wait):
+                    return None
+                taking = self._taking
+            item = taking.popleft()
+            owner = item.owner
+            if item.epoch != owner.epoch:
+                owner.stale_entry(item)
+                continue
+            # Unpacking happens outside the shared lock, so the reader thread can keep queueing meanwhile.
+            messages = owner.unpack(item)
+            if messages:
+                self._ready, self._ready_pos = messages, 0
+                self._ready_delivery, self._ready_owner = messages[0].delivery, owner
+            return messages
+
+    def _take_queued(self, deadline: float | None, before_wait: Callable[[], None] | None) -> bool:
+        """Move every queued entry to the taking side, waiting for one until ``deadline``; False on timeout or close."""
         with self._cond:
             while True:
                 if self._closed:
                     return False
                 if self._entries:
-                    item = self._entries.popleft()
-                    if item.epoch != item.owner.epoch:
-                        item.owner.stale_entry(item)
-                        continue
-                    break
+                    self._taking, self._entries = self._entries, self._taking
+                    return True
                 if before_wait is not None:
                     before_wait()
                 if deadline is None:
@@ -225,12 +262,6 @@ class ReceiverQueue:
                     if remaining <= 0:
                         return False
                     self._cond.wait(remaining)
-        # Unpacking happens outside the lock, so the reader thread can keep queueing meanwhile.
-        messages = item.owner.unpack(item)
-        if messages:
-            self._ready, self._ready_pos = messages, 0
-            self._ready_delivery, self._ready_owner = messages[0].delivery, item.owner
-        return True
 
 
 def _wake(future: asyncio.Future[None]) -> None:

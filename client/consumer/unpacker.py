@@ -125,15 +125,25 @@ class EntryUnpacker:
         ``command`` is the CommandMessage the entry came with (its message id, ack_set and
         redelivery count); ``owner`` and ``epoch`` are recorded on the messages' Delivery.
         """
-        ledger = signed64(command.message_id.ledgerId)
-        entry_id = signed64(command.message_id.entryId)
+        position = command.message_id
+        ledger = signed64(position.ledgerId)
+        entry_id = signed64(position.entryId)
         payload: Buffer  # a view of the entry, reassembled chunks, or what decompression made
         try:
             metadata, payload = split_entry(entry)
         except FrameError as exc:
             log.error("discarding a malformed entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
             return [], 1
-        count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 0
+        batched = metadata.HasField("num_messages_in_batch")
+        if (
+            not batched and not metadata.compression and not metadata.encryption_keys and metadata.num_chunks_from_msg <= 1
+            and self.start.message_id is None and not self.acks.is_duplicate(ledger, entry_id)
+        ):  # one plain message: nothing to decrypt, reassemble, decompress or filter
+            delivery = Delivery(
+                owner, epoch, ledger, entry_id, self.partition, 0, metadata, self.topic, command.redelivery_count, self.id_topic
+            )
+            return [Message(delivery, -1, bytes(payload), None)], 1
+        count = metadata.num_messages_in_batch if batched else 0
         permits = max(count, 1)
         if self.acks.is_duplicate(ledger, entry_id):
             return [], permits

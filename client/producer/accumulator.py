@@ -101,6 +101,17 @@ class MessageAccumulator:
             MessageTooBig: an unbatched message exceeds the max message size and chunking is off.
             CryptoError: the producer encrypts and its public keys cannot be read or used.
         """
+        batch = self._batch
+        if (
+            batch is None and content is not None and properties is None and partition_key is None
+            and ordering_key is None and event_timestamp is None and delivery is None
+        ):  # the common unbatched message, spelled out; None when it needs more than the plain entry
+            entry = self._entries.plain_entry(content, sequence_id)
+            if entry is not None:
+                now = time.monotonic()
+                self._queue(OpSend(sequence_id=sequence_id, highest_sequence_id=sequence_id, num_messages=1, batched=False, entry=entry,
+                                   callbacks=[callback], permits=1, memory=len(content), created=now, deadline=self._deadline(now)))
+                return False
         encryptor = self._entries.encryptor
         if encryptor is not None:
             encryptor.check_ready()  # now, not when the batch is built: the send fails, nothing goes out unencrypted
@@ -108,7 +119,6 @@ class MessageAccumulator:
         if content is None:
             content = b""
         size = len(content)
-        batch = self._batch
         if batch is not None and batch.accepts(size) and (delivery is self._batch_delivery or self._joins_batch(delivery)):
             if properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value:
                 header = single_header(size, sequence_id)
@@ -131,11 +141,11 @@ class MessageAccumulator:
                 return False
             return True
         self.flush()  # keep order: the batch was sent first
+        now = time.monotonic()
+        deadline = self._deadline(now)
         entries = self._entries.message_entries(
             content, sequence_id, properties, partition_key, ordering_key, event_timestamp, null_value, delivery
         )
-        now = time.monotonic()
-        deadline = self._deadline(now)
         last = len(entries) - 1
         for index, entry in enumerate(entries):
             # Only the last chunk completes the message: its callback, slot and memory.

@@ -11,6 +11,7 @@ resend after a reconnect writes the same bytes with the same checksum.
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from ..protocol.compression import CompressionType, compress
 from ..protocol.frames import encode_entry
 from ..protocol.PulsarApi_pb2 import CompressionType as WireCompression
 from ..protocol.PulsarApi_pb2 import MessageMetadata
-from ..protocol.wire import encode_plain_metadata, tag, varint
+from ..protocol.wire import PlainMetadata, tag, varint
 from .batch_container import Batch
 from .chunking import chunk_size_for, split_into_chunks
 from .delivery import Delivery
@@ -32,6 +33,7 @@ from .stats import ProducerStats
 __all__ = ["Entry", "EntryBuilder"]
 
 _SCHEMA_VERSION = tag(MessageMetadata, "schema_version")
+_U32 = struct.Struct(">I")
 
 
 @dataclass(slots=True, frozen=True)
@@ -55,6 +57,8 @@ class EntryBuilder:
         "schema_version",
         "encryptor",
         "_schema_field",
+        "_plain",
+        "_transforms",
         "_compression",
         "_chunking",
         "_stats",
@@ -75,6 +79,9 @@ class EntryBuilder:
         # The schema_version field, encoded once; appended to the hand-coded metadata (protobuf
         # readers accept fields in any order).
         self._schema_field = b""
+        self._plain = PlainMetadata("")
+        # Whether payloads are compressed or encrypted: plain_entry then leaves them to message_entries.
+        self._transforms = compression != CompressionType.NONE or encryptor is not None
         self._compression = compression
         self._chunking = chunking_enabled
         self._stats = stats
@@ -89,6 +96,7 @@ class EntryBuilder:
         self.max_message_size = max_message_size
         self.schema_version = schema_version
         self._schema_field = _SCHEMA_VERSION + varint(len(schema_version)) + schema_version if schema_version else b""
+        self._plain = PlainMetadata(producer_name)
 
     def batch_entry(self, batch: Batch, replicate_to: tuple[str, ...] = ()) -> Entry:
         """The entry of a drained batch: its messages' headers and payloads, compressed as one,
@@ -96,8 +104,7 @@ class EntryBuilder:
         count = batch.num_messages
         compression = self._compression
         payload = compress(compression, batch.payload)
-        metadata = encode_plain_metadata(
-            self.producer_name,
+        metadata = self._plain.encode(
             batch.first_sequence_id,
             int(time.time() * 1000),
             int(compression),
@@ -110,6 +117,17 @@ class EntryBuilder:
             metadata += MessageMetadata(replicate_to=replicate_to).SerializePartialToString()
         self._stats.record_written(count, len(batch.payload), len(payload), True)
         return self._sealed(metadata, payload)
+
+    def plain_entry(self, content: bytes, sequence_id: int) -> Entry | None:
+        """The entry of one unbatched message without keys, properties, event time or delivery, or
+        None when it is to be compressed, encrypted or split (:meth:`message_entries` builds it then)."""
+        size = len(content)
+        if self._transforms or size > self.max_message_size:
+            return None
+        self._stats.record_written(1, size, size, False)
+        metadata = self._plain.encode(sequence_id, int(time.time() * 1000)) + self._schema_field
+        data = _U32.pack(len(metadata)) + metadata + content
+        return Entry(data, crc32c(data))
 
     def message_entries(
         self,
@@ -145,9 +163,7 @@ class EntryBuilder:
             and not null_value
             and delivery is None
         ):
-            metadata = encode_plain_metadata(
-                self.producer_name, sequence_id, int(time.time() * 1000), int(compression), size
-            ) + self._schema_field
+            metadata = self._plain.encode(sequence_id, int(time.time() * 1000), int(compression), size) + self._schema_field
             return [self._sealed(metadata, payload)]
         full = MessageMetadata(
             producer_name=self.producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)

@@ -4,6 +4,9 @@ Both are taken before a message is queued, as the Java client's ``canEnqueueRequ
 message takes a pending slot, then reserves its uncompressed payload bytes; with
 ``block_if_queue_full`` it waits (up to a deadline) for both, without it a full limit fails at
 once. Everything taken is given back when the message's receipt, failure or timeout completes it.
+A partition's pending slots are counted under the client memory limit's lock, so when both fit
+(the common case) a message takes them in one round of one lock, and a run of receipts gives
+them back in one.
 """
 
 from __future__ import annotations
@@ -65,9 +68,19 @@ class _Budget:
     def release(self, units: int) -> None:
         """Give back ``units`` and wake blocked senders."""
         with self._lock:
-            self.in_use -= units
-            if self._waiters:
-                self._cond.notify_all()
+            self._give_back(units)
+
+    def _give_back(self, units: int) -> None:
+        # Under the lock.
+        self.in_use -= units
+        if self._waiters:
+            self._cond.notify_all()
+
+    def count_under(self, other: _Budget) -> None:
+        """Count under ``other``'s lock from now on (called before any unit is taken), so both are
+        taken in one round of it."""
+        self._lock = other._lock
+        self._cond = threading.Condition(self._lock)
 
     def is_full(self) -> bool:
         """Whether the next unit would have to wait."""
@@ -85,7 +98,7 @@ class PendingLimit(_Budget):
 class SendQuota:
     """What one message of a partition producer takes before it is queued: a pending slot and its bytes of client memory."""
 
-    __slots__ = ("topic", "pending", "memory", "_block", "_timeout")
+    __slots__ = ("topic", "pending", "memory", "_lock", "_block", "_timeout")
 
     def __init__(
         self, topic: str, pending: PendingLimit, memory: MemoryLimit, block_if_queue_full: bool, send_timeout: float | None
@@ -93,16 +106,22 @@ class SendQuota:
         self.topic = topic
         self.pending = pending
         self.memory = memory
+        pending.count_under(memory)
+        self._lock = memory._lock
         self._block = block_if_queue_full
         self._timeout = send_timeout
 
     def reserve(self, size: int) -> PulsarException | None:
         """Take a pending slot and ``size`` bytes of client memory, or say why not."""
         pending, memory = self.pending, self.memory
-        if pending.try_acquire(1):  # the common case: both fit at once
-            if memory.try_acquire(size):
-                return None
-            pending.release(1)
+        lock = self._lock
+        lock.acquire()  # the common case, spelled out: both fit at once (see _Budget._fits)
+        slots, used = pending.in_use, memory.in_use
+        if (not pending.limit or slots < pending.limit or not slots) and (not memory.limit or used + size <= memory.limit or not used):
+            pending.in_use, memory.in_use = slots + 1, used + size
+            lock.release()
+            return None
+        lock.release()
         if self._block:
             timeout = self._timeout
             deadline = None if timeout is None else time.monotonic() + timeout
@@ -127,10 +146,9 @@ class SendQuota:
 
     def release(self, permits: int, memory: int) -> None:
         """Give back what completed messages held: ``permits`` slots and ``memory`` bytes."""
-        if permits:
-            self.pending.release(permits)
-        if memory:
-            self.memory.release(memory)
+        with self._lock:
+            self.pending._give_back(permits)
+            self.memory._give_back(memory)
 
     def is_full(self) -> bool:
         """Whether the next message would wait for (or fail on) a pending slot."""

@@ -2,9 +2,10 @@
 
 It owns the partition's pending queue, its sequence ids and its broker connection. Sends run on
 the caller's thread under the producer's lock: the :class:`~.accumulator.MessageAccumulator`
-batches the message and, when a trigger fires, queues the built op right there; its frame is
-written by that thread once the lock is released (one thread writes at a time, in queue order),
-so a socket that is slow to drain never holds up receipts. Receipts arrive on the connection's
+batches the message and, when a trigger fires, queues the built op right there, and its frame
+joins the connection's write queue under the same lock, so frames leave in queue order. The
+connection's writer gathers the frames of a burst into one write; a sync send or a flush writes
+them itself once the lock is released (see ``frame_writer``), so a lone message leaves at once. Receipts arrive on the connection's
 reader thread, which completes the head op and runs its callbacks. The client's single timer
 flushes batches on their max delay and fails ops whose send timeout passed. A lost connection
 starts a reconnect (with backoff); once the broker accepts the producer again, every pending op
@@ -35,7 +36,7 @@ from ..exceptions import (
 )
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue
-from ..protocol.wire import signed64
+from ..protocol.wire import SendEncoder, signed64
 from .accumulator import MessageAccumulator
 from .config import ProducerConfig
 from .delivery import Delivery
@@ -89,10 +90,8 @@ class PartitionProducer:
         self._timeout_armed = False
         self._connection: Connection | None = None
         self._ready = False
-        # Frames queued under the lock, written after it by one thread at a time.
-        self._unsent: list[bytes] = []
-        self._writing = False
         self._producer_id = -1
+        self._send = SendEncoder(0)  # replaced when the broker accepts the producer, before any frame is written
         self._epoch = 0
         self._name = config.producer_name
         initial = config.initial_sequence_id
@@ -149,12 +148,13 @@ class PartitionProducer:
                 self._next_sequence_id = max(self._next_sequence_id, broker_last + 1)
             self._connection = connection
             self._producer_id = producer_id
+            self._send = SendEncoder(producer_id)
             self._accumulator.connected(self._name, connection.max_message_size, response.schema_version)
-            self._unsent = []  # for the old connection: every pending op goes out again below
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
-                connection.send(b"".join(op.frame(producer_id) for op in self._pending))
+                connection.send(b"".join(op.frame(self._send) for op in self._pending))
             self._ready = True
+        connection.write_now()
 
     def connection_lost(self, connection: Connection) -> None:
         """The connection closed: reconnect unless closing (called on its reader thread)."""
@@ -247,14 +247,14 @@ class PartitionProducer:
                 self._batch_timer_armed = self._call_later(self._accumulator.batch_delay, self._on_batch_timer)
         except BaseException as exc:
             lock.release()
+            self._write_queued(flush)
             self._quota.release(1, size)
             if not isinstance(exc, PulsarException):
                 raise
             fail_callback(callback, exc)
         else:
             lock.release()
-            if self._unsent:
-                self._write_unsent()
+            self._write_queued(flush)
 
     def _call_later(self, delay: float, callback: Callable[[], None]) -> bool:
         """Schedule ``callback`` on the client's timer; False when the timer is closed (the client is closing)."""
@@ -270,40 +270,27 @@ class PartitionProducer:
             wait = self._accumulator.flush_if_due()
             if wait is not None:
                 self._batch_timer_armed = self._call_later(wait, self._on_batch_timer)
-        self._write_unsent()
+        self._write_queued(True)
 
     def _append_locked(self, op: OpSend) -> None:
-        """Queue an op; its frame waits in ``_unsent`` until the caller, out of the lock, writes it."""
+        """Queue an op, and its frame on the connection (frames queued under the lock keep its order)."""
         self._pending.append(op)
-        if self._ready and self._connection is not None:
-            self._unsent.append(op.frame(self._producer_id))
+        connection = self._connection
+        if self._ready and connection is not None:
+            # Lost frames (a closed connection) go out again with every pending op on reconnect.
+            connection.send(op.frame(self._send))
         if self._send_timeout is not None and not self._timeout_armed:
             self._arm_timeout(op.deadline)
 
-    def _write_unsent(self) -> None:
-        """Write the queued frames, in order, without holding the lock (call it after releasing it).
-
-        One thread writes at a time; frames queued meanwhile by others are written by it too.
-        """
-        lock = self._lock
-        with lock:
-            if self._writing or not self._unsent:
-                return
-            self._writing = True
-        try:
-            while True:
-                with lock:
-                    frames, self._unsent = self._unsent, []
-                    connection = self._connection
-                    if not frames or connection is None:
-                        self._writing = False
-                        return
-                # Lost frames (a closed connection) go out again with every pending op on reconnect.
-                connection.send(frames[0] if len(frames) == 1 else b"".join(frames))
-        except BaseException:
-            with lock:
-                self._writing = False
-            raise
+    def _write_queued(self, now: bool) -> None:
+        """After releasing the lock: write the queued frames from this thread if they are due (``now``:
+        in any case, for a sync send or a flush), else leave them to gather (see ``frame_writer``)."""
+        connection = self._connection
+        if connection is not None:
+            if now:
+                connection.write_now()
+            else:
+                connection.write_due()
 
     # ---- timeouts ----
 
@@ -323,30 +310,24 @@ class PartitionProducer:
 
     # ---- receipts ----
 
-    def handle_receipt(self, body: Any) -> None:
-        """A SEND_RECEIPT: complete the head op if it matches (reader thread)."""
-        sequence_id = body.sequence_id
-        stale_connection = None
+    def handle_receipts(self, receipts: list[Any]) -> None:
+        """SEND_RECEIPTs, in arrival order: complete the ops they match (reader thread).
+
+        A run of receipts costs one round of the lock, of the limits and of the stats.
+        """
         with self._lock:
-            op = self._pending.head()
-            if op is None or sequence_id < op.sequence_id:
-                return  # the receipt of an op that already timed out
-            if not op.matches(sequence_id):
-                # A receipt from the future: the broker lost ops; resend from a new connection.
-                log.warning(
-                    "%s: receipt for sequence id %d while expecting %d..%d; reconnecting",
-                    self.topic, sequence_id, op.sequence_id, op.highest_sequence_id,
-                )
-                stale_connection = self._connection
-            else:
-                self._pending.pop_head()
-                if op.highest_sequence_id > self._last_published:
-                    self._last_published = op.highest_sequence_id
-        if stale_connection is not None:
-            stale_connection.close()
-            return
-        message_id = body.message_id
-        self._succeed(op, signed64(message_id.ledgerId), signed64(message_id.entryId))
+            completed, unexpected = self._pending.pop_receipted(receipts)
+            if completed:
+                highest = completed[-1][0].highest_sequence_id
+                if highest > self._last_published:
+                    self._last_published = highest
+            stale_connection = self._connection if unexpected is not None else None
+        if completed:
+            self._succeed(completed)
+        if unexpected is not None:  # a receipt from the future: the broker lost ops; resend from a new connection
+            log.warning("%s: receipt for sequence id %d ahead of the pending ones; reconnecting", self.topic, unexpected.sequence_id)
+            if stale_connection is not None:
+                stale_connection.close()
 
     def handle_send_error(self, body: Any) -> None:
         """A SEND_ERROR: a bad message fails its op; anything else is retried on a new connection."""
@@ -366,12 +347,24 @@ class PartitionProducer:
             log.warning("%s: %s; reconnecting to resend", self.topic, error)
             connection.close()
 
-    def _succeed(self, op: OpSend, ledger_id: int, entry_id: int) -> None:
-        self._quota.release(op.permits, op.memory)
-        if op.permits:
-            self._stats.record_acked(op.permits, time.monotonic() - op.created)
-        op.succeed(self.partition, ledger_id, entry_id)
-        self._mark_done([op])
+    def _succeed(self, completed: list[tuple[OpSend, Any]]) -> None:
+        permits = memory = 0
+        now = time.monotonic()
+        latencies = []
+        for op, _ in completed:
+            if op.permits:
+                permits += op.permits
+                memory += op.memory
+                latencies.append(now - op.created)
+        self._quota.release(permits, memory)
+        if permits:
+            self._stats.record_acked_ops(permits, latencies)
+        partition = self.partition
+        for op, receipt in completed:
+            if op.has_callbacks:
+                message_id = receipt.message_id
+                op.succeed(partition, signed64(message_id.ledgerId), signed64(message_id.entryId))
+        self._mark_done([op for op, _ in completed])
 
     def _fail(self, ops: list[OpSend], error: PulsarException) -> None:
         for op in ops:
@@ -382,11 +375,13 @@ class PartitionProducer:
         self._mark_done(ops)
 
     def _mark_done(self, ops: list[OpSend]) -> None:
-        # Only after the callbacks ran, so a flush() returns with every callback called.
-        with self._lock:
-            for op in ops:
-                op.done = True
-            if self._flush_waiters:
+        # Only after the callbacks ran, so a flush() returns with every callback called. The lock
+        # is taken only to wake a flush: a flush counts itself a waiter (under the lock) before
+        # it reads ``done``, so it either sees the mark or is woken here.
+        for op in ops:
+            op.done = True
+        if self._flush_waiters:
+            with self._lock:
                 self._drained.notify_all()
 
     # ---- flush and close ----
@@ -395,7 +390,7 @@ class PartitionProducer:
         """Send the current batch now, without waiting for it."""
         with self._lock:
             self._accumulator.flush()
-        self._write_unsent()
+        self._write_queued(True)
 
     def flush(self) -> None:
         """Send the current batch and wait until every op queued so far is completed."""
@@ -419,6 +414,7 @@ class PartitionProducer:
         if graceful:
             self.flush()
         with self._lock:
+            self._ready = False  # so the open batch below is not written: it fails with the pending ops
             self._accumulator.flush()  # an open batch (left only by a shutdown) fails with the pending ops
             self._closing = True
             self._closed.set()

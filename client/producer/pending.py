@@ -9,19 +9,30 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from ..exceptions import PulsarException, Result
 from ..protocol.frames import encode_payload_command
 from ..protocol.message_id import MessageId
-from ..protocol.wire import encode_send
+from ..protocol.wire import SendEncoder
 from .batch_container import SendCallback
 from .entry_builder import Entry
 
-__all__ = ["OpSend", "PendingQueue", "fail_callback"]
+__all__ = ["OpSend", "PendingQueue", "Receipt", "fail_callback"]
 
 log = logging.getLogger(__name__)
+
+
+class Receipt(Protocol):
+    """What matching reads of a SEND_RECEIPT."""
+
+    @property
+    def sequence_id(self) -> int: ...
+
+
+R = TypeVar("R", bound=Receipt)
 
 
 @dataclass(slots=True, kw_only=True, eq=False)
@@ -51,24 +62,27 @@ class OpSend:
         """Whether a receipt for ``sequence_id`` acknowledges this op (any id in a batch's range)."""
         return self.sequence_id <= sequence_id <= self.highest_sequence_id
 
-    def frame(self, producer_id: int) -> bytes:
-        """The SEND frame of this op for the producer registered as ``producer_id``."""
-        command = encode_send(
-            producer_id,
-            self.sequence_id,
-            self.num_messages,
-            self.highest_sequence_id if self.batched else None,
-            self.chunk,
-        )
-        return encode_payload_command(command, self.entry.data, self.entry.checksum)
+    def frame(self, send: SendEncoder) -> bytes:
+        """The SEND frame of this op for the producer id ``send`` encodes."""
+        command = send.encode(self.sequence_id, self.num_messages, self.highest_sequence_id if self.batched else None, self.chunk)
+        entry = self.entry
+        return encode_payload_command(command, entry.data, entry.checksum)
+
+    @property
+    def has_callbacks(self) -> bool:
+        """Whether any message of the op has a callback to run (send_async(..., None) has none)."""
+        return any(self.callbacks)
 
     def succeed(self, partition: int, ledger_id: int, entry_id: int) -> None:
-        """Call each message's callback with its message id (a batch index for batched messages)."""
+        """Call each message's callback with its message id (a batch index for batched messages).
+
+        Only for an op that :attr:`has_callbacks`: its receipt's id is read only then.
+        """
         callbacks = self.callbacks
         ok = Result.Ok
         count = len(callbacks) if self.batched else 0
         # Message ids are built only for callbacks that exist.
-        for index, callback in enumerate(callbacks) if any(callbacks) else ():
+        for index, callback in enumerate(callbacks):
             if callback is None:
                 continue
             try:
@@ -114,6 +128,27 @@ class PendingQueue:
     def pop_head(self) -> OpSend:
         """Remove and return the oldest op (its producer marks it done once its callbacks ran)."""
         return self._ops.popleft()
+
+    def pop_receipted(self, receipts: Iterable[R]) -> tuple[list[tuple[OpSend, R]], R | None]:
+        """Remove the ops that ``receipts`` (in arrival order) complete, each with its receipt.
+
+        A receipt older than the head is skipped (its op already timed out). The second value is
+        the first receipt ahead of the head, if any: the broker lost ops, the receipts after it
+        are not matched.
+        """
+        ops = self._ops
+        completed: list[tuple[OpSend, R]] = []
+        for receipt in receipts:
+            if not ops:
+                break
+            op = ops[0]
+            sequence_id = receipt.sequence_id
+            if sequence_id < op.sequence_id:
+                continue
+            if sequence_id > op.highest_sequence_id:
+                return completed, receipt
+            completed.append((ops.popleft(), receipt))
+        return completed, None
 
     def pop_expired(self, now: float) -> list[OpSend]:
         """Remove the ops whose deadline has passed; they form a prefix, as ops are created in order."""

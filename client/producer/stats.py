@@ -45,6 +45,12 @@ class ProducerStats:
             self.messages_acked += num_messages
             self._latencies.append(latency_seconds * 1000)
 
+    def record_acked_ops(self, num_messages: int, latencies_seconds: list[float]) -> None:
+        """Receipts of several ops arrived: their ``num_messages`` in all, and each op's latency."""
+        with self._lock:
+            self.messages_acked += num_messages
+            self._latencies.extend([latency * 1000 for latency in latencies_seconds])
+
     def record_failed(self, num_messages: int) -> None:
         """Messages failed (error, timeout or close)."""
         with self._lock:

@@ -132,14 +132,21 @@ class FrameDecoder:
         frames: list[Frame] = []
         pos = self._pos
         end = len(buf)
-        while end - pos >= 4:
-            (total,) = _U32.unpack_from(buf, pos)
-            if total > self.max_frame_size:
-                raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {self.max_frame_size} bytes")
-            if end - pos - 4 < total:
-                break
-            frames.append(self._decode(bytes(buf[pos + 4 : pos + 4 + total])))
-            pos += 4 + total
+        if end - pos >= 4:
+            append = frames.append
+            limit = self.max_frame_size
+            verify = self.verify_checksum
+            # Frames are decoded off one view of the buffer: no copy of a whole frame on the way.
+            with memoryview(buf) as view:
+                while end - pos >= 4:
+                    (total,) = _U32.unpack_from(view, pos)
+                    if total > limit:
+                        raise FrameTooLargeError(f"frame of {total} bytes exceeds the limit of {limit} bytes")
+                    stop = pos + 4 + total
+                    if stop > end:
+                        break
+                    append(_decode(view, pos + 4, stop, verify))
+                    pos = stop
         # Compact once the consumed prefix dominates, so memory stays bounded by one frame.
         if pos > 65536 and pos * 2 > end:
             del buf[:pos]
@@ -152,44 +159,47 @@ class FrameDecoder:
         """Bytes received that do not yet form a whole frame."""
         return len(self._buf) - self._pos
 
-    def _decode(self, frame: bytes) -> Frame:
-        return decode_frame(frame, self.verify_checksum)
-
 
 def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
     """Decode one frame given without its leading total-size field."""
-    size = len(frame)
+    with memoryview(frame) as view:
+        return _decode(view, 0, len(frame), verify_checksum)
+
+
+def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool) -> Frame:
+    """Decode the frame in ``view[start:stop]`` (without its total-size field)."""
+    size = stop - start
     if size < 4:
         raise FrameError(f"frame of {size} bytes has no command size")
-    (cmd_size,) = _U32.unpack_from(frame, 0)
+    (cmd_size,) = _U32.unpack_from(view, start)
     if cmd_size > size - 4:
         raise FrameError(f"command size {cmd_size} exceeds the frame's {size - 4} remaining bytes")
+    pos = start + 4 + cmd_size
     command = BaseCommand()
     try:
-        command.ParseFromString(frame[4 : 4 + cmd_size])
+        command.ParseFromString(view[start + 4 : pos])  # type: ignore[arg-type]  # any buffer parses; the message keeps no reference
     except Exception as exc:  # protobuf's DecodeError
         raise FrameError(f"malformed BaseCommand: {exc}") from exc
-    if not command.HasField("type"):
-        raise FrameError("BaseCommand without a known type")
-    if not command.IsInitialized():
+    if not command.IsInitialized():  # an initialized command has its type: a required field
+        if not command.HasField("type"):
+            raise FrameError("BaseCommand without a known type")
         missing = ", ".join(command.FindInitializationErrors())  # type: ignore[attr-defined]  # in protobuf, not in its stubs
         raise FrameError(f"{BaseCommand.Type.Name(command.type)} is missing required fields: {missing}")
-    pos = 4 + cmd_size
-    if pos == size:
+    if pos == stop:
         return Frame(command)
     broker_entry_metadata = None
-    if size - pos >= 6 and _U16.unpack_from(frame, pos)[0] == MAGIC_BROKER_ENTRY_METADATA:
-        (bem_size,) = _U32.unpack_from(frame, pos + 2)
-        if bem_size > size - pos - 6:
+    if stop - pos >= 6 and _U16.unpack_from(view, pos)[0] == MAGIC_BROKER_ENTRY_METADATA:
+        (bem_size,) = _U32.unpack_from(view, pos + 2)
+        if bem_size > stop - pos - 6:
             raise FrameError(f"broker entry metadata size {bem_size} runs past the end of the frame")
-        broker_entry_metadata = frame[pos + 6 : pos + 6 + bem_size]
+        broker_entry_metadata = bytes(view[pos + 6 : pos + 6 + bem_size])
         pos += 6 + bem_size
-    if size - pos < 10:
-        raise FrameError(f"payload section of {size - pos} bytes is too short")
-    magic, checksum = _CHECKSUM_HEADER.unpack_from(frame, pos)
+    if stop - pos < 10:
+        raise FrameError(f"payload section of {stop - pos} bytes is too short")
+    magic, checksum = _CHECKSUM_HEADER.unpack_from(view, pos)
     if magic != MAGIC_CRC32C:
         raise FrameError(f"unexpected magic 0x{magic:04x} where 0x0e01 was expected")
-    entry = frame[pos + 6 :]
+    entry = bytes(view[pos + 6 : stop])
     if verify_checksum:
         actual = crc32c(entry)
         if actual != checksum:

@@ -15,12 +15,14 @@ generated classes:
 
 - :func:`varint`: ``test_varint_matches_protobuf``, ``test_varint_refuses_what_protobuf_cannot_hold``.
 - :func:`tag`: ``test_tags_match_protobuf``.
-- :func:`encode_plain_metadata` (MessageMetadata of an unkeyed entry): ``test_plain_metadata_matches_protobuf``.
+- :class:`PlainMetadata`, :func:`encode_plain_metadata` (MessageMetadata of an unkeyed entry):
+  ``test_plain_metadata_matches_protobuf``, ``test_plain_metadata_encoder_matches_protobuf``.
 - :func:`single_header`, :func:`single_header_with`, :func:`encode_single` (SingleMessageMetadata with its size
   prefix): ``test_single_header_matches_protobuf``, ``test_encode_single_matches_protobuf``.
-- :func:`encode_send`, :func:`encode_send_receipt`, :func:`encode_message`: ``test_encode_send_matches_make``,
-  ``test_encode_send_receipt_matches_make``, ``test_encode_message_matches_make``, and decoded back by
-  ``test_encoded_commands_decode_to_their_ids``.
+- :class:`SendEncoder`, :func:`encode_send`, :func:`encode_send_receipt`, :func:`encode_message`, :func:`encode_ack`:
+  ``test_encode_send_matches_make``, ``test_send_encoder_matches_make_for_each_send_of_its_producer``,
+  ``test_encode_send_receipt_matches_make``, ``test_encode_message_matches_make``, ``test_encode_ack_matches_make``,
+  and decoded back by ``test_encoded_commands_decode_to_their_ids``.
 - :func:`read_batch` with :func:`parse_single` (a batch payload split, plain SingleMessageMetadata read off its
   bytes): ``test_read_batch_matches_protobuf``, ``test_any_metadata_bytes_decode_as_protobuf_does``,
   ``test_read_batch_round_trips_encoders``.
@@ -31,7 +33,7 @@ generated classes:
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -39,6 +41,7 @@ from google.protobuf.message import DecodeError, Message
 
 from .PulsarApi_pb2 import (
     BaseCommand,
+    CommandAck,
     CommandMessage,
     CommandSend,
     CommandSendReceipt,
@@ -49,20 +52,9 @@ from .PulsarApi_pb2 import (
 )
 
 __all__ = [
-    "U64_MASK",
-    "BatchFormatError",
-    "encode_message",
-    "encode_plain_metadata",
-    "encode_send",
-    "encode_send_receipt",
-    "encode_single",
-    "parse_single",
-    "read_batch",
-    "signed64",
-    "single_header",
-    "single_header_with",
-    "tag",
-    "varint",
+    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_ack", "encode_message", "encode_plain_metadata",
+    "encode_send", "encode_send_receipt", "encode_single", "parse_single", "read_batch", "signed64",
+    "single_header", "single_header_with", "tag", "varint",
 ]
 
 # Ledger and entry ids (and the int64 words of an ack_set) are signed in the clients; uint64 id
@@ -90,10 +82,14 @@ def varint(value: int) -> bytes:
         if value < 0:
             raise ValueError(f"a varint holds 0 .. 2**64 - 1, not {value}")
         return _ONE_BYTE[value]
-    if value >> 64:
-        raise ValueError(f"a varint holds 0 .. 2**64 - 1, not {value}")
     if value < 0x4000:
         return bytes((value & 0x7F | 0x80, value >> 7))
+    if value < 0x200000:  # sequence ids, sizes: spelled out up to four bytes, no loop
+        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
+    if value < 0x10000000:
+        return bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14 & 0x7F | 0x80, value >> 21))
+    if value >> 64:
+        raise ValueError(f"a varint holds 0 .. 2**64 - 1, not {value}")
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
@@ -171,35 +167,52 @@ def _envelope(command_type: int) -> bytes:
 _SEND_ENVELOPE = _envelope(BaseCommand.SEND)
 _RECEIPT_ENVELOPE = _envelope(BaseCommand.SEND_RECEIPT)
 _MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)
+_ACK_ENVELOPE = _envelope(BaseCommand.ACK)
+_ACK_HEAD = (tag(CommandAck, "consumer_id"), tag(CommandAck, "ack_type"), tag(CommandAck, "message_id"))
+_ID_ACK_SET, _ID_BATCH_SIZE = tag(MessageIdData, "ack_set"), tag(MessageIdData, "batch_size")
+
+
+class PlainMetadata:
+    """Serialized MessageMetadata of one producer's entries without keys, properties or event time,
+    the producer name's bytes encoded once and the publish time's once per millisecond.
+
+    The bytes equal the generated class's: compression and uncompressed size are written only
+    for a codec other than NONE, as the producer sets them. Not thread-safe (one per producer).
+    """
+
+    __slots__ = ("_head", "_time", "_time_field")
+
+    def __init__(self, producer_name: str):
+        name = producer_name.encode("utf-8")
+        self._head = _META_PRODUCER_NAME + varint(len(name)) + name + _META_SEQUENCE_ID
+        self._time = -1
+        self._time_field = b""
+
+    def encode(
+        self, sequence_id: int, publish_time: int, compression: int = 0, uncompressed_size: int = 0,
+        num_messages_in_batch: int | None = None, highest_sequence_id: int | None = None,
+    ) -> bytes:
+        """The metadata of one entry."""
+        if publish_time != self._time:
+            self._time, self._time_field = publish_time, _META_PUBLISH_TIME + varint(publish_time)
+        metadata = self._head + varint(sequence_id) + self._time_field
+        if compression:
+            metadata += _META_COMPRESSION + varint(compression) + _META_UNCOMPRESSED_SIZE + varint(uncompressed_size)
+        if num_messages_in_batch is not None:
+            metadata += _META_NUM_MESSAGES + varint(num_messages_in_batch)
+        if highest_sequence_id is not None:
+            metadata += _META_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
+        return metadata
 
 
 def encode_plain_metadata(
-    producer_name: str,
-    sequence_id: int,
-    publish_time: int,
-    compression: int = 0,
-    uncompressed_size: int = 0,
-    num_messages_in_batch: int | None = None,
-    highest_sequence_id: int | None = None,
+    producer_name: str, sequence_id: int, publish_time: int, compression: int = 0, uncompressed_size: int = 0,
+    num_messages_in_batch: int | None = None, highest_sequence_id: int | None = None,
 ) -> bytes:
-    """A serialized MessageMetadata without keys, properties or event time.
-
-    The bytes equal the generated class's: compression and uncompressed size are written only
-    for a codec other than NONE, as the producer sets them.
-    """
-    name = producer_name.encode("utf-8")
-    parts = [
-        _META_PRODUCER_NAME, varint(len(name)), name,
-        _META_SEQUENCE_ID, varint(sequence_id),
-        _META_PUBLISH_TIME, varint(publish_time),
-    ]
-    if compression:
-        parts += (_META_COMPRESSION, varint(compression), _META_UNCOMPRESSED_SIZE, varint(uncompressed_size))
-    if num_messages_in_batch is not None:
-        parts += (_META_NUM_MESSAGES, varint(num_messages_in_batch))
-    if highest_sequence_id is not None:
-        parts += (_META_HIGHEST_SEQUENCE_ID, varint(highest_sequence_id))
-    return b"".join(parts)
+    """A serialized MessageMetadata without keys, properties or event time (see :class:`PlainMetadata`)."""
+    return PlainMetadata(producer_name).encode(
+        sequence_id, publish_time, compression, uncompressed_size, num_messages_in_batch, highest_sequence_id
+    )
 
 
 _SIZE = struct.Struct(">I")
@@ -228,15 +241,9 @@ def single_header(payload_size: int, sequence_id: int | None = None) -> bytes:
 
 
 def single_header_with(
-    payload_size: int,
-    sequence_id: int | None = None,
-    properties: Mapping[str, str] | None = None,
-    partition_key: str | None = None,
-    ordering_key: bytes | None = None,
-    event_time: int | None = None,
-    partition_key_b64_encoded: bool = False,
-    null_value: bool = False,
-    null_partition_key: bool = False,
+    payload_size: int, sequence_id: int | None = None, properties: Mapping[str, str] | None = None,
+    partition_key: str | None = None, ordering_key: bytes | None = None, event_time: int | None = None,
+    partition_key_b64_encoded: bool = False, null_value: bool = False, null_partition_key: bool = False,
 ) -> bytes:
     """The bytes in front of one message's payload in a batch: size prefix and SingleMessageMetadata.
 
@@ -283,16 +290,9 @@ def _text(key: bytes, text: str) -> bytes:
 
 
 def encode_single(
-    payload: bytes | bytearray | memoryview,
-    *,
-    properties: Mapping[str, str] | None = None,
-    partition_key: str | None = None,
-    ordering_key: bytes | None = None,
-    event_time: int | None = None,
-    sequence_id: int | None = None,
-    partition_key_b64_encoded: bool = False,
-    null_value: bool = False,
-    null_partition_key: bool = False,
+    payload: bytes | bytearray | memoryview, *, properties: Mapping[str, str] | None = None, partition_key: str | None = None,
+    ordering_key: bytes | None = None, event_time: int | None = None, sequence_id: int | None = None,
+    partition_key_b64_encoded: bool = False, null_value: bool = False, null_partition_key: bool = False,
 ) -> bytes:
     """Frame one message of a batch: size prefix, SingleMessageMetadata, payload.
 
@@ -305,20 +305,31 @@ def encode_single(
     return header + bytes(payload)
 
 
+class SendEncoder:
+    """Serialized SEND commands of one producer id, its bytes encoded once (as ``commands.make(SEND, ...)``
+    serializes them)."""
+
+    __slots__ = ("producer_id", "_head")
+
+    def __init__(self, producer_id: int):
+        self.producer_id = producer_id
+        self._head = _SEND_PRODUCER_ID + varint(producer_id) + _SEND_SEQUENCE_ID
+
+    def encode(self, sequence_id: int, num_messages: int = 1, highest_sequence_id: int | None = None, is_chunk: bool = False) -> bytes:
+        """The SEND of one entry: a message (the defaults), a batch, or a chunk."""
+        body = self._head + varint(sequence_id) + _SEND_NUM_MESSAGES + varint(num_messages)
+        if highest_sequence_id is not None:
+            body += _SEND_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
+        if is_chunk:
+            body += _SEND_IS_CHUNK
+        return _SEND_ENVELOPE + varint(len(body)) + body
+
+
 def encode_send(
-    producer_id: int,
-    sequence_id: int,
-    num_messages: int,
-    highest_sequence_id: int | None = None,
-    is_chunk: bool = False,
+    producer_id: int, sequence_id: int, num_messages: int, highest_sequence_id: int | None = None, is_chunk: bool = False
 ) -> bytes:
-    """A serialized SEND command (as ``commands.make(SEND, ...)`` serializes it)."""
-    body = _SEND_PRODUCER_ID + varint(producer_id) + _SEND_SEQUENCE_ID + varint(sequence_id) + _SEND_NUM_MESSAGES + varint(num_messages)
-    if highest_sequence_id is not None:
-        body += _SEND_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
-    if is_chunk:
-        body += _SEND_IS_CHUNK
-    return _SEND_ENVELOPE + varint(len(body)) + body
+    """A serialized SEND command (see :class:`SendEncoder`)."""
+    return SendEncoder(producer_id).encode(sequence_id, num_messages, highest_sequence_id, is_chunk)
 
 
 def encode_send_receipt(producer_id: int, sequence_id: int, ledger_id: int, entry_id: int, highest_sequence_id: int) -> bytes:
@@ -347,6 +358,25 @@ def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: i
     if redelivery_count is not None:
         body += _MESSAGE_REDELIVERY_COUNT + varint(redelivery_count)
     return _MESSAGE_ENVELOPE + varint(len(body)) + body
+
+
+def encode_ack(
+    consumer_id: int, ack_type: int, entries: Iterable[tuple[int, int]], batches: Iterable[tuple[int, int, list[int], int]] = ()
+) -> bytes:
+    """A serialized ACK of whole ``entries`` (ledger, entry), then of ``batches`` (ledger, entry,
+    ack_set words, batch size): without a MessageIdData object per id."""
+    consumer_key, type_key, id_key = _ACK_HEAD
+    parts = [consumer_key, varint(consumer_id), type_key, varint(ack_type)]
+    for ledger, entry in entries:
+        position = _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY + varint(entry & U64_MASK)
+        parts += (id_key, _ONE_BYTE[len(position)], position)  # two keys and two varints: under 128 bytes
+    for ledger, entry, words, size in batches:
+        fields = [_ID_LEDGER, varint(ledger & U64_MASK), _ID_ENTRY, varint(entry & U64_MASK)]
+        fields += [_ID_ACK_SET + varint(word & U64_MASK) for word in words]
+        position = b"".join((*fields, _ID_BATCH_SIZE, varint(size)))
+        parts += (id_key, varint(len(position)), position)
+    body = b"".join(parts)
+    return _ACK_ENVELOPE + varint(len(body)) + body
 
 
 class BatchFormatError(ValueError):
@@ -389,12 +419,8 @@ def parse_single(single: bytes | SingleMessageMetadata) -> SingleMessageMetadata
 
 
 def read_batch(
-    data: bytes | bytearray | memoryview,
-    count: int,
-    build: Callable[[Any, int, bytes, bytes | SingleMessageMetadata], T],
-    context: Any = None,
-    unacked: int | None = None,
-    out: list[T] | None = None,
+    data: bytes | bytearray | memoryview, count: int, build: Callable[[Any, int, bytes, bytes | SingleMessageMetadata], T],
+    context: Any = None, unacked: int | None = None, out: list[T] | None = None,
 ) -> list[T]:
     """Split a batch payload of ``count`` messages; ``build`` turns each wanted one into an item.
 

@@ -106,7 +106,7 @@ class LossRecorder:
     def __init__(self) -> None:
         self.lost: list[Connection] = []
 
-    def handle_receipt(self, body: object) -> None:
+    def handle_receipts(self, receipts: list[object]) -> None:
         raise AssertionError("no receipt is expected")
 
     def handle_send_error(self, body: object) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from airflow_pulsar.client.consumer.ack_grouping import AckGroupingTracker, PendingAcks
+from airflow_pulsar.client.protocol import commands
+from airflow_pulsar.client.protocol.frames import encode_command
 from airflow_pulsar.client.protocol.message_id import MessageId
-from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandAck
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandAck
 from airflow_pulsar.client.timer import Timer
 
 TIMER = Timer("test-timer")  # grouped acks wait an hour: they stay pending for the test to look at
@@ -109,3 +111,17 @@ def test_a_message_acknowledged_twice_stays_acknowledged() -> None:
     assert acks.add_message(1, 13, 0, 1, state) is True
     assert acks.add_message(1, 13, 0, 1, state) is True
     assert acks.take().entries == {(1, 13)}
+
+
+def test_pending_acks_frames_are_the_frames_of_their_commands() -> None:
+    pending = PendingAcks({(1, 2), (1, 3)}, {(1, 4): (0b1010, 4), (2, 0): (0, 2)}, (1, 9, 0b1100, 4))
+    expected = b"".join(
+        encode_command(commands.make(BaseCommand.ACK, consumer_id=7, ack_type=ack_type, message_id=ids))
+        for ack_type, ids in pending.commands()
+    )
+    assert pending.frames(7) == expected
+    whole = PendingAcks(up_to=(3, 5, None, 0))
+    assert whole.frames(7) == encode_command(
+        commands.make(BaseCommand.ACK, consumer_id=7, ack_type=CommandAck.Cumulative, message_id=whole.commands()[0][1])
+    )
+    assert PendingAcks().frames(7) == b""

@@ -202,3 +202,31 @@ def test_pending_sends_are_written_again_on_the_next_connection(services: FakeSe
     assert resent.command.send.producer_id == new_id != started.producer_id
     services.connection.feed(receipt(new_id, 0, entry=8))
     assert pending.result(1) == (Result.Ok, MessageId(PARTITION, LEDGER, 8))
+
+
+def test_receipts_read_at_once_complete_their_sends_in_order(services: FakeServices, producing: Callable[..., Producing]) -> None:
+    started = producing(batching_enabled=False)
+    sends = [started.send(content) for content in (b"a", b"b", b"c")]
+    # One read holding every receipt: the producer takes them as one run.
+    services.connection.feed(b"".join(receipt(started.producer_id, sequence_id, entry=10 + sequence_id) for sequence_id in range(3)))
+    assert [sent.result(1) for sent in sends] == [(Result.Ok, MessageId(PARTITION, LEDGER, 10 + index)) for index in range(3)]
+    assert started.producer.last_sequence_id == 2 and started.producer.pending_messages() == 0
+    assert not started.producer.is_full()
+
+
+def test_a_receipt_ahead_of_the_pending_sends_completes_those_before_it_and_reconnects(
+    services: FakeServices, producing: Callable[..., Producing]
+) -> None:
+    started = producing(batching_enabled=False)
+    first, second = started.send(b"one"), started.send(b"two")
+    # Sequence id 5 was never sent: the broker lost ops, so the rest is resent on a new connection.
+    services.connection.feed(receipt(started.producer_id, 0, entry=1) + receipt(started.producer_id, 5, entry=2)
+                             + receipt(started.producer_id, 1, entry=3))
+    assert first.result(1) == (Result.Ok, MessageId(PARTITION, LEDGER, 1))
+    assert services.connection.closed and not second.done()
+    services.connection.drop()
+    wait_until(lambda: len(services.connections) == 2 and T.SEND in services.connection.types_written(), "the resend")
+    registered, resent = services.connection.written_frames()
+    assert resent.command.send.sequence_id == 1
+    services.connection.feed(receipt(registered.command.producer.producer_id, 1, entry=4))
+    assert second.result(1) == (Result.Ok, MessageId(PARTITION, LEDGER, 4))

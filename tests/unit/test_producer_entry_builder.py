@@ -20,7 +20,7 @@ from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.compression import CompressionType, decompress
 from airflow_pulsar.client.protocol.frames import decode_frame, split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata
-from airflow_pulsar.client.protocol.wire import parse_single, read_batch, single_header, single_header_with
+from airflow_pulsar.client.protocol.wire import SendEncoder, parse_single, read_batch, single_header, single_header_with
 
 NAME = "standalone-0-7"
 MAX_SIZE = 5 * 1024 * 1024
@@ -68,6 +68,24 @@ def test_plain_message_entry_carries_name_sequence_id_and_publish_time() -> None
     assert not metadata.HasField("compression") and not metadata.HasField("uncompressed_size")
     assert not metadata.HasField("num_messages_in_batch") and not metadata.HasField("uuid")
     assert (stats.payload_bytes, stats.wire_bytes, stats.batches) == (5, 5, 0)
+
+
+def test_plain_entry_is_the_entry_message_entries_builds() -> None:
+    builder, stats = _builder()
+    entry = builder.plain_entry(b"hello", 41)
+    assert entry is not None
+    (built,) = builder.message_entries(b"hello", 41)
+    metadata, payload = _decode(entry)
+    expected, _ = _decode(built)
+    expected.publish_time = metadata.publish_time  # both stamp the time they were built
+    assert (metadata, payload) == (expected, b"hello")
+    assert (stats.payload_bytes, stats.wire_bytes) == (10, 10)
+
+
+def test_plain_entry_leaves_what_must_be_compressed_encrypted_or_split_to_message_entries() -> None:
+    assert _builder(CompressionType.LZ4)[0].plain_entry(b"hello", 1) is None
+    assert _builder(max_size=4)[0].plain_entry(b"hello", 1) is None
+    assert _builder(max_size=5)[0].plain_entry(b"hello", 1) is not None
 
 
 def test_message_fields_are_written_to_the_entry_metadata() -> None:
@@ -224,7 +242,7 @@ def test_op_frame_is_a_send_around_the_entry() -> None:
     accumulator, ops = _accumulator(batching_max_messages=2)
     _send(accumulator, b"a", 7)
     _send(accumulator, b"b", 8)
-    frame = decode_frame(ops[0].frame(producer_id=42)[4:])  # without the total-size field
+    frame = decode_frame(ops[0].frame(SendEncoder(42))[4:])  # without the total-size field
     send = frame.command.send
     assert frame.command.type == BaseCommand.SEND
     assert (send.producer_id, send.sequence_id, send.highest_sequence_id, send.num_messages) == (42, 7, 8, 2)

@@ -6,7 +6,8 @@ import threading
 import time
 
 from airflow_pulsar.client import Client
-from airflow_pulsar.client.producer.limits import MemoryLimit, PendingLimit
+from airflow_pulsar.client.exceptions import MemoryBufferIsFull, ProducerQueueIsFull
+from airflow_pulsar.client.producer.limits import MemoryLimit, PendingLimit, SendQuota
 
 
 def test_try_acquire_respects_limit_and_release() -> None:
@@ -51,3 +52,26 @@ def test_each_client_owns_one_memory_limit() -> None:
         first = client.memory_limit
         assert isinstance(first, MemoryLimit) and first is client.memory_limit and first.limit == 1234
         assert other.memory_limit is not first
+
+
+def test_a_send_quota_takes_a_slot_and_the_bytes_together_and_gives_both_back() -> None:
+    memory = MemoryLimit(100)
+    quota = SendQuota("t", PendingLimit(2), memory, block_if_queue_full=False, send_timeout=None)
+    assert quota.reserve(60) is None
+    assert (quota.pending.in_use, memory.in_use) == (1, 60)
+    full = quota.reserve(60)
+    assert isinstance(full, MemoryBufferIsFull) and (quota.pending.in_use, memory.in_use) == (1, 60), "nothing kept on failure"
+    assert quota.reserve(40) is None
+    assert isinstance(quota.reserve(0), ProducerQueueIsFull) and quota.is_full()
+    quota.release(2, 100)
+    assert (quota.pending.in_use, memory.in_use) == (0, 0)
+
+
+def test_a_blocked_send_quota_wakes_when_a_receipt_gives_back_what_it_needs() -> None:
+    memory = MemoryLimit(0)
+    quota = SendQuota("t", PendingLimit(1), memory, block_if_queue_full=True, send_timeout=5.0)
+    assert quota.reserve(10) is None
+    threading.Timer(0.1, quota.release, args=(1, 10)).start()
+    started = time.monotonic()
+    assert quota.reserve(10) is None
+    assert 0.05 <= time.monotonic() - started < 4 and quota.pending.in_use == 1

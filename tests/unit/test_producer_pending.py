@@ -44,3 +44,30 @@ def test_pop_expired_takes_only_the_expired_prefix() -> None:
     assert queue.pop_expired(2.0) == ops[:2]
     assert list(queue) == ops[2:]
     assert queue.pop_all() == ops[2:] and len(queue) == 0
+
+
+class _Receipt:
+    def __init__(self, sequence_id: int) -> None:
+        self.sequence_id = sequence_id
+
+
+def test_pop_receipted_matches_receipts_in_order_skipping_those_of_expired_ops() -> None:
+    queue = PendingQueue()
+    ops = [_op(5, 9), _op(10, 10), _op(11, 11)]
+    for op in ops:
+        queue.append(op)
+    receipts = [_Receipt(3), _Receipt(9), _Receipt(10)]  # 3: an op that timed out before its receipt
+    completed, unexpected = queue.pop_receipted(receipts)
+    assert [(op, r) for op, r in completed] == [(ops[0], receipts[1]), (ops[1], receipts[2])] and unexpected is None
+    assert list(queue) == ops[2:]
+
+
+def test_pop_receipted_stops_at_a_receipt_ahead_of_the_head() -> None:
+    queue = PendingQueue()
+    ops = [_op(0, 0), _op(1, 1)]
+    for op in ops:
+        queue.append(op)
+    ahead, later = _Receipt(7), _Receipt(1)
+    completed, unexpected = queue.pop_receipted([_Receipt(0), ahead, later])
+    assert [op for op, _ in completed] == ops[:1] and unexpected is ahead
+    assert list(queue) == ops[1:], "receipts after the unexpected one are not matched"

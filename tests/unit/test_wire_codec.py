@@ -22,6 +22,9 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
 from airflow_pulsar.client.protocol.wire import (
     U64_MASK,
     BatchFormatError,
+    PlainMetadata,
+    SendEncoder,
+    encode_ack,
     encode_message,
     encode_plain_metadata,
     encode_send,
@@ -204,6 +207,20 @@ def test_encode_message_matches_make(consumer_id, ledger_id, entry_id, partition
 
 
 @given(
+    U64, st.sampled_from([0, 1]), st.lists(st.tuples(I64, I64), max_size=4),
+    st.lists(st.tuples(I64, I64, st.lists(I64, max_size=3), st.integers(min_value=0, max_value=2**31 - 1)), max_size=3),
+)
+@example(1, 0, [], [])
+@example(2**64 - 1, 1, [(-1, -1)], [(2**63 - 1, 0, [-1, 0, 2**63 - 1], 2**31 - 1)])
+def test_encode_ack_matches_make(consumer_id, ack_type, entries, batches):
+    ids = [MessageIdData(ledgerId=ledger % 2**64, entryId=entry % 2**64) for ledger, entry in entries]
+    for ledger, entry, words, size in batches:
+        ids.append(MessageIdData(ledgerId=ledger % 2**64, entryId=entry % 2**64, ack_set=words, batch_size=size))
+    expected = commands.make(T.ACK, consumer_id=consumer_id, ack_type=ack_type, message_id=ids)
+    assert encode_ack(consumer_id, ack_type, entries, batches) == expected.SerializeToString()
+
+
+@given(
     TEXT, U64, U64, st.sampled_from([0, 1, 2, 3, 4]), st.integers(min_value=0, max_value=2**32 - 1),
     st.one_of(st.none(), st.integers(min_value=0, max_value=2**31 - 1)), st.one_of(st.none(), U64),
 )
@@ -220,6 +237,24 @@ def test_plain_metadata_matches_protobuf(name, sequence_id, publish_time, compre
         expected.highest_sequence_id = highest
     encoded = encode_plain_metadata(name, sequence_id, publish_time, compression, uncompressed, count, highest)
     assert encoded == expected.SerializeToString()
+
+
+@given(TEXT, st.lists(st.tuples(U64, st.integers(min_value=0, max_value=2**42)), min_size=1, max_size=6))
+@example("p", [(0, 5), (1, 5), (2, 6), (3, 5)])  # the cached publish time is replaced when the time changes
+def test_plain_metadata_encoder_matches_protobuf(name, entries):
+    encoder = PlainMetadata(name)  # one per producer: reused for every entry
+    for sequence_id, publish_time in entries:
+        expected = MessageMetadata(producer_name=name, sequence_id=sequence_id, publish_time=publish_time)
+        assert encoder.encode(sequence_id, publish_time) == expected.SerializeToString()
+
+
+@given(U64, st.lists(st.tuples(U64, st.integers(min_value=1, max_value=2**31 - 1)), min_size=1, max_size=4))
+def test_send_encoder_matches_make_for_each_send_of_its_producer(producer_id, sends):
+    encoder = SendEncoder(producer_id)
+    for sequence_id, num_messages in sends:
+        expected = commands.make(T.SEND, producer_id=producer_id, sequence_id=sequence_id, num_messages=num_messages)
+        assert encoder.encode(sequence_id, num_messages) == expected.SerializeToString()
+    assert encoder.encode(7) == commands.make(T.SEND, producer_id=producer_id, sequence_id=7, num_messages=1).SerializeToString()
 
 
 def _schema_fields():
