@@ -16,7 +16,7 @@ LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-icebe
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars spark-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
+.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -99,8 +99,15 @@ lakehouse-jars: $(LAKEHOUSE_JARS)
 SPARK_CDS := $(JVM_CACHE)/spark-driver.jsa
 spark-cds: $(SPARK_CDS)
 
-$(SPARK_CDS): $(STAMP) jvm/spark_cds.py | java
+$(SPARK_CDS): $(STAMP) jvm/spark_cds.py jvm/class_sharing.py | java
 	$(PY) jvm/spark_cds.py
+
+# The same for Apache Pulsar standalone (jvm/pulsar_cds.py): one standalone trained and stopped.
+PULSAR_CDS := $(JVM_CACHE)/pulsar.jsa
+pulsar-cds: $(PULSAR_CDS)
+
+$(PULSAR_CDS): $(PULSAR_CLASSPATH) jvm/pulsar_cds.py jvm/class_sharing.py | $(STAMP) java
+	$(PY) jvm/pulsar_cds.py
 
 $(JVM_CACHE)/lakehouse-%.jars: jvm/lakehouse/pom.xml
 	@mkdir -p $(JVM_CACHE)
@@ -121,7 +128,7 @@ java:
 
 # loadgroup: one worker runs the cluster tier, so one cluster starts (tests/conftest.py groups it).
 # The slowest tests are listed at the end, to keep the suite's wall time in view.
-test: install $(SPARK_CDS)
+test: install $(SPARK_CDS) $(PULSAR_CDS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 demo: install

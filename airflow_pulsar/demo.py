@@ -109,16 +109,6 @@ def _airflow(env: dict[str, str], log: Path, *args: str) -> str:
     return result.stdout + result.stderr
 
 
-def _lakehouse_jars(table_format: str) -> str | None:
-    """The jars of the format's Spark integration that `make` resolved into .jvm/ (None for parquet)."""
-    if table_format == "parquet":
-        return None
-    listing = CHECKOUT / ".jvm" / f"lakehouse-{table_format}.jars"
-    if not listing.is_file():
-        raise RuntimeError(f"{listing} is missing: run `make lakehouse-jars` (part of `make install`)")
-    return listing.read_text().strip()
-
-
 def _spark_sql(table_format: str, jars: str | None, query: str) -> list[list[str]]:
     """Run ``query`` with the ``spark-sql`` shell on local Spark over the demo's catalog (the
     settings the ingest job had) and return its result rows as lists of fields."""
@@ -150,7 +140,6 @@ def _start_broker(kind: str) -> DemoBroker:
     """The embedded broker, or Apache Pulsar standalone (``jvm/apache_pulsar.py`` of the checkout)."""
     if kind == "embedded":
         return BrokerProcess(DEMO_DIR / "broker").start()
-    sys.path.insert(0, str(DAGS_DIR.parent / "jvm"))
     from apache_pulsar import PulsarStandalone
 
     return PulsarStandalone((DEMO_DIR / "pulsar").resolve(), log_level="warn").start()
@@ -165,9 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (DAGS_DIR / f"{DAG_ID}.py").exists():
         print(f"airflow-pulsar demo: the example DAGs are not at {DAGS_DIR}: run it from a checkout of the project", file=sys.stderr)
         return 1
+    sys.path.insert(0, str(CHECKOUT / "jvm"))  # the checkout's JVM helpers, beside its cache
+    from lakehouse_jars import LakehouseJarsMissing, lakehouse_jars
+
     try:
-        jars = _lakehouse_jars(args.format)
-    except RuntimeError as missing:
+        jars = lakehouse_jars(args.format)
+    except LakehouseJarsMissing as missing:
         print(f"airflow-pulsar demo: {missing}", file=sys.stderr)
         return 1
     shutil.rmtree(DEMO_DIR, ignore_errors=True)

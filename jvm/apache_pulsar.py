@@ -33,9 +33,14 @@ from typing import Any, Protocol
 
 import httpx
 
+from class_sharing import JVM_CACHE, sharing_options
+
 PULSAR_VERSION = "4.2.4"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CLASSPATH_FILE = REPO_ROOT / ".jvm" / "pulsar.classpath"
+CLASSPATH_FILE = JVM_CACHE / "pulsar.classpath"
+# The class-data-sharing archive of a standalone (``make pulsar-cds``, jvm/pulsar_cds.py), which
+# every Pulsar JVM maps its classes from when it is there: a standalone starts in about two thirds
+# of the time on a busy 2-core machine.
+CLASS_ARCHIVE = JVM_CACHE / "pulsar.jsa"
 STARTUP_TIMEOUT = 180.0
 
 # What Pulsar's bin/pulsar passes to every JVM it starts.
@@ -43,12 +48,18 @@ JVM_OPTIONS = [
     "-Djute.maxbuffer=10485760",
     "-Djava.net.preferIPv4Stack=true",
     "-Dio.netty.tryReflectionSetAccessible=true",
-    "--add-opens", "java.base/java.io=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
-    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-opens", "java.base/sun.net=ALL-UNNAMED",
-    "--add-opens", "java.management/sun.management=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.io=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.util.zip=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/sun.net=ALL-UNNAMED",
+    "--add-opens",
+    "java.management/sun.management=ALL-UNNAMED",
     "-Dbookkeeper.metadata.bookie.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataBookieDriver",
     "-Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver",
     "-Dzookeeper.4lw.commands.whitelist=*",
@@ -56,6 +67,10 @@ JVM_OPTIONS = [
     "-Dlog4j.shutdownHookEnabled=false",
     "-Dlog4j2.is.webapp=false",
 ]
+
+# For the tests' JVMs: C1 only. On two busy cores a standalone starts in about half the time and
+# half the CPU, and the tests send little; the benchmarks keep Pulsar's own JIT.
+QUICK_JIT = ["-XX:TieredStopAtLevel=1"]
 
 INDEX_INTERCEPTOR = "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor"
 
@@ -110,9 +125,7 @@ class PulsarNotResolved(RuntimeError):
 def classpath() -> str:
     """The resolved classpath, or a clear error saying how to resolve it."""
     if not CLASSPATH_FILE.exists():
-        raise PulsarNotResolved(
-            f"Apache Pulsar {PULSAR_VERSION} is not resolved ({CLASSPATH_FILE} is missing): run `make pulsar-jars`"
-        )
+        raise PulsarNotResolved(f"Apache Pulsar {PULSAR_VERSION} is not resolved ({CLASSPATH_FILE} is missing): run `make pulsar-jars`")
     return CLASSPATH_FILE.read_text().strip()
 
 
@@ -165,9 +178,19 @@ class JavaProcess:
         log_conf = self.work_dir / f"log4j2-{self.name}.properties"
         log_conf.write_text(LOG4J2.format(log=self.log_path, level=self.log_level))
         command = [
-            java_executable(), f"-Xms{self.heap}", f"-Xmx{self.heap}", f"-XX:MaxDirectMemorySize={self.heap}",
-            "-XX:+UseG1GC", *JVM_OPTIONS, *self.jvm_options, f"-Dlog4j.configurationFile={log_conf}",
-            "-cp", classpath(), self.main_class, *self.args,
+            java_executable(),
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            f"-XX:MaxDirectMemorySize={self.heap}",
+            "-XX:+UseG1GC",
+            *JVM_OPTIONS,
+            *sharing_options(CLASS_ARCHIVE),
+            *self.jvm_options,
+            f"-Dlog4j.configurationFile={log_conf}",
+            "-cp",
+            classpath(),
+            self.main_class,
+            *self.args,
         ]
         with open(self.stdout_path, "ab") as out:  # the child keeps its own copy of the descriptor
             self.popen = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=self.work_dir)
@@ -236,9 +259,7 @@ class JavaProcess:
         return 0
 
 
-def wait_until_serving(
-    web_url: str, jvm: JavaProcess, deadline: float, headers: Mapping[str, str] | None = None
-) -> None:
+def wait_until_serving(web_url: str, jvm: JavaProcess, deadline: float, headers: Mapping[str, str] | None = None) -> None:
     """Wait until a broker's admin REST lists ``public/default``; kill -9 it and raise if it does not in time."""
     while time.monotonic() < deadline:
         jvm.check_running()
@@ -287,12 +308,14 @@ class PulsarStandalone(AdminRest):
         heap: str = "512m",
         log_level: str = "info",
         admin_token: str | None = None,
+        jvm_options: Sequence[str] = (),
     ):
         self.admin_headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
         self.work_dir = work_dir
         self.config = {**BASE_CONFIG, **(config or {})}
         self.heap = heap
         self.log_level = log_level
+        self.jvm_options = list(jvm_options)
         self.port = 0
         self.http_port = 0
         self.bookie_port = 0
@@ -327,15 +350,26 @@ class PulsarStandalone(AdminRest):
         settings = {**self.config, "brokerServicePort": str(self.port), "webServicePort": str(self.http_port)}
         conf = write_properties(self.work_dir / "standalone.conf", settings)
         self.jvm = JavaProcess(
-            "pulsar", self.work_dir, "org.apache.pulsar.PulsarStandaloneStarter",
+            "pulsar",
+            self.work_dir,
+            "org.apache.pulsar.PulsarStandaloneStarter",
             [
-                "--config", str(conf), "-nfw", "-nss",
-                "--metadata-dir", str(self.work_dir / "metadata"),
-                "--bookkeeper-dir", str(self.work_dir / "bookkeeper"),
-                "--bookkeeper-port", str(self.bookie_port),
-                "--advertised-address", "127.0.0.1",
+                "--config",
+                str(conf),
+                "-nfw",
+                "-nss",
+                "--metadata-dir",
+                str(self.work_dir / "metadata"),
+                "--bookkeeper-dir",
+                str(self.work_dir / "bookkeeper"),
+                "--bookkeeper-port",
+                str(self.bookie_port),
+                "--advertised-address",
+                "127.0.0.1",
             ],
-            self.heap, self.log_level,
+            self.heap,
+            self.log_level,
+            self.jvm_options,
         )
         self.jvm.start()
         wait_until_serving(self.web_url, self.jvm, began + timeout, self.admin_headers)
@@ -371,9 +405,7 @@ class ForegroundServer(Protocol):
     def stop(self) -> Any: ...
 
 
-def run_in_foreground(
-    server: ForegroundServer, work: Path, describe: Callable[[], str], wait: Callable[[], None]
-) -> int:
+def run_in_foreground(server: ForegroundServer, work: Path, describe: Callable[[], str], wait: Callable[[], None]) -> int:
     """Start ``server``, print ``describe()``, ``wait()``; on Ctrl-C or SIGTERM stop it and remove ``work``."""
 
     def interrupt(signum: int, frame: object) -> None:
@@ -402,9 +434,12 @@ def main() -> int:
         pulsar.process.wait()
 
     return run_in_foreground(
-        pulsar, work,
-        lambda: f"Apache Pulsar {PULSAR_VERSION} ready in {pulsar.startup_seconds:.0f} s: "
-        f"service_url={pulsar.service_url} web_service_url={pulsar.web_url}",
+        pulsar,
+        work,
+        lambda: (
+            f"Apache Pulsar {PULSAR_VERSION} ready in {pulsar.startup_seconds:.0f} s: "
+            f"service_url={pulsar.service_url} web_service_url={pulsar.web_url}"
+        ),
         wait,
     )
 

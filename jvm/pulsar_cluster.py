@@ -32,6 +32,7 @@ from apache_pulsar import (
     BOOKIE_CONFIG,
     BROKER_CONFIG,
     PULSAR_VERSION,
+    QUICK_JIT,
     STARTUP_TIMEOUT,
     AdminRest,
     JavaProcess,
@@ -42,8 +43,6 @@ from apache_pulsar import (
 )
 
 CLUSTER_NAME = "cluster-a"
-# C1 only: on two busy cores the four JVMs start in about half the time, and tests send little.
-JIT_OPTIONS = ["-XX:TieredStopAtLevel=1"]
 # The broker's ZooKeeper session: how long a killed broker keeps owning its bundles.
 SESSION_TIMEOUT_MS = 6000
 PLACE_ATTEMPTS = 5
@@ -109,8 +108,12 @@ class ZooKeeper:
         (self.work_dir / "data").mkdir(parents=True, exist_ok=True)
         zoo_cfg = write_properties(self.work_dir / "zoo.cfg", config)
         self.jvm = JavaProcess(
-            "zookeeper", self.work_dir, "org.apache.zookeeper.server.quorum.QuorumPeerMain", [str(zoo_cfg)], self.heap,
-            jvm_options=JIT_OPTIONS,
+            "zookeeper",
+            self.work_dir,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            [str(zoo_cfg)],
+            self.heap,
+            jvm_options=QUICK_JIT,
         )
         self.jvm.start()
         _wait_for("ZooKeeper", lambda: _four_letter_word(self.port, b"ruok") == "imok", self.jvm, deadline)
@@ -149,8 +152,12 @@ class Bookie:
         }
         conf = write_properties(self.work_dir / "bookkeeper.conf", config)
         self.jvm = JavaProcess(
-            "bookie", self.work_dir, "org.apache.bookkeeper.server.Main", ["--conf", str(conf)], self.heap,
-            jvm_options=JIT_OPTIONS,
+            "bookie",
+            self.work_dir,
+            "org.apache.bookkeeper.server.Main",
+            ["--conf", str(conf)],
+            self.heap,
+            jvm_options=QUICK_JIT,
         )
         self.jvm.start()
 
@@ -197,8 +204,12 @@ class ClusterBroker(AdminRest):
         settings = {**config, "brokerServicePort": str(self.port), "webServicePort": str(self.http_port)}
         conf = write_properties(self.work_dir / f"{self.name}.conf", settings)
         self.jvm = JavaProcess(
-            self.name, self.work_dir, "org.apache.pulsar.PulsarBrokerStarter", ["--broker-conf", str(conf)], self.heap,
-            jvm_options=JIT_OPTIONS,
+            self.name,
+            self.work_dir,
+            "org.apache.pulsar.PulsarBrokerStarter",
+            ["--broker-conf", str(conf)],
+            self.heap,
+            jvm_options=QUICK_JIT,
         )
         self.jvm.start()
 
@@ -286,17 +297,25 @@ class PulsarCluster(AdminRest):
         """``pulsar initialize-cluster-metadata``: run once, before any bookie or broker starts."""
         first = self.brokers[0]
         setup = JavaProcess(
-            "initialize-cluster-metadata", self.zookeeper.work_dir, "org.apache.pulsar.PulsarClusterMetadataSetup",
+            "initialize-cluster-metadata",
+            self.zookeeper.work_dir,
+            "org.apache.pulsar.PulsarClusterMetadataSetup",
             [
-                "--cluster", CLUSTER_NAME,
-                "--metadata-store", self.zookeeper.metadata_url,
-                "--configuration-metadata-store", self.zookeeper.metadata_url,
-                "--web-service-url", first.web_url,
-                "--broker-service-url", self.service_url,
-                "--initial-num-stream-storage-containers", "0",  # no BookKeeper table service here
+                "--cluster",
+                CLUSTER_NAME,
+                "--metadata-store",
+                self.zookeeper.metadata_url,
+                "--configuration-metadata-store",
+                self.zookeeper.metadata_url,
+                "--web-service-url",
+                first.web_url,
+                "--broker-service-url",
+                self.service_url,
+                "--initial-num-stream-storage-containers",
+                "0",  # no BookKeeper table service here
             ],
             "256m",
-            jvm_options=JIT_OPTIONS,
+            jvm_options=QUICK_JIT,
         )
         setup.start()
         setup.wait_exit(max(1.0, deadline - time.monotonic()))

@@ -3,18 +3,13 @@ Spark driver of this environment that they name (``make spark-cds``).
 
 - The C1 compiler only and the serial collector: on a busy 2-core machine a short-lived Spark JVM
   starts about twice as fast, and none of them runs long enough to gain from C2.
-- The archive, when it is there as the tests start: a JVM started with ``-XX:SharedArchiveFile``
-  maps the classes it holds instead of loading, parsing and verifying them from the jars, which
-  takes a local Spark driver about 5 s of CPU less. Made from other jars (another
-  environment's pyspark), it is passed over and the JVM loads its classes as usual; ``-Xlog``
-  keeps it from saying so. (A JVM named a missing archive would share no classes at all, not
-  even the JDK's own: that costs a Spark driver 1.5 s of CPU.)
+- The archive, when it is there as the tests start (``jvm/class_sharing.py``): mapping its classes
+  takes a local Spark driver about 5 s of CPU less.
 
 ``python jvm/spark_cds.py`` makes the archive: one spark-submit of this file on local[*] with
 ``-XX:ArchiveClassesAtExit``, whose driver does what the ingest job's driver does (a Hive
 metastore in Derby, a Python data source, JSON parsing, a partitioned parquet table written and
-counted), so the archive holds the classes such a driver loads. It is written beside its place
-and renamed there once whole, so no JVM maps a half-written file.
+counted), so the archive holds the classes such a driver loads.
 """
 
 from __future__ import annotations
@@ -27,11 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from class_sharing import JVM_CACHE, dump_archive, sharing_options
+
 # The Makefile's $(SPARK_CDS).
-ARCHIVE = Path(__file__).resolve().parent.parent / ".jvm" / "spark-driver.jsa"
+ARCHIVE = JVM_CACHE / "spark-driver.jsa"
 QUICK_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SHARING = f"-XX:SharedArchiveFile={ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
-QUICK_JVM_OPTIONS = f"{QUICK_START} {SHARING}" if ARCHIVE.exists() else QUICK_START
+QUICK_JVM_OPTIONS = " ".join([QUICK_START, *sharing_options(ARCHIVE)])
 
 
 def train(work: Path) -> None:
@@ -82,30 +78,29 @@ def train(work: Path) -> None:
 def dump() -> None:
     """Run the training driver under spark-submit and leave its archive at ``ARCHIVE``."""
     spark_submit = Path(sys.executable).with_name("spark-submit")
-    partial = ARCHIVE.with_name(f"{ARCHIVE.name}.{os.getpid()}.partial")
-    with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
-        env = {
-            **os.environ,
-            "SPARK_SUBMIT_OPTS": f"{QUICK_START} -XX:ArchiveClassesAtExit={partial} -Dderby.system.home={work}",
-            "PYSPARK_PYTHON": sys.executable,
-        }
-        command = [
-            str(spark_submit), "--master", "local[*]", "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.sql.shuffle.partitions=2", __file__, "--train", work,
-        ]  # fmt: skip
-        result = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0 or not partial.exists():
-        partial.unlink(missing_ok=True)
-        raise SystemExit(f"the Spark training run failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-    partial.replace(ARCHIVE)
-    print(f"Spark CDS archive: {ARCHIVE} ({ARCHIVE.stat().st_size // 2**20} MiB)")
+
+    def submit(archive_option: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
+            env = {
+                **os.environ,
+                "SPARK_SUBMIT_OPTS": f"{QUICK_START} {archive_option} -Dderby.system.home={work}",
+                "PYSPARK_PYTHON": sys.executable,
+            }
+            command = [
+                str(spark_submit), "--master", "local[*]", "--conf", "spark.ui.enabled=false",
+                "--conf", "spark.sql.shuffle.partitions=2", __file__, "--train", work,
+            ]  # fmt: skip
+            result = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True, timeout=600)
+        if result.returncode != 0:
+            raise SystemExit(f"the Spark training run failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+
+    dump_archive(ARCHIVE, submit)
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--train":
         train(Path(sys.argv[2]))
     elif len(sys.argv) == 1:
-        ARCHIVE.parent.mkdir(exist_ok=True)
         dump()
     else:
         raise SystemExit("usage: python jvm/spark_cds.py")

@@ -28,7 +28,7 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jvm"))
-from apache_pulsar import PulsarStandalone  # noqa: E402
+from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
 from spark_cds import QUICK_JVM_OPTIONS  # noqa: E402
 
 # Every spark-submit of the session starts its JVM (in client mode, the driver) with the quick
@@ -138,7 +138,7 @@ def broker_kind(request: pytest.FixtureRequest) -> str:
 def apache_pulsar() -> Iterator[PulsarStandalone]:
     """Apache Pulsar standalone, shared by every module of this test process."""
     with tempfile.TemporaryDirectory(prefix="apache-pulsar-") as work_dir:
-        pulsar = PulsarStandalone(Path(work_dir)).start()
+        pulsar = PulsarStandalone(Path(work_dir), jvm_options=QUICK_JIT).start()
         try:
             yield pulsar
         finally:

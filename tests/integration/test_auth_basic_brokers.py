@@ -20,7 +20,7 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from security_helpers import write_users_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import PulsarStandalone  # noqa: E402
+from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
 
 USERS = {"admin": "admin-pass", "alice": "wonder land"}  # admin's hash is $apr1$ MD5, alice's crypt DES
 
@@ -46,7 +46,7 @@ def basic_broker(broker_kind: str, tmp_path_factory: pytest.TempPathFactory) -> 
         "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationBasic",
         "brokerClientAuthenticationParameters": '{"userId": "admin", "password": "admin-pass"}',
     }
-    theirs = PulsarStandalone(work / "pulsar", config=config)
+    theirs = PulsarStandalone(work / "pulsar", config=config, jvm_options=QUICK_JIT)
     theirs.admin_headers = _basic_header("admin", USERS["admin"])  # the launcher's own admin calls
     theirs.start()
     yield theirs

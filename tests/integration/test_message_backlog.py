@@ -29,7 +29,7 @@ from airflow_pulsar.client.admin import (
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import PulsarStandalone  # noqa: E402
+from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
 
 SUB = "s"
 # 100 messages in batches of 10, then one unbatched: 11 entries, broker entry indexes 9, 19, ... 99, 100.
@@ -244,7 +244,7 @@ def unindexed_broker(broker_kind: str) -> Iterator[Any]:
     without AppendIndexMetadataInterceptor (the suite's one extra Pulsar start)."""
     with tempfile.TemporaryDirectory(prefix="unindexed-") as work_dir:
         if broker_kind == "pulsar":
-            started: Any = PulsarStandalone(Path(work_dir), config={"brokerEntryMetadataInterceptors": ""}).start()
+            started: Any = PulsarStandalone(Path(work_dir), config={"brokerEntryMetadataInterceptors": ""}, jvm_options=QUICK_JIT).start()
         else:
             started = BrokerProcess(Path(work_dir), "--no-entry-index").start()
         try:

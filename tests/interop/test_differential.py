@@ -33,7 +33,7 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from interop_helpers import assert_nothing_more, full_name, read_n, receive_n, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import PulsarStandalone  # noqa: E402
+from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
@@ -612,7 +612,7 @@ def token_brokers(our_broker: BrokerProcess, tmp_path_factory: pytest.TempPathFa
         "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
         "brokerClientAuthenticationParameters": f"token:{admin_token}",
     }
-    theirs = PulsarStandalone(work / "pulsar", config=config, admin_token=admin_token)
+    theirs = PulsarStandalone(work / "pulsar", config=config, admin_token=admin_token, jvm_options=QUICK_JIT)
     embedded = BrokerProcess(work / "embedded", "--token-secret-file", str(work / "secret.key"))
     theirs.start()
     embedded.start()

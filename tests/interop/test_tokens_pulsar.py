@@ -27,7 +27,7 @@ from airflow_pulsar import cli
 from airflow_pulsar.client.standalone.process import BrokerProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import PulsarStandalone, classpath, java_executable  # noqa: E402
+from apache_pulsar import QUICK_JIT, PulsarStandalone, classpath, java_executable  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
@@ -138,7 +138,7 @@ def serve_with(holder: dict[str, PulsarStandalone], keys: KeyFiles, work: Path) 
     }
     jvm = holder.get("jvm")
     if jvm is None:
-        jvm = holder["jvm"] = PulsarStandalone(work / "pulsar", config=config, admin_token=admin_token)
+        jvm = holder["jvm"] = PulsarStandalone(work / "pulsar", config=config, admin_token=admin_token, jvm_options=QUICK_JIT)
         return jvm.start()
     jvm.stop()
     jvm.config = {key: value for key, value in jvm.config.items() if not key.startswith("tokenP") and key != "tokenSecretKey"}

@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from lakehouse_jars import lakehouse_jars
 from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once
 
-ROOT = Path(__file__).resolve().parents[2]
 # Delta rebuilds a table's state from its log in 50 tasks by default: a few suit these tables.
 SMALL_TABLES = {"spark.databricks.delta.snapshotPartitions": "2"}
 
@@ -104,13 +104,6 @@ def iceberg_rows(directory: Path) -> pa.Table:
     ]
     assert files, f"the Iceberg table at {directory} holds no data files"
     return pa.concat_tables([pq.read_table(_local(path)) for path in sorted(files)])
-
-
-def lakehouse_jars(table_format: str) -> str:
-    """The comma-separated jar list `make lakehouse-jars` resolves from jvm/lakehouse/pom.xml."""
-    listing = ROOT / ".jvm" / f"lakehouse-{table_format}.jars"
-    assert listing.is_file(), f"{listing} is missing: run `make lakehouse-jars` (part of `make install`)"
-    return listing.read_text().strip()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ import pytest
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
-from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries, lakehouse_jars
+from lakehouse_jars import lakehouse_jars
+from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
 from spark_helpers import Catalog, DagRuns, assert_exactly_once, produce_json
 
 # Delta's and Iceberg's behaviour, not the broker's, is the subject here.

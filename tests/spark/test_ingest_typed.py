@@ -31,7 +31,8 @@ import airflow_pulsar.client as ours
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from lakehouse_tables import SMALL_TABLES, LakehouseTable, lakehouse_jars
+from lakehouse_jars import lakehouse_jars
+from lakehouse_tables import SMALL_TABLES, LakehouseTable
 from spark_helpers import LOCAL_SPARK_CONF, Catalog
 
 pytestmark = pytest.mark.one_broker
