@@ -10,11 +10,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import AuthenticationError
+
+if TYPE_CHECKING:
+    import httpx
 
 HTTP_TIMEOUT_SECONDS = 10.0
 
@@ -91,6 +92,10 @@ class ClientCredentialsFlow:
 
 
 def _request(method: str, url: str, **options: Any) -> httpx.Response:
+    # Imported here: httpx (with the console tools it loads) is a third of the client's import
+    # time, and only OAuth2 users need it.
+    import httpx
+
     try:
         response = httpx.request(method, url, timeout=HTTP_TIMEOUT_SECONDS, **options)
     except httpx.HTTPError as exc:
