@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..connection import Connection
 from ..exceptions import PulsarException, Timeout
 from ..protocol import commands
+from ..protocol.frames import MessageFrame
 from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import BaseCommand, CommandSubscribe, KeyValue
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
@@ -153,8 +154,8 @@ class PartitionConsumer:
 
     # ---- what the connection calls (reader thread) ----
 
-    def handle_messages(self, messages: list[tuple[Any, bytes]]) -> None:
-        """MESSAGEs (command, entry) in arrival order: queued as they are, the receiving thread unpacks them."""
+    def handle_messages(self, messages: list[MessageFrame]) -> None:
+        """MESSAGEs in arrival order: queued as they are, the receiving thread unpacks them."""
         self.permits.clear_request()
         self.queue.put_many(self, self.epoch, messages)
 
@@ -191,7 +192,7 @@ class PartitionConsumer:
 
     def unpack(self, item: QueuedEntry) -> list[Message]:
         """Turn one queued entry into the messages the application should see."""
-        messages, permits = self.unpacker.unpack(self, self.epoch, item.command, item.entry)
+        messages, permits = self.unpacker.unpack(self, self.epoch, item.frame)
         if messages and self.dead_letter is not None:
             messages = self._past_dead_letter_check(self.dead_letter, messages)
         if permits > len(messages):
@@ -230,7 +231,7 @@ class PartitionConsumer:
     def stale_entry(self, item: QueuedEntry) -> None:
         """A queued entry of an older epoch was dropped unread: return its permits if still owed."""
         if item.epoch >= self._connection_epoch:
-            self.permits.returned(entry_permits(item.entry))
+            self.permits.returned(entry_permits(item.frame.entry))
 
     def stale_messages(self, delivery: Delivery, count: int) -> None:
         """``count`` unpacked messages of an older epoch were dropped: return their permits if still owed."""

@@ -19,8 +19,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
+from ..protocol.frames import MessageFrame
 from .message import Delivery, Message
 
 
@@ -57,12 +58,11 @@ class QueueOwner(Protocol):
 
 
 class QueuedEntry(NamedTuple):
-    """One MESSAGE command as the reader thread queued it: not parsed beyond the command."""
+    """One MESSAGE as the reader thread queued it: its entry not parsed yet."""
 
     owner: QueueOwner
     epoch: int
-    command: Any  # CommandMessage
-    entry: bytes  # [metadata size][MessageMetadata][payload]
+    frame: MessageFrame
 
 
 # Builds a QueuedEntry from a plain tuple without NamedTuple's generated ``__new__`` (a Python
@@ -90,10 +90,10 @@ class ReceiverQueue:
 
     # ---- the reader thread's side ----
 
-    def put_many(self, owner: QueueOwner, epoch: int, messages: list[tuple[Any, bytes]]) -> None:
-        """Append the entries of MESSAGEs (command, entry) for ``owner`` at ``epoch``, in order
-        (called on a connection's reader thread)."""
-        items = [_new_entry(QueuedEntry, (owner, epoch, command, entry)) for command, entry in messages]
+    def put_many(self, owner: QueueOwner, epoch: int, messages: list[MessageFrame]) -> None:
+        """Append the entries of MESSAGEs for ``owner`` at ``epoch``, in order (called on a
+        connection's reader thread)."""
+        items = [_new_entry(QueuedEntry, (owner, epoch, frame)) for frame in messages]
         with self._cond:
             self._entries.extend(items)
             self._cond.notify()

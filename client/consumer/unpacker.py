@@ -18,14 +18,14 @@ flagged failed on its encryption context.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..crypto import ConsumerCryptoFailureAction, KeyReader, MessageDecryptor
 from ..protocol.batch import unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
-from ..protocol.frames import FrameError, split_entry
+from ..protocol.frames import FrameError, MessageFrame, split_entry
 from ..protocol.message_id import MessageId
-from ..protocol.wire import BatchFormatError, read_batch, signed64
+from ..protocol.wire import BatchFormatError, read_batch
 from .ack_grouping import AckGroupingTracker
 from .chunks import ChunkedMessageCollector
 from .message import Delivery, DeliveryOwner, Message
@@ -119,15 +119,13 @@ class EntryUnpacker:
         self.crypto_failure_action = crypto.crypto_failure_action if crypto is not None else ConsumerCryptoFailureAction.FAIL
         self.unacked = unacked
 
-    def unpack(self, owner: DeliveryOwner | None, epoch: int, command: Any, entry: bytes) -> tuple[list[Message], int]:
+    def unpack(self, owner: DeliveryOwner | None, epoch: int, frame: MessageFrame) -> tuple[list[Message], int]:
         """(the messages of one entry for the application, the permits the entry took).
 
-        ``command`` is the CommandMessage the entry came with (its message id, ack_set and
-        redelivery count); ``owner`` and ``epoch`` are recorded on the messages' Delivery.
+        ``frame`` is the MESSAGE that brought the entry (its message id, ack_set and redelivery
+        count); ``owner`` and ``epoch`` are recorded on the messages' Delivery.
         """
-        position = command.message_id
-        ledger = signed64(position.ledgerId)
-        entry_id = signed64(position.entryId)
+        _, ledger, entry_id, redelivery_count, ack_set, entry = frame
         payload: Buffer  # a view of the entry, reassembled chunks, or what decompression made
         try:
             metadata, payload = split_entry(entry)
@@ -140,7 +138,7 @@ class EntryUnpacker:
             and self.start.message_id is None and not self.acks.is_duplicate(ledger, entry_id)
         ):  # one plain message: nothing to decrypt, reassemble, decompress or filter
             delivery = Delivery(
-                owner, epoch, ledger, entry_id, self.partition, 0, metadata, self.topic, command.redelivery_count, self.id_topic
+                owner, epoch, ledger, entry_id, self.partition, 0, metadata, self.topic, redelivery_count, self.id_topic
             )
             return [Message(delivery, -1, bytes(payload), None)], 1
         count = metadata.num_messages_in_batch if batched else 0
@@ -173,7 +171,7 @@ class EntryUnpacker:
                 log.error("discarding entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
                 return [], permits
         delivery = Delivery(
-            owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, command.redelivery_count, self.id_topic
+            owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, redelivery_count, self.id_topic
         )
         if not count:
             delivery.decryption_failed = undecrypted
@@ -182,7 +180,6 @@ class EntryUnpacker:
             if chunk_ids is not None:
                 self.acks.track_chunks(ledger, entry_id, chunk_ids)
             return [Message(delivery, -1, bytes(payload), None)], permits
-        ack_set = command.ack_set
         mask = unacked_mask(ack_set, count) if ack_set else None
         unacked = (1 << count) - 1 if mask is None else mask
         delivery.unacked = self.acks.track_batch(ledger, entry_id, unacked)

@@ -52,8 +52,8 @@ from .PulsarApi_pb2 import (
 )
 
 __all__ = [
-    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_ack", "encode_message", "encode_plain_metadata",
-    "encode_send", "encode_send_receipt", "encode_single", "parse_single", "read_batch", "signed64",
+    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_ack", "encode_message",
+    "encode_plain_metadata", "encode_send", "encode_send_receipt", "encode_single", "parse_single", "read_batch", "signed64",
     "single_header", "single_header_with", "tag", "varint",
 ]
 
@@ -166,7 +166,7 @@ def _envelope(command_type: int) -> bytes:
 
 _SEND_ENVELOPE = _envelope(BaseCommand.SEND)
 _RECEIPT_ENVELOPE = _envelope(BaseCommand.SEND_RECEIPT)
-_MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)
+MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)  # also read by ``message_command``
 _ACK_ENVELOPE = _envelope(BaseCommand.ACK)
 _ACK_HEAD = (tag(CommandAck, "consumer_id"), tag(CommandAck, "ack_type"), tag(CommandAck, "message_id"))
 _ID_ACK_SET, _ID_BATCH_SIZE = tag(MessageIdData, "ack_set"), tag(MessageIdData, "batch_size")
@@ -357,7 +357,7 @@ def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: i
     body = _MESSAGE_CONSUMER_ID + varint(consumer_id) + _MESSAGE_MESSAGE_ID + varint(len(position)) + position
     if redelivery_count is not None:
         body += _MESSAGE_REDELIVERY_COUNT + varint(redelivery_count)
-    return _MESSAGE_ENVELOPE + varint(len(body)) + body
+    return MESSAGE_ENVELOPE + varint(len(body)) + body
 
 
 def encode_ack(
@@ -495,3 +495,4 @@ def _parse(meta: bytes, index: int) -> SingleMessageMetadata:
     if single.payload_size < 0:
         raise BatchFormatError(f"batch message {index}: payload size {single.payload_size} runs past the end")
     return single
+
