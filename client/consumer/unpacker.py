@@ -23,7 +23,7 @@ from typing import Protocol
 from ..crypto import ConsumerCryptoFailureAction, KeyReader, MessageDecryptor
 from ..protocol.batch import unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
-from ..protocol.frames import FrameError, MessageFrame, split_entry
+from ..protocol.frames import FrameError, MessageFrame, entry_metadata, split_entry
 from ..protocol.message_id import MessageId
 from ..protocol.wire import BatchFormatError, read_batch
 from .ack_grouping import AckGroupingTracker
@@ -128,7 +128,7 @@ class EntryUnpacker:
         _, ledger, entry_id, redelivery_count, ack_set, entry = frame
         payload: Buffer  # a view of the entry, reassembled chunks, or what decompression made
         try:
-            metadata, payload = split_entry(entry)
+            metadata, payload_at = entry_metadata(entry)
         except FrameError as exc:
             log.error("discarding a malformed entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
             return [], 1
@@ -140,7 +140,8 @@ class EntryUnpacker:
             delivery = Delivery(
                 owner, epoch, ledger, entry_id, self.partition, 0, metadata, self.topic, redelivery_count, self.id_topic
             )
-            return [Message(delivery, -1, bytes(payload), None)], 1
+            return [Message(delivery, -1, entry[payload_at:], None)], 1
+        payload = memoryview(entry)[payload_at:]
         count = metadata.num_messages_in_batch if batched else 0
         permits = max(count, 1)
         if self.acks.is_duplicate(ledger, entry_id):

@@ -127,18 +127,23 @@ def encode_payload_command(
 
 def split_entry(entry: bytes | memoryview) -> tuple[MessageMetadata, memoryview]:
     """Parse an entry region into its MessageMetadata and a view of the payload."""
-    view = memoryview(entry)
-    if len(view) < 4:
-        raise FrameError(f"entry of {len(view)} bytes is too short for a metadata size")
-    (meta_size,) = _U32.unpack_from(view, 0)
-    if meta_size > len(view) - 4:
-        raise FrameError(f"metadata size {meta_size} runs past the end of a {len(view)}-byte entry")
-    metadata = MessageMetadata()
+    metadata, payload_at = entry_metadata(entry)
+    return metadata, memoryview(entry)[payload_at:]
+
+
+def entry_metadata(entry: bytes | memoryview) -> tuple[MessageMetadata, int]:
+    """The MessageMetadata of an entry region, and where its payload starts."""
+    if len(entry) < 4:
+        raise FrameError(f"entry of {len(entry)} bytes is too short for a metadata size")
+    (meta_size,) = _U32.unpack_from(entry, 0)
+    payload_at = 4 + meta_size
+    if payload_at > len(entry):
+        raise FrameError(f"metadata size {meta_size} runs past the end of a {len(entry)}-byte entry")
     try:
-        metadata.ParseFromString(view[4 : 4 + meta_size])  # type: ignore[arg-type]  # any buffer parses; a copy would cost
+        metadata = MessageMetadata.FromString(entry[4:payload_at])  # type: ignore[arg-type]  # any buffer parses
     except Exception as exc:  # protobuf raises DecodeError, a plain Exception subclass
         raise FrameError(f"malformed MessageMetadata: {exc}") from exc
-    return metadata, view[4 + meta_size :]
+    return metadata, payload_at
 
 
 class FrameDecoder:

@@ -52,8 +52,8 @@ from .PulsarApi_pb2 import (
 )
 
 __all__ = [
-    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_ack", "encode_message",
-    "encode_plain_metadata", "encode_send", "encode_send_receipt", "encode_single", "parse_single", "read_batch", "signed64",
+    "U64_MASK", "BatchFormatError", "PlainMetadata", "SendEncoder", "encode_ack", "encode_message", "encode_plain_metadata",
+    "encode_send", "encode_send_receipt", "encode_single", "parse_single", "read_batch", "signed64",
     "single_header", "single_header_with", "tag", "varint",
 ]
 
@@ -367,9 +367,11 @@ def encode_ack(
     ack_set words, batch size): without a MessageIdData object per id."""
     consumer_key, type_key, id_key = _ACK_HEAD
     parts = [consumer_key, varint(consumer_id), type_key, varint(ack_type)]
+    heads: dict[int, bytes] = {}  # ledger -> the position's bytes before the entry id: one ledger serves many
     for ledger, entry in entries:
-        position = _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY + varint(entry & U64_MASK)
-        parts += (id_key, _ONE_BYTE[len(position)], position)  # two keys and two varints: under 128 bytes
+        head = heads.get(ledger) or heads.setdefault(ledger, _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY)
+        entry_id = varint(entry & U64_MASK)  # below: two keys and two varints, under 128 bytes
+        parts += (id_key, _ONE_BYTE[len(head) + len(entry_id)], head, entry_id)
     for ledger, entry, words, size in batches:
         fields = [_ID_LEDGER, varint(ledger & U64_MASK), _ID_ENTRY, varint(entry & U64_MASK)]
         fields += [_ID_ACK_SET + varint(word & U64_MASK) for word in words]
@@ -495,4 +497,3 @@ def _parse(meta: bytes, index: int) -> SingleMessageMetadata:
     if single.payload_size < 0:
         raise BatchFormatError(f"batch message {index}: payload size {single.payload_size} runs past the end")
     return single
-
