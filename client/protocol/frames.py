@@ -10,7 +10,6 @@ region*: the broker stores it verbatim and forwards it with the same checksum.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
@@ -163,14 +162,14 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[Frame]:
         """Append ``data`` and return every frame it completes, in order."""
-        return cast(list[Frame], self._feed(data, _decode))
+        return cast(list[Frame], self._feed(data, False))
 
     def feed_messages(self, data: bytes) -> list[Frame | MessageFrame]:
         """As :meth:`feed`, but a MESSAGE frame comes as a :class:`MessageFrame`: read off the bytes
         when its command holds only what brokers write, else decoded by the generated classes."""
-        return self._feed(data, _decode_messages)
+        return self._feed(data, True)
 
-    def _feed(self, data: bytes, decode: Callable[[memoryview, int, int, bool], Any]) -> list[Any]:
+    def _feed(self, data: bytes, messages: bool) -> list[Any]:
         buf = self._buf
         if self._pos and self._pos == len(buf):
             buf.clear()
@@ -192,7 +191,7 @@ class FrameDecoder:
                     stop = pos + 4 + total
                     if stop > end:
                         break
-                    append(decode(view, pos + 4, stop, verify))
+                    append(_decode(view, pos + 4, stop, verify, messages))
                     pos = stop
         # Compact once the consumed prefix dominates, so memory stays bounded by one frame.
         if pos > 65536 and pos * 2 > end:
@@ -211,11 +210,6 @@ def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
     """Decode one frame given without its leading total-size field."""
     with memoryview(frame) as view:
         return _decode(view, 0, len(frame), verify_checksum)
-
-
-def _decode_messages(view: memoryview, start: int, stop: int, verify_checksum: bool) -> Frame | MessageFrame:
-    """As :func:`_decode`, a MESSAGE frame as a :class:`MessageFrame`."""
-    return _decode(view, start, stop, verify_checksum, True)
 
 
 def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool, messages: bool = False) -> Any:
