@@ -41,55 +41,32 @@ def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> Mes
     consumer_id = ledger = entry = -1
     redelivery = 0
     ack_set: list[int] = []
-    while pos < end:
+    command_end = end
+    in_id = False  # reading the message id's fields, up to ``end``; then the command's, up to ``command_end``
+    while True:
+        if pos >= end:
+            if not in_id:
+                break
+            if ledger < 0 or entry < 0:
+                return None
+            in_id, end = False, command_end
+            continue
         key = buf[pos]
         pos += 1
-        if key == _KEY_MESSAGE_ID:
+        if key == _KEY_MESSAGE_ID and not in_id:
             if ledger >= 0 or pos >= end:
                 return None
             size = buf[pos]
-            stop = pos + 1 + size
-            if size >= 0x80 or stop > end:
+            if size >= 0x80 or pos + 1 + size > end:
                 return None
             pos += 1
-            while pos < stop:
-                key = buf[pos]
-                pos += 1
-                if key == _KEY_PARTITION:  # not needed (the consumer knows its partition): skipped
-                    if pos < stop and buf[pos] < 0x80:
-                        pos += 1
-                        continue
-                    if buf[pos : pos + 10] == _MINUS_ONE and pos + 10 <= stop:
-                        pos += 10
-                        continue
-                    skip = pos + 10
-                    while pos < stop and pos < skip and buf[pos] >= 0x80:
-                        pos += 1
-                    if pos >= stop or pos >= skip:
-                        return None
-                    pos += 1
-                    continue
-                value = shift = 0
-                while True:  # a varint, up to nine bytes (2**63 and above take ten: left to protobuf)
-                    if pos >= stop or shift > 56:
-                        return None
-                    byte = buf[pos]
-                    pos += 1
-                    value |= (byte & 0x7F) << shift
-                    if byte < 0x80:
-                        break
-                    shift += 7
-                if key == _KEY_LEDGER:
-                    ledger = value
-                elif key == _KEY_ENTRY:
-                    entry = value
-                else:
-                    return None
-            if ledger < 0 or entry < 0:
-                return None
+            in_id, end = True, pos + size
+            continue
+        if key == _KEY_PARTITION and in_id and buf[pos : pos + 10] == _MINUS_ONE and pos + 10 <= end:
+            pos += 10  # -1: not needed (the consumer knows its partition), and ten bytes long
             continue
         value = shift = 0
-        while True:
+        while True:  # a varint, up to nine bytes (2**63 and above take ten: left to protobuf)
             if pos >= end or shift > 56:
                 return None
             byte = buf[pos]
@@ -98,7 +75,14 @@ def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> Mes
             if byte < 0x80:
                 break
             shift += 7
-        if key == _KEY_CONSUMER_ID:
+        if in_id:
+            if key == _KEY_LEDGER:
+                ledger = value
+            elif key == _KEY_ENTRY:
+                entry = value
+            elif key != _KEY_PARTITION:  # the partition is not needed: the consumer knows it
+                return None
+        elif key == _KEY_CONSUMER_ID:
             consumer_id = value
         elif key == _KEY_REDELIVERY_COUNT:
             redelivery = value & _U32_MASK

@@ -53,6 +53,8 @@ def test_a_command_is_read_as_the_generated_class_reads_it_or_left_to_it(message
 
 @given(U64.filter(lambda value: value < 2**63), BROKER_ID, BROKER_ID, st.integers(min_value=-1, max_value=2**31 - 1),
        st.one_of(st.none(), U32.filter(lambda value: value < 2**31)), st.lists(st.integers(min_value=0, max_value=2**63 - 1), max_size=2))
+@example(7, 12345, 678901, -1, None, [])  # a non-partitioned topic on our broker
+@example(0, 0, 0, 128, None, [])  # a partition that takes two bytes
 def test_what_brokers_write_is_read_off_the_bytes(consumer_id, ledger_id, entry_id, partition, redelivery_count, ack_set):
     """Our broker's MESSAGE (partition written, -1 in ten bytes) and Apache Pulsar's never need the generated classes."""
     data = encode_message(consumer_id, ledger_id, entry_id, partition, redelivery_count)[3:]  # the body, past the envelope
