@@ -26,13 +26,12 @@ from .exceptions import AuthenticationError, ConnectError, PulsarException, Resu
 from .frame_writer import FrameWriter
 from .protocol import commands
 from .protocol.commands import PROTOCOL_VERSION
-from .protocol.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command
+from .protocol.frames import DEFAULT_MAX_MESSAGE_SIZE, FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, MessageFrame, encode_command
 from .protocol.PulsarApi_pb2 import (
     AuthData,
     BaseCommand,
     CommandConnected,
     CommandLookupTopicResponse,
-    CommandMessage,
     CommandPartitionedTopicMetadataResponse,
     CommandSendError,
     CommandSendReceipt,
@@ -65,7 +64,7 @@ class ProducerHandler(Protocol):
 class ConsumerHandler(Protocol):
     """What a connection calls on a consumer registered with it."""
 
-    def handle_messages(self, messages: list[tuple[CommandMessage, bytes]]) -> None: ...
+    def handle_messages(self, messages: list[MessageFrame]) -> None: ...
 
     def handle_active_change(self, is_active: bool) -> None: ...
 
@@ -327,7 +326,7 @@ class Connection:
                 if not data:
                     break
                 self._last_received = time.monotonic()
-                self._route(self._decoder.feed(data))
+                self._route(self._decoder.feed_messages(data))
         except FrameError as exc:
             log.error("malformed frame from %s: %s", self.address, exc)
             error = ConnectError(f"malformed frame from {self.address}: {exc}")
@@ -358,21 +357,18 @@ class Connection:
             except Exception:  # one handler's failure must not keep the others from reconnecting
                 log.exception("connection_lost handler failed")
 
-    def _route(self, frames: list[Frame]) -> None:
+    def _route(self, frames: list[Frame | MessageFrame]) -> None:
         """Hand frames on in order; the hot two in runs: consecutive receipts for one producer, or
         messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
         run: list[Any] = []
         run_kind = run_owner = -1
         for frame in frames:
-            command = frame.command
-            kind = command.type
             item: Any
-            if kind == T.SEND_RECEIPT:
-                item = command.send_receipt
+            if isinstance(frame, MessageFrame):
+                kind, owner, item = T.MESSAGE, frame[0], frame  # frame[0]: its consumer id
+            elif frame.command.type == T.SEND_RECEIPT:
+                kind, item = T.SEND_RECEIPT, frame.command.send_receipt
                 owner = item.producer_id
-            elif kind == T.MESSAGE:
-                message = command.message
-                owner, item = message.consumer_id, (message, frame.entry)
             else:
                 if run:
                     self._deliver(run_kind, run_owner, run)

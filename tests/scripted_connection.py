@@ -117,7 +117,7 @@ class ScriptedConnection(Connection):
     def feed(self, data: bytes) -> None:
         """Bytes from the broker: each whole frame is routed as the reader thread routes it."""
         with self._broker_lock:
-            self._route(self._decoder.feed(data))
+            self._route(self._decoder.feed_messages(data))
 
     def drop(self) -> None:
         """The broker went away: what the reader thread does when its socket reaches its end."""

@@ -80,7 +80,9 @@ class PendingAcks:
         frames = b""
         if self.entries or self.batches:
             partly = [(ledger, entry, ack_set_words(mask, size), size) for (ledger, entry), (mask, size) in self.batches.items()]
-            frames = encode_command(encode_ack(consumer_id, CommandAck.Individual, self.entries, partly))
+            # In order, as the official clients send them: a broker's cursor then advances its
+            # mark-delete position entry by entry instead of holding the acks as gaps.
+            frames = encode_command(encode_ack(consumer_id, CommandAck.Individual, sorted(self.entries), partly))
         if self.up_to is not None:
             ledger, entry, unacked, size = self.up_to
             if unacked is None:
@@ -183,8 +185,13 @@ class AckGroupingTracker:
                 if not remaining:
                     self._unacked.pop(key, None)
             if not remaining:
-                self._pend_entry(key)
-                due = self._due()
+                if self._chunk_ids or self._batches:
+                    self._pend_entry(key)
+                else:  # the usual case, spelled out
+                    self._entries.add(key)
+                # With the timer set, only a full group is due: counted here, without a call.
+                if self._scheduled is None or len(self._entries) + len(self._batches) + (self._cumulative is not None) >= self.max_size:
+                    due = self._due()
         finally:
             lock.release()
         if not remaining:

@@ -156,6 +156,22 @@ class DeadLetterProcessor:
             with self._lock:
                 self._last_chance[(ledger, entry)] = messages
 
+    def admit(self, messages: list[Message]) -> list[Message]:
+        """The messages of one delivered entry that the application may still see: none once the
+        entry came back past the limit (then they are diverted, on a thread of their own)."""
+        if not messages:
+            return messages
+        message_id = messages[0].message_id()
+        ledger, entry = message_id.ledger_id(), message_id.entry_id()
+        redelivery_count = messages[0].redelivery_count()
+        if not self.past_limit(redelivery_count):
+            self.remember(ledger, entry, messages, redelivery_count)
+            return messages
+        self.forget(ledger, entry)
+        # Publishing blocks; the receiving thread must not.
+        threading.Thread(target=self.divert, args=(messages,), daemon=True).start()
+        return []
+
     def past_limit(self, redelivery_count: int) -> bool:
         """Whether a message came back more often than the policy allows, so it goes to the
         dead-letter topic instead of to the application."""

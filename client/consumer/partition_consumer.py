@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..connection import Connection
 from ..exceptions import PulsarException, Timeout
 from ..protocol import commands
+from ..protocol.frames import MessageFrame
 from ..protocol.message_id import MessageId, with_topic
 from ..protocol.PulsarApi_pb2 import BaseCommand, CommandSubscribe, KeyValue
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
@@ -29,7 +30,7 @@ from .dead_letter import DeadLetterProcessor
 from .message import Delivery, Message
 from .negative_acks import NegativeAcksTracker
 from .permits import Permits
-from .receiver_queue import QueuedEntry, ReceiverQueue
+from .receiver_queue import QueuedRun, ReceiverQueue
 from .settings import ConsumerSettings, ConsumerType, InitialPosition
 from .stats import ConsumerStats
 from .unacked_tracker import UnackedMessageTracker
@@ -153,8 +154,8 @@ class PartitionConsumer:
 
     # ---- what the connection calls (reader thread) ----
 
-    def handle_messages(self, messages: list[tuple[Any, bytes]]) -> None:
-        """MESSAGEs (command, entry) in arrival order: queued as they are, the receiving thread unpacks them."""
+    def handle_messages(self, messages: list[MessageFrame]) -> None:
+        """MESSAGEs in arrival order: queued as they are, the receiving thread unpacks them."""
         self.permits.clear_request()
         self.queue.put_many(self, self.epoch, messages)
 
@@ -189,28 +190,19 @@ class PartitionConsumer:
 
     # ---- what the receiver queue calls (the receiving thread) ----
 
-    def unpack(self, item: QueuedEntry) -> list[Message]:
-        """Turn one queued entry into the messages the application should see."""
-        messages, permits = self.unpacker.unpack(self, self.epoch, item.command, item.entry)
-        if messages and self.dead_letter is not None:
-            messages = self._past_dead_letter_check(self.dead_letter, messages)
+    def unpack(self, item: QueuedRun) -> list[Message]:
+        """Turn a queued run of entries into the messages the application should see."""
+        dead_letter = self.dead_letter
+        if dead_letter is None:
+            messages, permits = self.unpacker.unpack_run(self, self.epoch, item.frames)
+        else:  # each entry meets the redelivery limit on its own
+            unpacked = [self.unpacker.unpack(self, self.epoch, frame) for frame in item.frames]
+            messages = [message for delivered, _ in unpacked for message in dead_letter.admit(delivered)]
+            permits = sum(taken for _, taken in unpacked)
         if permits > len(messages):
             self.permits.returned(permits - len(messages))
         self.received += len(messages)
         return messages
-
-    def _past_dead_letter_check(self, dead_letter: DeadLetterProcessor, messages: list[Message]) -> list[Message]:
-        """The entry's messages the application may still see: none once they are past the limit."""
-        message_id = messages[0].message_id()
-        ledger, entry = message_id.ledger_id(), message_id.entry_id()
-        redelivery_count = messages[0].redelivery_count()
-        if not dead_letter.past_limit(redelivery_count):
-            dead_letter.remember(ledger, entry, messages, redelivery_count)
-            return messages
-        dead_letter.forget(ledger, entry)
-        # Publishing blocks; the receiving thread must not.
-        threading.Thread(target=dead_letter.divert, args=(messages,), daemon=True).start()
-        return []
 
     def taken(self, message: Message) -> None:
         """The application took a message: a permit comes back, and the ack-timeout clock starts."""
@@ -227,10 +219,10 @@ class PartitionConsumer:
                 self.unacked.add(message.message_id())
         self._last_taken = messages[-1]
 
-    def stale_entry(self, item: QueuedEntry) -> None:
-        """A queued entry of an older epoch was dropped unread: return its permits if still owed."""
+    def stale_run(self, item: QueuedRun) -> None:
+        """A queued run of an older epoch was dropped unread: return its permits if still owed."""
         if item.epoch >= self._connection_epoch:
-            self.permits.returned(entry_permits(item.entry))
+            self.permits.returned(sum(entry_permits(frame.entry) for frame in item.frames))
 
     def stale_messages(self, delivery: Delivery, count: int) -> None:
         """``count`` unpacked messages of an older epoch were dropped: return their permits if still owed."""

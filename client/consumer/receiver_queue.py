@@ -1,14 +1,15 @@
 """The receiver queue between the connections' reader threads and the application.
 
-The connection's reader thread appends whole entries, still packed, to the queue (a run of them
-at once); the thread that calls ``receive`` moves everything queued to its own side in one round
-of the lock, unpacks entries from there (a batch into its messages) and takes messages off the
-front: a message costs the shared lock only when the queue ran dry. The unpacked messages of one
-entry wait in a plain list read by position, so ``batch_receive`` takes them with one slice. Each
+The connection's reader thread appends whole entries, still packed, to the queue: each run of
+them that one read brought for one partition consumer as one item. The thread that calls
+``receive`` moves everything queued to its own side in one round of the lock, unpacks a run at a
+time from there (a batch into its messages) and takes messages off the front: a message costs the
+shared lock only when the queue ran dry. The unpacked messages of one run wait in a plain list
+read by position, so ``batch_receive`` takes them with one slice. Each
 message taken is reported to its partition consumer, which gives the broker a permit back for it
 (see ``permits``).
 
-Entries carry the *epoch* of their partition consumer; bumping the epoch (on reconnect, seek or
+Runs carry the *epoch* of their partition consumer; bumping the epoch (on reconnect, seek or
 redeliver-all) drops everything queued for it without touching the other partitions' entries.
 """
 
@@ -19,8 +20,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
+from ..protocol.frames import MessageFrame
 from .message import Delivery, Message
 
 
@@ -35,8 +37,8 @@ class QueueOwner(Protocol):
         """Entries and messages of any other epoch are stale: dropped unread."""
         ...
 
-    def unpack(self, item: QueuedEntry) -> list[Message]:
-        """The messages of a current entry for the application (possibly none)."""
+    def unpack(self, item: QueuedRun) -> list[Message]:
+        """The messages of a current run of entries for the application (possibly none)."""
         ...
 
     def taken(self, message: Message) -> None:
@@ -47,8 +49,8 @@ class QueueOwner(Protocol):
         """The application took several messages at once."""
         ...
 
-    def stale_entry(self, item: QueuedEntry) -> None:
-        """A queued entry was dropped unread."""
+    def stale_run(self, item: QueuedRun) -> None:
+        """A queued run of entries was dropped unread."""
         ...
 
     def stale_messages(self, delivery: Delivery, count: int) -> None:
@@ -56,18 +58,16 @@ class QueueOwner(Protocol):
         ...
 
 
-class QueuedEntry(NamedTuple):
-    """One MESSAGE command as the reader thread queued it: not parsed beyond the command."""
+class QueuedRun(NamedTuple):
+    """Consecutive MESSAGEs for one partition consumer as the reader thread queued them: entries not parsed yet."""
 
     owner: QueueOwner
     epoch: int
-    command: Any  # CommandMessage
-    entry: bytes  # [metadata size][MessageMetadata][payload]
+    frames: list[MessageFrame]
 
 
-# Builds a QueuedEntry from a plain tuple without NamedTuple's generated ``__new__`` (a Python
-# call per entry, on the reader thread).
-_new_entry = tuple.__new__
+# Builds a QueuedRun from a plain tuple without NamedTuple's generated ``__new__``.
+_new_run = tuple.__new__
 
 
 class ReceiverQueue:
@@ -75,10 +75,10 @@ class ReceiverQueue:
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
-        self._entries: deque[QueuedEntry] = deque()
-        # Entries moved over from _entries, read by the thread holding the take lock only.
-        self._taking: deque[QueuedEntry] = deque()
-        # The unpacked messages of one entry; those before _ready_pos are taken.
+        self._runs: deque[QueuedRun] = deque()
+        # Runs moved over from _runs, read by the thread holding the take lock only.
+        self._taking: deque[QueuedRun] = deque()
+        # The unpacked messages of one run; those before _ready_pos are taken.
         self._ready: list[Message] = []
         self._ready_pos = 0
         self._ready_delivery: Delivery | None = None
@@ -90,12 +90,12 @@ class ReceiverQueue:
 
     # ---- the reader thread's side ----
 
-    def put_many(self, owner: QueueOwner, epoch: int, messages: list[tuple[Any, bytes]]) -> None:
-        """Append the entries of MESSAGEs (command, entry) for ``owner`` at ``epoch``, in order
-        (called on a connection's reader thread)."""
-        items = [_new_entry(QueuedEntry, (owner, epoch, command, entry)) for command, entry in messages]
+    def put_many(self, owner: QueueOwner, epoch: int, messages: list[MessageFrame]) -> None:
+        """Append the entries of MESSAGEs for ``owner`` at ``epoch``, in order, as one run (called
+        on a connection's reader thread, which hands the list over)."""
+        run = _new_run(QueuedRun, (owner, epoch, messages))
         with self._cond:
-            self._entries.extend(items)
+            self._runs.append(run)
             self._cond.notify()
             waiters, self._waiters = self._waiters, []
         for loop, future in waiters:
@@ -117,7 +117,7 @@ class ReceiverQueue:
         lock = self._take_lock
         lock.acquire()  # cheaper than ``with`` on this path
         try:
-            # The hot paths, spelled out: a current message is ready, or the next entry is queued.
+            # The hot paths, spelled out: a current message is ready, or the next run is queued.
             ready, pos = self._ready, self._ready_pos
             if pos < len(ready):
                 owner = self._ready_owner
@@ -180,10 +180,10 @@ class ReceiverQueue:
             self._take_lock.release()
 
     def wait_async(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
-        """A future that completes when an entry arrives (at once if one is already queued)."""
+        """A future that completes when entries arrive (at once if some are already queued)."""
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
-            if self._entries or self._taking or self._ready_pos < len(self._ready) or self._closed:
+            if self._runs or self._taking or self._ready_pos < len(self._ready) or self._closed:
                 future.set_result(None)
             else:
                 self._waiters.append((loop, future))
@@ -192,8 +192,8 @@ class ReceiverQueue:
     def counts(self, owner: QueueOwner | None = None) -> tuple[int, int]:
         """(entries still packed, messages unpacked and ready), for one owner or for all."""
         with self._cond:
-            queued = [*self._taking, *self._entries]  # copies in one step: the taking thread may pop meanwhile
-        entries = sum(1 for e in queued if owner is None or (e.owner is owner and e.epoch == owner.epoch))
+            queued = [*self._taking, *self._runs]  # copies in one step: the taking thread may pop meanwhile
+        entries = sum(len(run.frames) for run in queued if owner is None or (run.owner is owner and run.epoch == owner.epoch))
         delivery, ready_owner = self._ready_delivery, self._ready_owner
         ready = len(self._ready) - self._ready_pos
         if delivery is None or (owner is not None and (ready_owner is not owner or delivery.epoch != owner.epoch)):
@@ -201,7 +201,7 @@ class ReceiverQueue:
         return entries, ready
 
     def _current(self) -> bool:
-        """Whether messages of a current entry are ready; those of a stale one are dropped."""
+        """Whether messages of a current run are ready; those of a stale one are dropped."""
         ready, pos = self._ready, self._ready_pos
         if pos >= len(ready):
             return False
@@ -222,7 +222,7 @@ class ReceiverQueue:
         return message
 
     def _unpack_next(self, deadline: float | None, before_wait: Callable[[], None] | None) -> list[Message] | None:
-        """Unpack the next current entry into the ready queue and return its messages (possibly
+        """Unpack the next current run into the ready queue and return its messages (possibly
         none); None on timeout or close."""
         while True:
             if self._closed:
@@ -235,7 +235,7 @@ class ReceiverQueue:
             item = taking.popleft()
             owner = item.owner
             if item.epoch != owner.epoch:
-                owner.stale_entry(item)
+                owner.stale_run(item)
                 continue
             # Unpacking happens outside the shared lock, so the reader thread can keep queueing meanwhile.
             messages = owner.unpack(item)
@@ -245,13 +245,13 @@ class ReceiverQueue:
             return messages
 
     def _take_queued(self, deadline: float | None, before_wait: Callable[[], None] | None) -> bool:
-        """Move every queued entry to the taking side, waiting for one until ``deadline``; False on timeout or close."""
+        """Move every queued run to the taking side, waiting for one until ``deadline``; False on timeout or close."""
         with self._cond:
             while True:
                 if self._closed:
                     return False
-                if self._entries:
-                    self._taking, self._entries = self._entries, self._taking
+                if self._runs:
+                    self._taking, self._runs = self._runs, self._taking
                     return True
                 if before_wait is not None:
                     before_wait()

@@ -18,14 +18,15 @@ flagged failed on its encryption context.
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..crypto import ConsumerCryptoFailureAction, KeyReader, MessageDecryptor
 from ..protocol.batch import unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
-from ..protocol.frames import FrameError, split_entry
+from ..protocol.frames import FrameError, MessageFrame, entry_metadata, split_entry
 from ..protocol.message_id import MessageId
-from ..protocol.wire import BatchFormatError, read_batch, signed64
+from ..protocol.PulsarApi_pb2 import MessageMetadata
+from ..protocol.wire import BatchFormatError, read_batch
 from .ack_grouping import AckGroupingTracker
 from .chunks import ChunkedMessageCollector
 from .message import Delivery, DeliveryOwner, Message
@@ -119,34 +120,52 @@ class EntryUnpacker:
         self.crypto_failure_action = crypto.crypto_failure_action if crypto is not None else ConsumerCryptoFailureAction.FAIL
         self.unacked = unacked
 
-    def unpack(self, owner: DeliveryOwner | None, epoch: int, command: Any, entry: bytes) -> tuple[list[Message], int]:
+    def unpack(self, owner: DeliveryOwner | None, epoch: int, frame: MessageFrame) -> tuple[list[Message], int]:
         """(the messages of one entry for the application, the permits the entry took).
 
-        ``command`` is the CommandMessage the entry came with (its message id, ack_set and
-        redelivery count); ``owner`` and ``epoch`` are recorded on the messages' Delivery.
+        ``frame`` is the MESSAGE that brought the entry (its message id, ack_set and redelivery
+        count); ``owner`` and ``epoch`` are recorded on the messages' Delivery.
         """
-        position = command.message_id
-        ledger = signed64(position.ledgerId)
-        entry_id = signed64(position.entryId)
-        payload: Buffer  # a view of the entry, reassembled chunks, or what decompression made
-        try:
-            metadata, payload = split_entry(entry)
-        except FrameError as exc:
-            log.error("discarding a malformed entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
-            return [], 1
+        return self.unpack_run(owner, epoch, [frame])
+
+    def unpack_run(self, owner: DeliveryOwner | None, epoch: int, frames: list[MessageFrame]) -> tuple[list[Message], int]:
+        """(the messages of consecutive entries for the application, the permits the entries took):
+        :meth:`unpack` of each, an entry of one plain message done here, without a call of its own."""
+        messages: list[Message] = []
+        permits = 0
+        start, acks = self.start, self.acks
+        for frame in frames:
+            _, ledger, entry_id, redelivery_count, _, entry = frame
+            try:
+                metadata, payload_at = entry_metadata(entry)
+            except FrameError as exc:
+                log.error("discarding a malformed entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
+                permits += 1
+                continue
+            if (
+                not metadata.HasField("num_messages_in_batch") and not metadata.compression and not metadata.encryption_keys
+                and metadata.num_chunks_from_msg <= 1 and start.message_id is None and not acks.is_duplicate(ledger, entry_id)
+            ):  # one plain message: nothing to decrypt, reassemble, decompress or filter
+                delivery = Delivery(
+                    owner, epoch, ledger, entry_id, self.partition, 0, metadata, self.topic, redelivery_count, self.id_topic
+                )
+                messages.append(Message(delivery, -1, entry[payload_at:], None))
+                permits += 1
+            else:
+                permits += self._unpack_entry(owner, epoch, frame, metadata, memoryview(entry)[payload_at:], messages)
+        return messages, permits
+
+    def _unpack_entry(
+        self, owner: DeliveryOwner | None, epoch: int, frame: MessageFrame, metadata: MessageMetadata, payload: Buffer,
+        messages: list[Message],
+    ) -> int:
+        """Append the messages of an entry that is not one plain message to ``messages``; the permits it took."""
+        _, ledger, entry_id, redelivery_count, ack_set, _ = frame
         batched = metadata.HasField("num_messages_in_batch")
-        if (
-            not batched and not metadata.compression and not metadata.encryption_keys and metadata.num_chunks_from_msg <= 1
-            and self.start.message_id is None and not self.acks.is_duplicate(ledger, entry_id)
-        ):  # one plain message: nothing to decrypt, reassemble, decompress or filter
-            delivery = Delivery(
-                owner, epoch, ledger, entry_id, self.partition, 0, metadata, self.topic, command.redelivery_count, self.id_topic
-            )
-            return [Message(delivery, -1, bytes(payload), None)], 1
         count = metadata.num_messages_in_batch if batched else 0
         permits = max(count, 1)
         if self.acks.is_duplicate(ledger, entry_id):
-            return [], permits
+            return permits
         undecrypted = False
         if metadata.encryption_keys:
             decryptor = self.decryptor
@@ -155,7 +174,7 @@ class EntryUnpacker:
                 payload = plain
             elif self.crypto_failure_action != ConsumerCryptoFailureAction.CONSUME:
                 self._withhold(ledger, entry_id)
-                return [], permits
+                return permits
             else:
                 undecrypted = True
                 count = 0  # a batch it cannot open reaches the application as one message
@@ -164,36 +183,35 @@ class EntryUnpacker:
             completed = self.chunks.add(metadata, bytes(payload), MessageId(self.partition, ledger, entry_id))
             self._ack_dropped_chunks()
             if completed is None:
-                return [], 1  # a chunk is not a message: ask for the next one
+                return 1  # a chunk is not a message: ask for the next one
             metadata, payload, chunk_ids = completed.metadata, completed.payload, completed.chunk_ids
         if not undecrypted:
             try:
                 payload = decompress(metadata.compression, payload, metadata.uncompressed_size)
             except CompressionError as exc:
                 log.error("discarding entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
-                return [], permits
+                return permits
         delivery = Delivery(
-            owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, command.redelivery_count, self.id_topic
+            owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, redelivery_count, self.id_topic
         )
         if not count:
             delivery.decryption_failed = undecrypted
             if self.start.is_prior(ledger, entry_id, -1):
-                return [], permits
+                return permits
             if chunk_ids is not None:
                 self.acks.track_chunks(ledger, entry_id, chunk_ids)
-            return [Message(delivery, -1, bytes(payload), None)], permits
-        ack_set = command.ack_set
+            messages.append(Message(delivery, -1, bytes(payload), None))
+            return permits
         mask = unacked_mask(ack_set, count) if ack_set else None
         unacked = (1 << count) - 1 if mask is None else mask
         delivery.unacked = self.acks.track_batch(ledger, entry_id, unacked)
         if self.start.reaches(ledger, entry_id):  # the start entry, or one before it: test it once
             mask = unacked & self.start.kept(ledger, entry_id, count)
-        messages: list[Message] = []
         try:
             read_batch(payload, count, Message, delivery, mask, messages)
         except BatchFormatError as exc:
             log.error("discarding the rest of batch %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
-        return messages, count
+        return count
 
     def _withhold(self, ledger: int, entry_id: int) -> None:
         """An entry that cannot be decrypted, under FAIL or DISCARD."""

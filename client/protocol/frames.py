@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any, NamedTuple, cast
 
 from .checksum import crc32c
 from .compression import Buffer
-from .PulsarApi_pb2 import BaseCommand, MessageMetadata
+from .message_command import read_message
+from .PulsarApi_pb2 import BaseCommand, CommandMessage, MessageMetadata
+from .wire import MESSAGE_ENVELOPE, signed64
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
@@ -55,6 +58,36 @@ class Frame:
     broker_entry_metadata: bytes | None = None
 
 
+class MessageFrame(NamedTuple):
+    """A MESSAGE frame as :meth:`FrameDecoder.feed_messages` reads it: its command's fields, no protobuf objects.
+
+    Ids are signed (see :func:`.wire.signed64`); ``entry`` is the checksum-covered region, as in :class:`Frame`.
+    """
+
+    consumer_id: int
+    ledger_id: int
+    entry_id: int
+    redelivery_count: int
+    ack_set: list[int]
+    entry: bytes
+
+
+# Builds a MessageFrame from a plain tuple without NamedTuple's generated ``__new__`` (a Python
+# call per message, on the reader thread).
+_new_message_frame = tuple.__new__
+# Where the body of a MESSAGE starts in its BaseCommand: after the envelope and a one-byte length.
+_MESSAGE_BODY_AT = len(MESSAGE_ENVELOPE) + 1
+_TYPE_KEY, _MESSAGE_TYPE, _MESSAGE_KEY = MESSAGE_ENVELOPE
+
+
+def message_frame(message: CommandMessage, entry: bytes) -> MessageFrame:
+    """The MessageFrame of a MESSAGE decoded by the generated classes (one the fast path leaves to them)."""
+    position = message.message_id
+    fields = (message.consumer_id, signed64(position.ledgerId), signed64(position.entryId), message.redelivery_count,
+              list(message.ack_set), entry)
+    return _new_message_frame(MessageFrame, fields)
+
+
 def encode_command(command: BaseCommand | bytes) -> bytes:
     """Encode a simple (payload-less) frame; ``command`` may be given already serialized."""
     body = command if isinstance(command, bytes) else command.SerializeToString()
@@ -93,18 +126,23 @@ def encode_payload_command(
 
 def split_entry(entry: bytes | memoryview) -> tuple[MessageMetadata, memoryview]:
     """Parse an entry region into its MessageMetadata and a view of the payload."""
-    view = memoryview(entry)
-    if len(view) < 4:
-        raise FrameError(f"entry of {len(view)} bytes is too short for a metadata size")
-    (meta_size,) = _U32.unpack_from(view, 0)
-    if meta_size > len(view) - 4:
-        raise FrameError(f"metadata size {meta_size} runs past the end of a {len(view)}-byte entry")
-    metadata = MessageMetadata()
+    metadata, payload_at = entry_metadata(entry)
+    return metadata, memoryview(entry)[payload_at:]
+
+
+def entry_metadata(entry: bytes | memoryview) -> tuple[MessageMetadata, int]:
+    """The MessageMetadata of an entry region, and where its payload starts."""
+    if len(entry) < 4:
+        raise FrameError(f"entry of {len(entry)} bytes is too short for a metadata size")
+    (meta_size,) = _U32.unpack_from(entry, 0)
+    payload_at = 4 + meta_size
+    if payload_at > len(entry):
+        raise FrameError(f"metadata size {meta_size} runs past the end of a {len(entry)}-byte entry")
     try:
-        metadata.ParseFromString(view[4 : 4 + meta_size])  # type: ignore[arg-type]  # any buffer parses; a copy would cost
+        metadata = MessageMetadata.FromString(entry[4:payload_at])  # type: ignore[arg-type]  # any buffer parses
     except Exception as exc:  # protobuf raises DecodeError, a plain Exception subclass
         raise FrameError(f"malformed MessageMetadata: {exc}") from exc
-    return metadata, view[4 + meta_size :]
+    return metadata, payload_at
 
 
 class FrameDecoder:
@@ -124,12 +162,20 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[Frame]:
         """Append ``data`` and return every frame it completes, in order."""
+        return cast(list[Frame], self._feed(data, False))
+
+    def feed_messages(self, data: bytes) -> list[Frame | MessageFrame]:
+        """As :meth:`feed`, but a MESSAGE frame comes as a :class:`MessageFrame`: read off the bytes
+        when its command holds only what brokers write, else decoded by the generated classes."""
+        return self._feed(data, True)
+
+    def _feed(self, data: bytes, messages: bool) -> list[Any]:
         buf = self._buf
         if self._pos and self._pos == len(buf):
             buf.clear()
             self._pos = 0
         buf += data
-        frames: list[Frame] = []
+        frames: list[Any] = []
         pos = self._pos
         end = len(buf)
         if end - pos >= 4:
@@ -145,7 +191,7 @@ class FrameDecoder:
                     stop = pos + 4 + total
                     if stop > end:
                         break
-                    append(_decode(view, pos + 4, stop, verify))
+                    append(_decode(view, pos + 4, stop, verify, messages))
                     pos = stop
         # Compact once the consumed prefix dominates, so memory stays bounded by one frame.
         if pos > 65536 and pos * 2 > end:
@@ -166,8 +212,9 @@ def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
         return _decode(view, 0, len(frame), verify_checksum)
 
 
-def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool) -> Frame:
-    """Decode the frame in ``view[start:stop]`` (without its total-size field)."""
+def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool, messages: bool = False) -> Any:
+    """Decode the frame in ``view[start:stop]`` (without its total-size field): a Frame, or with
+    ``messages`` a MessageFrame for a MESSAGE."""
     size = stop - start
     if size < 4:
         raise FrameError(f"frame of {size} bytes has no command size")
@@ -175,6 +222,15 @@ def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool) -> F
     if cmd_size > size - 4:
         raise FrameError(f"command size {cmd_size} exceeds the frame's {size - 4} remaining bytes")
     pos = start + 4 + cmd_size
+    if (
+        messages and cmd_size > _MESSAGE_BODY_AT and pos < stop
+        and view[start + 4] == _TYPE_KEY and view[start + 5] == _MESSAGE_TYPE and view[start + 6] == _MESSAGE_KEY
+    ):
+        # The body's length is one byte, and the body runs to the command's end: nothing else in the BaseCommand.
+        body = start + 4 + _MESSAGE_BODY_AT
+        fields = read_message(view, body, pos) if view[body - 1] == pos - body else None
+        if fields is not None:
+            return _new_message_frame(MessageFrame, (*fields, _entry(view, pos, stop, verify_checksum)[0]))
     command = BaseCommand()
     try:
         command.ParseFromString(view[start + 4 : pos])  # type: ignore[arg-type]  # any buffer parses; the message keeps no reference
@@ -185,8 +241,18 @@ def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool) -> F
             raise FrameError("BaseCommand without a known type")
         missing = ", ".join(command.FindInitializationErrors())  # type: ignore[attr-defined]  # in protobuf, not in its stubs
         raise FrameError(f"{BaseCommand.Type.Name(command.type)} is missing required fields: {missing}")
+    if messages and command.type == BaseCommand.MESSAGE:
+        if pos == stop:
+            raise FrameError("MESSAGE without a payload")
+        return message_frame(command.message, _entry(view, pos, stop, verify_checksum)[0])
     if pos == stop:
         return Frame(command)
+    entry, checksum, broker_entry_metadata = _entry(view, pos, stop, verify_checksum)
+    return Frame(command, entry, checksum, broker_entry_metadata)
+
+
+def _entry(view: memoryview, pos: int, stop: int, verify_checksum: bool) -> tuple[bytes, int, bytes | None]:
+    """(entry, checksum, broker entry metadata) of the payload section in ``view[pos:stop]``."""
     broker_entry_metadata = None
     if stop - pos >= 6 and _U16.unpack_from(view, pos)[0] == MAGIC_BROKER_ENTRY_METADATA:
         (bem_size,) = _U32.unpack_from(view, pos + 2)
@@ -207,4 +273,4 @@ def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool) -> F
     (meta_size,) = _U32.unpack_from(entry, 0)
     if meta_size > len(entry) - 4:
         raise FrameError(f"metadata size {meta_size} runs past the end of the frame")
-    return Frame(command, entry, checksum, broker_entry_metadata)
+    return entry, checksum, broker_entry_metadata

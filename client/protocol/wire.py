@@ -166,7 +166,7 @@ def _envelope(command_type: int) -> bytes:
 
 _SEND_ENVELOPE = _envelope(BaseCommand.SEND)
 _RECEIPT_ENVELOPE = _envelope(BaseCommand.SEND_RECEIPT)
-_MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)
+MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)  # also read by ``message_command``
 _ACK_ENVELOPE = _envelope(BaseCommand.ACK)
 _ACK_HEAD = (tag(CommandAck, "consumer_id"), tag(CommandAck, "ack_type"), tag(CommandAck, "message_id"))
 _ID_ACK_SET, _ID_BATCH_SIZE = tag(MessageIdData, "ack_set"), tag(MessageIdData, "batch_size")
@@ -357,7 +357,7 @@ def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: i
     body = _MESSAGE_CONSUMER_ID + varint(consumer_id) + _MESSAGE_MESSAGE_ID + varint(len(position)) + position
     if redelivery_count is not None:
         body += _MESSAGE_REDELIVERY_COUNT + varint(redelivery_count)
-    return _MESSAGE_ENVELOPE + varint(len(body)) + body
+    return MESSAGE_ENVELOPE + varint(len(body)) + body
 
 
 def encode_ack(
@@ -367,9 +367,11 @@ def encode_ack(
     ack_set words, batch size): without a MessageIdData object per id."""
     consumer_key, type_key, id_key = _ACK_HEAD
     parts = [consumer_key, varint(consumer_id), type_key, varint(ack_type)]
+    heads: dict[int, bytes] = {}  # ledger -> the position's bytes before the entry id: one ledger serves many
     for ledger, entry in entries:
-        position = _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY + varint(entry & U64_MASK)
-        parts += (id_key, _ONE_BYTE[len(position)], position)  # two keys and two varints: under 128 bytes
+        head = heads.get(ledger) or heads.setdefault(ledger, _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY)
+        entry_id = varint(entry & U64_MASK)  # below: two keys and two varints, under 128 bytes
+        parts += (id_key, _ONE_BYTE[len(head) + len(entry_id)], head, entry_id)
     for ledger, entry, words, size in batches:
         fields = [_ID_LEDGER, varint(ledger & U64_MASK), _ID_ENTRY, varint(entry & U64_MASK)]
         fields += [_ID_ACK_SET + varint(word & U64_MASK) for word in words]

@@ -9,7 +9,7 @@ from airflow_pulsar.client.consumer.chunks import ChunkedMessageCollector
 from airflow_pulsar.client.consumer.unpacker import EntryUnpacker, StartFilter, entry_permits
 from airflow_pulsar.client.protocol.batch import ack_set_words
 from airflow_pulsar.client.protocol.compression import CompressionType, compress
-from airflow_pulsar.client.protocol.frames import encode_entry
+from airflow_pulsar.client.protocol.frames import encode_entry, message_frame
 from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandMessage, MessageIdData, MessageMetadata
 from airflow_pulsar.client.protocol.wire import encode_plain_metadata, encode_single
@@ -62,7 +62,7 @@ def chunk_entry(uuid: str, chunk_id: int, chunks: int, part: bytes, total: int) 
 
 def test_a_batch_splits_into_its_messages_with_their_ids_keys_and_properties() -> None:
     entry = batch_entry([b"a", b"bb", b"ccc"], keys=["k0", "k1", "k2"])
-    messages, permits = unpacker().unpack(None, 4, command(11, redelivery_count=2), entry)
+    messages, permits = unpacker().unpack(None, 4, message_frame(command(11, redelivery_count=2), entry))
     assert permits == 3
     assert [m.data() for m in messages] == [b"a", b"bb", b"ccc"]
     assert [m.partition_key() for m in messages] == ["k0", "k1", "k2"]
@@ -73,7 +73,7 @@ def test_a_batch_splits_into_its_messages_with_their_ids_keys_and_properties() -
 
 
 def test_a_single_message_entry_is_one_message_without_a_batch_index() -> None:
-    messages, permits = unpacker().unpack(None, 1, command(5), single_entry(b"payload"))
+    messages, permits = unpacker().unpack(None, 1, message_frame(command(5), single_entry(b"payload")))
     assert permits == 1
     assert [m.data() for m in messages] == [b"payload"]
     assert messages[0].message_id() == MessageId(PARTITION, LEDGER, 5)
@@ -83,7 +83,8 @@ def test_a_single_message_entry_is_one_message_without_a_batch_index() -> None:
 def test_a_redelivered_batch_leaves_out_what_its_ack_set_marks_acknowledged() -> None:
     still_unacked = 0b1010  # indexes 1 and 3 of 4
     entry_unpacker = unpacker()
-    messages, permits = entry_unpacker.unpack(None, 1, command(6, ack_set_words(still_unacked, 4)), batch_entry([b"0", b"1", b"2", b"3"]))
+    entry = batch_entry([b"0", b"1", b"2", b"3"])
+    messages, permits = entry_unpacker.unpack(None, 1, message_frame(command(6, ack_set_words(still_unacked, 4)), entry))
     assert [m.data() for m in messages] == [b"1", b"3"]
     assert permits == 4  # two of them come back to the broker as discarded
     # The batch's ack state starts from the ack_set, shared by its messages.
@@ -94,41 +95,43 @@ def test_a_redelivered_batch_leaves_out_what_its_ack_set_marks_acknowledged() ->
 @pytest.mark.parametrize("codec", [c for c in CompressionType if c != CompressionType.NONE], ids=lambda c: c.name)
 def test_a_compressed_batch_is_decompressed_before_it_is_split(codec: CompressionType) -> None:
     payloads = [bytes([i]) * 50 for i in range(5)]
-    messages, permits = unpacker().unpack(None, 1, command(8), batch_entry(payloads, compression=codec))
+    messages, permits = unpacker().unpack(None, 1, message_frame(command(8), batch_entry(payloads, compression=codec)))
     assert permits == 5 and [m.data() for m in messages] == payloads
 
 
 def test_an_entry_that_does_not_decompress_is_discarded_whole() -> None:
     metadata = encode_plain_metadata("producer-1", 0, 1700, CompressionType.ZLIB, 100, num_messages_in_batch=4)
-    messages, permits = unpacker().unpack(None, 1, command(9), encode_entry(metadata, b"not zlib at all"))
+    messages, permits = unpacker().unpack(None, 1, message_frame(command(9), encode_entry(metadata, b"not zlib at all")))
     assert messages == [] and permits == 4
 
 
 def test_a_malformed_entry_is_discarded_for_one_permit() -> None:
-    assert unpacker().unpack(None, 1, command(9), b"\x00\x00\x00\xff\x0a") == ([], 1)
+    assert unpacker().unpack(None, 1, message_frame(command(9), b"\x00\x00\x00\xff\x0a")) == ([], 1)
 
 
 def test_a_batch_cut_short_keeps_the_messages_before_the_fault() -> None:
     batch = encode_single(b"one", sequence_id=0) + encode_single(b"two", sequence_id=1)
     metadata = encode_plain_metadata("producer-1", 0, 1700, num_messages_in_batch=3)  # says three, holds two
-    messages, permits = unpacker().unpack(None, 1, command(10), encode_entry(metadata, batch))
+    messages, permits = unpacker().unpack(None, 1, message_frame(command(10), encode_entry(metadata, batch)))
     assert [m.data() for m in messages] == [b"one", b"two"] and permits == 3
 
 
 def test_an_entry_with_an_ack_pending_is_a_duplicate() -> None:
     entry_unpacker = unpacker()
     entry_unpacker.acks.add_entry(LEDGER, 12)
-    assert entry_unpacker.unpack(None, 1, command(12), batch_entry([b"a", b"b"])) == ([], 2)
+    assert entry_unpacker.unpack(None, 1, message_frame(command(12), batch_entry([b"a", b"b"]))) == ([], 2)
     entry_unpacker.acks.add_cumulative(LEDGER, 20)
-    assert entry_unpacker.unpack(None, 1, command(19), single_entry(b"x")) == ([], 1)
-    assert len(entry_unpacker.unpack(None, 1, command(20), single_entry(b"x"))[0]) == 1  # the cumulative position itself is not
+    assert entry_unpacker.unpack(None, 1, message_frame(command(19), single_entry(b"x"))) == ([], 1)
+    # The cumulative position itself is not.
+    assert len(entry_unpacker.unpack(None, 1, message_frame(command(20), single_entry(b"x")))[0]) == 1
 
 
 def test_chunks_reassemble_into_one_message_that_acks_every_chunk() -> None:
     entry_unpacker = unpacker()
     parts = [b"hel", b"lo w", b"orld"]
     results = [
-        entry_unpacker.unpack(None, 1, command(30 + i), chunk_entry("u1", i, len(parts), part, 11)) for i, part in enumerate(parts)
+        entry_unpacker.unpack(None, 1, message_frame(command(30 + i), chunk_entry("u1", i, len(parts), part, 11)))
+        for i, part in enumerate(parts)
     ]
     assert results[0] == ([], 1) and results[1] == ([], 1)
     messages, permits = results[2]
@@ -140,8 +143,8 @@ def test_chunks_reassemble_into_one_message_that_acks_every_chunk() -> None:
 
 def test_a_chunked_message_dropped_for_room_has_its_chunks_acknowledged() -> None:
     entry_unpacker = unpacker(max_pending_chunks=1)
-    assert entry_unpacker.unpack(None, 1, command(40), chunk_entry("a", 0, 2, b"aa", 4)) == ([], 1)
-    assert entry_unpacker.unpack(None, 1, command(41), chunk_entry("b", 0, 2, b"bb", 4)) == ([], 1)  # "a" makes room
+    assert entry_unpacker.unpack(None, 1, message_frame(command(40), chunk_entry("a", 0, 2, b"aa", 4))) == ([], 1)
+    assert entry_unpacker.unpack(None, 1, message_frame(command(41), chunk_entry("b", 0, 2, b"bb", 4))) == ([], 1)  # "a" makes room
     assert entry_unpacker.acks.take().entries == {(LEDGER, 40)}
 
 
@@ -152,25 +155,25 @@ def test_a_chunked_message_dropped_for_room_has_its_chunks_acknowledged() -> Non
 )
 def test_the_start_id_drops_what_lies_before_it_inside_its_batch(inclusive: bool, kept: list[bytes]) -> None:
     entry_unpacker = unpacker(MessageId(PARTITION, LEDGER, 50, 2), inclusive)
-    messages, permits = entry_unpacker.unpack(None, 1, command(50), batch_entry([b"0", b"1", b"2", b"3", b"4"]))
+    messages, permits = entry_unpacker.unpack(None, 1, message_frame(command(50), batch_entry([b"0", b"1", b"2", b"3", b"4"])))
     assert [m.data() for m in messages] == kept and permits == 5
-    assert entry_unpacker.unpack(None, 1, command(49), batch_entry([b"a", b"b"])) == ([], 2)  # before the start entry
-    assert len(entry_unpacker.unpack(None, 1, command(51), batch_entry([b"a", b"b"]))[0]) == 2  # after it
+    assert entry_unpacker.unpack(None, 1, message_frame(command(49), batch_entry([b"a", b"b"]))) == ([], 2)  # before the start entry
+    assert len(entry_unpacker.unpack(None, 1, message_frame(command(51), batch_entry([b"a", b"b"])))[0]) == 2  # after it
     # Another ledger does not compare with the start id.
-    assert len(entry_unpacker.unpack(None, 1, command(10, ledger=LEDGER + 1), batch_entry([b"a"]))[0]) == 1
+    assert len(entry_unpacker.unpack(None, 1, message_frame(command(10, ledger=LEDGER + 1), batch_entry([b"a"])))[0]) == 1
 
 
 @pytest.mark.parametrize(("inclusive", "count"), [(False, 0), (True, 1)], ids=["exclusive", "inclusive"])
 def test_the_start_id_of_a_single_message_entry(inclusive: bool, count: int) -> None:
     entry_unpacker = unpacker(MessageId(PARTITION, LEDGER, 60), inclusive)
-    messages, permits = entry_unpacker.unpack(None, 1, command(60), single_entry(b"x"))
+    messages, permits = entry_unpacker.unpack(None, 1, message_frame(command(60), single_entry(b"x")))
     assert len(messages) == count and permits == 1
-    assert len(entry_unpacker.unpack(None, 1, command(61), single_entry(b"y"))[0]) == 1
+    assert len(entry_unpacker.unpack(None, 1, message_frame(command(61), single_entry(b"y")))[0]) == 1
 
 
 def test_earliest_and_latest_drop_nothing() -> None:
     for start in (MessageId.earliest, MessageId.latest):
-        assert len(unpacker(start).unpack(None, 1, command(0), batch_entry([b"a", b"b"]))[0]) == 2
+        assert len(unpacker(start).unpack(None, 1, message_frame(command(0), batch_entry([b"a", b"b"])))[0]) == 2
 
 
 def test_entry_permits_counts_a_batch_by_its_messages() -> None:

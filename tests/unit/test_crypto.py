@@ -22,7 +22,7 @@ from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.entry_builder import EntryBuilder
 from airflow_pulsar.client.producer.stats import ProducerStats
 from airflow_pulsar.client.protocol.compression import CompressionType, decompress
-from airflow_pulsar.client.protocol.frames import encode_entry, split_entry
+from airflow_pulsar.client.protocol.frames import encode_entry, message_frame, split_entry
 from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandMessage, EncryptionKeys, MessageIdData, MessageMetadata
 from airflow_pulsar.client.protocol.wire import single_header
@@ -132,7 +132,7 @@ def test_decrypts_a_compressed_message_of_the_official_client() -> None:
 def test_unpacks_a_batch_the_official_client_encrypted() -> None:
     metadata = vector_metadata(BATCH, num_messages_in_batch=3)
     entry = encode_entry(metadata, bytes.fromhex(BATCH["payload"]))
-    messages, permits = unpacker(vector_reader()).unpack(None, 0, command(1), entry)
+    messages, permits = unpacker(vector_reader()).unpack(None, 0, message_frame(command(1), entry))
     assert [m.data() for m in messages] == [b"first", b"second", b"third"] and permits == 3
     context = messages[0].encryption_context()
     assert context is not None and not context.is_decryption_failed()
@@ -311,7 +311,7 @@ def test_a_batch_is_compressed_then_encrypted_as_one_payload(pair: tuple[bytes, 
     assert metadata.num_messages_in_batch == 2 and metadata.uncompressed_size == len(batch.payload)
     compressed = MessageDecryptor(reader).decrypt(metadata, payload)
     assert compressed is not None and decompress(CompressionType.LZ4, compressed, len(batch.payload)) == batch.payload
-    messages, _ = unpacker(reader).unpack(None, 0, command(1), entry.data)
+    messages, _ = unpacker(reader).unpack(None, 0, message_frame(command(1), entry.data))
     assert [m.data() for m in messages] == [b"a" * 100, b"b" * 100]
 
 
@@ -323,7 +323,7 @@ def test_chunks_are_encrypted_each_and_stay_under_the_max_size(pair: tuple[bytes
     ivs = {split_entry(e.data)[0].encryption_param for e in entries}
     assert len(ivs) == len(entries)
     consumer = unpacker(reader)
-    delivered = [consumer.unpack(None, 0, command(i), e.data)[0] for i, e in enumerate(entries)]
+    delivered = [consumer.unpack(None, 0, message_frame(command(i), e.data))[0] for i, e in enumerate(entries)]
     assert [m.data() for m in delivered[-1]] == [content] and not any(delivered[:-1])
 
 
@@ -336,7 +336,7 @@ def test_failure_actions_on_an_entry_without_its_key(
         container.add(single_header(1, i), b"%d" % i, None, i)
     entry = builder(keys_for(("k1", pair)), CompressionType.ZSTD).batch_entry(container.drain()).data
     consumer = unpacker(keys_for(("k1", other_pair)), action)
-    messages, permits = consumer.unpack(None, 0, command(4), entry)
+    messages, permits = consumer.unpack(None, 0, message_frame(command(4), entry))
     assert permits == 3
     assert consumer.unacked is not None
     if action == ConsumerCryptoFailureAction.CONSUME:
@@ -357,6 +357,6 @@ def test_an_unencrypted_message_has_no_encryption_context() -> None:
     plain = EntryBuilder(CompressionType.NONE, False, ProducerStats())
     plain.connected("p", 1 << 20)
     [entry] = plain.message_entries(b"clear", 1)
-    [message], _ = unpacker(None).unpack(None, 0, command(1), entry.data)
+    [message], _ = unpacker(None).unpack(None, 0, message_frame(command(1), entry.data))
     assert message.data() == b"clear" and message.encryption_context() is None
     assert MessageId(0, 5, 1) == message.message_id()
