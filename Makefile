@@ -109,8 +109,8 @@ $(JVM_CACHE)/lakehouse-%.jars: jvm/lakehouse/pom.xml
 
 # StreamNative's pulsar-spark connector, the JVM data source bench/spark_connector.py compares our
 # ingest with: its sources from Maven Central, ported to Spark 4.1 by jvm/pulsar_spark_port.py and
-# compiled in the git-ignored cache (jvm/pulsar-spark-connector/pom.xml); then one comma-separated
-# list of its jar and the Pulsar client's. Only `make bench` builds it.
+# compiled afresh in the git-ignored cache (jvm/pulsar-spark-connector/pom.xml); then one
+# comma-separated list of its jar and the Pulsar client's. Only `make bench` builds it.
 CONNECTOR_JARS := $(JVM_CACHE)/pulsar-spark-connector.jars
 CONNECTOR_BUILD := $(CURDIR)/$(JVM_CACHE)/pulsar-spark-connector
 CONNECTOR_MVN = $(MVN) -f jvm/pulsar-spark-connector/pom.xml -Dconnector.build=$(CONNECTOR_BUILD)
@@ -119,6 +119,7 @@ connector-jar: $(CONNECTOR_JARS)
 $(CONNECTOR_JARS): jvm/pulsar-spark-connector/pom.xml jvm/pulsar_spark_port.py
 	@mkdir -p $(JVM_CACHE)
 	@$(NEED_MVN)
+	rm -rf $(CONNECTOR_BUILD)
 	$(CONNECTOR_MVN) initialize
 	$(PYTHON) jvm/pulsar_spark_port.py $(CONNECTOR_BUILD)/connector-sources $(CONNECTOR_BUILD)/ported-sources
 	$(CONNECTOR_MVN) package dependency:build-classpath -Dmdep.outputFile=$(CONNECTOR_BUILD)/dependencies.jars
