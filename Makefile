@@ -16,7 +16,7 @@ LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-icebe
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
+.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -114,6 +114,24 @@ $(JVM_CACHE)/lakehouse-%.jars: jvm/lakehouse/pom.xml
 	@$(NEED_MVN)
 	$(MVN) -f jvm/lakehouse/pom.xml -P $* dependency:build-classpath -Dmdep.outputFile=$(CURDIR)/$@
 
+# StreamNative's pulsar-spark connector, the JVM data source bench/spark_connector.py compares our
+# ingest with: its sources from Maven Central, ported to Spark 4.1 by jvm/pulsar_spark_port.py and
+# compiled afresh in the git-ignored cache (jvm/pulsar-spark-connector/pom.xml); then one
+# comma-separated list of its jar and the Pulsar client's. Only `make bench` builds it.
+CONNECTOR_JARS := $(JVM_CACHE)/pulsar-spark-connector.jars
+CONNECTOR_BUILD := $(CURDIR)/$(JVM_CACHE)/pulsar-spark-connector
+CONNECTOR_MVN = $(MVN) -f jvm/pulsar-spark-connector/pom.xml -Dconnector.build=$(CONNECTOR_BUILD)
+connector-jar: $(CONNECTOR_JARS)
+
+$(CONNECTOR_JARS): jvm/pulsar-spark-connector/pom.xml jvm/pulsar_spark_port.py
+	@mkdir -p $(JVM_CACHE)
+	@$(NEED_MVN)
+	rm -rf $(CONNECTOR_BUILD)
+	$(CONNECTOR_MVN) initialize
+	$(PYTHON) jvm/pulsar_spark_port.py $(CONNECTOR_BUILD)/connector-sources $(CONNECTOR_BUILD)/ported-sources
+	$(CONNECTOR_MVN) package dependency:build-classpath -Dmdep.outputFile=$(CONNECTOR_BUILD)/dependencies.jars
+	echo "$(CONNECTOR_BUILD)/pulsar-spark-connector-port-1.jar,$$(cat $(CONNECTOR_BUILD)/dependencies.jars)" > $@
+
 # Apache Pulsar standalone in the foreground, on free ports; prints its URLs.
 pulsar: install
 	$(PY) jvm/apache_pulsar.py
@@ -135,7 +153,7 @@ demo: install
 	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER)) $(if $(FORMAT),--format $(FORMAT))
 
 # Quick mode by default; FULL=1 for the longer, steadier run.
-bench: install
+bench: install connector-jar
 	$(PY) bench/suite.py $(if $(FULL),--full)
 
 # Style and correctness checks of every Python file (rules in pyproject.toml's [tool.ruff]), then

@@ -4,9 +4,11 @@
 figure with both clients and the ratio ours/official, checks the figures against the project's
 targets, and writes ``bench/results/latest.json``. The ``pulsar`` section runs both clients on
 Apache Pulsar standalone; the ``brokers`` section puts our broker beside Apache Pulsar, both
-driven by the official client (there the "official" column is Apache Pulsar). Usage::
+driven by the official client (there the "official" column is Apache Pulsar). The ``connector``
+section puts our Spark ingest beside StreamNative's pulsar-spark connector on Apache Pulsar (the
+"official" column; `make connector-jar` builds it, and the section is skipped without it). Usage::
 
-    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,pulsar,brokers]
+    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,pulsar,brokers]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import consumer
 import latency
 import memory
 import producer
+import spark_connector
 
 RESULTS = Path(__file__).with_name("results")
 
@@ -60,6 +63,7 @@ SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[
     ),
     "memory": (lambda: memory.measure(64, 500, 3, 5_000), lambda: memory.measure(64, 500, 10, 20_000)),
     "spark": (lambda: spark_ingest_rows(100_000, 1), lambda: spark_ingest_rows(100_000, 5)),
+    "connector": (lambda: spark_connector.rows(200_000, 3), lambda: spark_connector.rows(200_000, 5)),
     "pulsar": (
         lambda: producer.measure(30_000, broker_kind="pulsar") + consumer.measure(50_000, broker_kind="pulsar")
         + latency.measure(10_000, 3, broker_kind="pulsar"),
@@ -78,6 +82,8 @@ def target(row: dict[str, Any]) -> tuple[str, bool] | None:
     if figure.startswith("broker publish") and "fsync on" in figure:
         floor = 300_000 if "batching on" in figure else 20_000
         return f">= {floor:,} msg/s", max(ours, row["official"]) >= floor
+    if figure.startswith("spark ingest") and "pulsar-spark connector" in figure:
+        return ">= 1.2x connector", ours >= 1.2 * row["official"]
     if figure.startswith("spark ingest") and "Python consumer loop" in figure:
         return ">= 3x the loop", ours >= 3 * row["official"]
     if figure.startswith("spark ingest"):
