@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from airflow_pulsar.client.consumer import MessageFields
+from airflow_pulsar.client.consumer import Message, MessageFields
 
 from .spec import VALUE_BYTES, VALUE_JSON, VALUE_SCHEMA, VALUE_STRING, check_value_schema
 
@@ -147,11 +147,11 @@ class RowBatchBuilder:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def add(self, fields: MessageFields, schema_version: str = "") -> None:
-        """Append one message, given as its ``Message.fields()`` (and its ``schema_version()`` when ``versioned``)."""
-        self._rows.append(fields)
+    def add_messages(self, messages: Sequence[Message]) -> None:
+        """Append messages (reading each one's ``schema_version()`` too when ``versioned``)."""
+        self._rows += [message.fields() for message in messages]
         if self.versioned:
-            self._versions.append(schema_version)
+            self._versions += [message.schema_version() for message in messages]
 
     def build(self) -> pa.RecordBatch:
         """The collected rows as one record batch; the builder starts empty again.
