@@ -130,7 +130,7 @@ def _client(spec: IngestJobSpec) -> Client:
 def read_range_batches(
     client: Client, read_range: ReadRange, builder: RowBatchBuilder, timeout_seconds: float
 ) -> Iterator[pa.RecordBatch]:
-    """Read ``read_range`` and yield its rows, about ``ROWS_PER_BATCH`` at a time.
+    """Read ``read_range`` and yield its rows, ``ROWS_PER_BATCH`` at a time.
 
     The reader starts after ``read_range.after`` and stops after the last message of the entry
     ``read_range.last``, or before the first entry that would take it past the message budget.
@@ -162,9 +162,15 @@ def read_range_batches(
             if wanted:
                 consumer.acknowledge_cumulative(wanted[-1])
                 taken += len(wanted)
-                builder.add_messages(wanted)
-                if len(builder) >= ROWS_PER_BATCH:
-                    yield builder.build()
+                # A take may hold far more than a batch: Spark gets batches of ROWS_PER_BATCH, so its
+                # writing overlaps the decoding of the rest.
+                start = 0
+                while start < len(wanted):
+                    stop = start + ROWS_PER_BATCH - len(builder)
+                    builder.add_messages(wanted[start:stop])
+                    start = stop
+                    if len(builder) >= ROWS_PER_BATCH:
+                        yield builder.build()
         if len(builder):
             yield builder.build()
     finally:
