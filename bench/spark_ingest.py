@@ -20,7 +20,7 @@ of ``--scale-backlogs``, is ingested once, then grows to the next backlog and is
 (the plan always starts at the subscription's start, so each ingest reads the whole backlog).
 Each case reports rows/s and the peak memory of Spark (the JVM, driver and executor in one on
 ``local[*]``, plus its Python workers, summed per sample from /proc: PSS, as forked workers share
-pages; see ``process_memory``), so linear time shows as a flat rate and bounded memory as a flat
+pages; see ``process_tree``), so linear time shows as a flat rate and bounded memory as a flat
 peak. Spark's fixed cost per job (planning, task launch, the Hive commit) weighs on small
 backlogs only. Usage::
 
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -47,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from process_memory import PeakMemory
+from process_tree import PeakMemory, cpu_seconds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
@@ -134,11 +135,14 @@ def produce(service_url: str, topic: str, messages: int, first: int = 0) -> None
         producer.flush()
 
 
-def python_loop_seconds(service_url: str, messages: int, subscription: str, directory: Path) -> float:
-    """Seconds of the hand-written ingest: receive, parse, write parquet per 10,000 rows, acknowledge."""
+def python_loop_seconds(broker: BrokerProcess, messages: int, subscription: str, directory: Path) -> tuple[float, float]:
+    """The hand-written ingest (receive, parse, write parquet per 10,000 rows, acknowledge): its wall
+    seconds, and the CPU seconds of this process and the broker."""
     directory.mkdir(parents=True)
-    client = pulsar.Client(service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    client = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    assert broker.process is not None
     try:
+        cpu = _own_cpu_seconds() + cpu_seconds(broker.process.pid)
         started = time.perf_counter()
         consumer = client.subscribe(TOPIC, subscription, initial_position=pulsar.InitialPosition.Earliest)
         received, part = 0, 0
@@ -154,18 +158,34 @@ def python_loop_seconds(service_url: str, messages: int, subscription: str, dire
                 consumer.acknowledge(message)
             received, part = received + len(chunk), part + 1
         elapsed = time.perf_counter() - started
+        cpu = _own_cpu_seconds() + cpu_seconds(broker.process.pid) - cpu
         consumer.close()
     finally:
         client.close()
     assert ds.dataset(directory, format="parquet").count_rows() == messages
-    return elapsed
+    return elapsed, cpu
 
 
-def timed_insert(frame: DataFrame, table: str) -> float:
-    """Seconds of one dynamic-overwrite insert of ``frame`` into ``table``."""
+def _own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_insert(frame: DataFrame, table: str, trees: Sequence[int]) -> tuple[float, float]:
+    """One dynamic-overwrite insert of ``frame`` into ``table``: its wall seconds, and the CPU
+    seconds the process trees under ``trees`` (Spark's JVM, the broker) spent meanwhile."""
+    cpu = sum(cpu_seconds(pid) for pid in trees)
     started = time.perf_counter()
     frame.write.insertInto(table, overwrite=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    return wall, sum(cpu_seconds(pid) for pid in trees) - cpu
+
+
+def jvm_pid(spark: SparkSession) -> int:
+    """The pid of the session's JVM (pyspark keeps the Popen it started the JVM with)."""
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
+    return int(gateway.proc.pid)
 
 
 def spark_session(workdir: Path) -> SparkSession:
@@ -210,24 +230,29 @@ def compare(spark: SparkSession, broker: BrokerProcess, messages: int, repeat: i
     with PulsarAdmin(broker.web_url) as admin:
         admin.create_partitioned_topic(TOPIC, PARTITIONS)
     produce(broker.service_url, TOPIC, messages)
-    loop = [python_loop_seconds(broker.service_url, messages, f"loop-{run}", workdir / f"loop-{run}") for run in range(repeat)]
+    loop = [python_loop_seconds(broker, messages, f"loop-{run}", workdir / f"loop-{run}") for run in range(repeat)]
+    assert broker.process is not None
+    trees = [jvm_pid(spark), broker.process.pid]
     frame, plan = ours_frame(spark, broker.service_url, TOPIC)
     ensure_table(spark, "ours", frame, "parquet")
-    ours = [timed_insert(frame, "ours")]  # also starts the Python workers
+    ours = [timed_insert(frame, "ours", trees)]  # also starts the Python workers
     written = ds.dataset(workdir / "warehouse" / "ours", format="parquet", partitioning="hive").to_table()
     assert written.num_rows == messages, f"the ingest wrote {written.num_rows} rows, expected {messages}"
     files = _arrow_files(written, frame.schema, workdir)
     baseline_frame = spark.read.format("arrow_files").option("files", json.dumps(files)).load()
     ensure_table(spark, "baseline", baseline_frame, "parquet")
-    baseline = [timed_insert(baseline_frame, "baseline")]
+    baseline = [timed_insert(baseline_frame, "baseline", trees)]
     peers: dict[str, list[float]] = {peer.name: [] for peer in PEERS}
     # Alternating, so a change in the machine's load touches all alike.
     for _ in range(repeat):
-        ours.append(timed_insert(frame, "ours"))
-        baseline.append(timed_insert(baseline_frame, "baseline"))
+        ours.append(timed_insert(frame, "ours", trees))
+        baseline.append(timed_insert(baseline_frame, "baseline", trees))
         for peer in PEERS:
             peers[peer.name].append(peer.rows_per_second(spark, broker.service_url, broker.web_url, TOPIC, messages))
-    ours_rate, baseline_rate, loop_rate = messages / min(ours), messages / min(baseline), messages / min(loop)
+    ours_rate, baseline_rate, loop_rate = (messages / min(wall for wall, _ in runs) for runs in (ours, baseline, loop))
+    # Rows per CPU second (Spark's JVM and workers, or the loop's process, and the broker): steadier
+    # than wall time on a shared machine; the loop runs on one core, Spark on two.
+    ours_cpu, baseline_cpu, loop_cpu = (messages / min(cpu for _, cpu in runs) for runs in (ours, baseline, loop))
     result = {
         "messages": messages,
         "topic_partitions": PARTITIONS,
@@ -235,14 +260,22 @@ def compare(spark: SparkSession, broker: BrokerProcess, messages: int, repeat: i
         "master": MASTER,
         "format": "parquet",
         "value_format": "json",
-        "ours_seconds": [round(s, 3) for s in ours],
-        "baseline_seconds": [round(s, 3) for s in baseline],
+        "ours_seconds": [round(wall, 3) for wall, _ in ours],
+        "baseline_seconds": [round(wall, 3) for wall, _ in baseline],
         "ours_rows_per_s": round(ours_rate),
         "baseline_rows_per_s": round(baseline_rate),
         "ratio": round(ours_rate / baseline_rate, 2),
-        "python_loop_seconds": [round(s, 3) for s in loop],
+        "python_loop_seconds": [round(wall, 3) for wall, _ in loop],
         "python_loop_rows_per_s": round(loop_rate),
         "ratio_to_python_loop": round(ours_rate / loop_rate, 2),
+        "ours_cpu_seconds": [round(cpu, 2) for _, cpu in ours],
+        "baseline_cpu_seconds": [round(cpu, 2) for _, cpu in baseline],
+        "python_loop_cpu_seconds": [round(cpu, 2) for _, cpu in loop],
+        "ours_rows_per_cpu_s": round(ours_cpu),
+        "baseline_rows_per_cpu_s": round(baseline_cpu),
+        "python_loop_rows_per_cpu_s": round(loop_cpu),
+        "cpu_ratio": round(ours_cpu / baseline_cpu, 2),
+        "cpu_ratio_to_python_loop": round(ours_cpu / loop_cpu, 2),
     }
     if peers:
         result["peers"] = {
@@ -254,9 +287,8 @@ def compare(spark: SparkSession, broker: BrokerProcess, messages: int, repeat: i
 
 def scaling(spark: SparkSession, broker: BrokerProcess, partition_counts: Sequence[int], backlogs: Sequence[int]) -> list[dict[str, Any]]:
     """One ingest per (partition count, backlog): rows/s and the peak memory (PSS) of the JVM and its Python workers."""
-    gateway = spark.sparkContext._gateway
-    assert gateway is not None
-    jvm = gateway.proc.pid  # type: ignore[attr-defined]  # pyspark keeps the JVM's Popen there
+    assert broker.process is not None
+    jvm = jvm_pid(spark)
     cases = []
     for partitions in partition_counts:
         topic = f"bench-scale-{partitions}"
@@ -270,7 +302,7 @@ def scaling(spark: SparkSession, broker: BrokerProcess, partition_counts: Sequen
             table = f"scale_{partitions}_{backlog}"
             ensure_table(spark, table, frame, "parquet")
             with PeakMemory(jvm) as memory:
-                seconds = timed_insert(frame, table)
+                seconds, cpu = timed_insert(frame, table, [jvm, broker.process.pid])
             rows = spark.table(table).count()
             assert rows == backlog, f"the ingest of {topic} wrote {rows} rows, expected {backlog}"
             case = {
@@ -279,6 +311,8 @@ def scaling(spark: SparkSession, broker: BrokerProcess, partition_counts: Sequen
                 "spark_partitions": len(plan.ranges),
                 "seconds": round(seconds, 3),
                 "rows_per_s": round(backlog / seconds),
+                "cpu_seconds": round(cpu, 2),
+                "rows_per_cpu_s": round(backlog / cpu),
                 "jvm_peak_mib": round(memory.root_mib),
                 "python_workers_peak_mib": round(memory.children_mib),
                 "spark_peak_mib": round(memory.total_mib),
@@ -286,6 +320,7 @@ def scaling(spark: SparkSession, broker: BrokerProcess, partition_counts: Sequen
             }
             print(
                 f"  {partitions:>3} partitions, {backlog:>10,} messages: {case['rows_per_s']:>8,} rows/s, "
+                f"{case['rows_per_cpu_s']:>8,} rows/CPU s, "
                 f"peak PSS JVM {case['jvm_peak_mib']:,} MiB + Python workers {case['python_workers_peak_mib']:,} MiB",
                 flush=True,
             )
@@ -353,6 +388,11 @@ def main() -> None:
             f"pulsar_ranges {result['ours_rows_per_s']:,} rows/s, in-memory baseline {result['baseline_rows_per_s']:,} rows/s, "
             f"ratio {result['ratio']:.2f}; a Python consumer loop writing parquet {result['python_loop_rows_per_s']:,} rows/s, "
             f"ratio {result['ratio_to_python_loop']:.2f}"
+        )
+        print(
+            f"  per CPU second: pulsar_ranges {result['ours_rows_per_cpu_s']:,} rows, in-memory {result['baseline_rows_per_cpu_s']:,}, "
+            f"ratio {result['cpu_ratio']:.2f}; Python loop {result['python_loop_rows_per_cpu_s']:,}, "
+            f"ratio {result['cpu_ratio_to_python_loop']:.2f}"
         )
         for name, peer in result.get("peers", {}).items():
             print(f"  {name}: {peer['best']:,} rows/s, ours/{name} {peer['ratio']:.2f}")
