@@ -18,7 +18,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from airflow_pulsar.client import Client, Message
+from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy, Message
+from airflow_pulsar.client.consumer import create_reader
 
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
 from .faults import inject
@@ -44,6 +45,9 @@ log = logging.getLogger(__name__)
 ROWS_PER_BATCH = 10_000
 # Permits a reader offers: enough entries in flight that the broker never waits for a FLOW.
 READER_QUEUE_SIZE = 20_000
+# One take of a reader: at most a batch of messages (and 16 MiB), so a worker holds at most a
+# take's messages beside the rows being built, however large the backlog.
+TAKE = ConsumerBatchReceivePolicy(ROWS_PER_BATCH, 16 * 1024 * 1024, 100)
 
 # One client per Python worker process and broker; workers are reused across tasks.
 _clients: dict[str, Client] = {}
@@ -134,14 +138,18 @@ def read_range_batches(
 
     The reader starts after ``read_range.after`` and stops after the last message of the entry
     ``read_range.last``, or before the first entry that would take it past the message budget.
-    Messages are taken as many at a time as the reader has queued (``batch_receive``), decided on
-    entry by entry, and acknowledged (so the broker forgets them) once per take.
+    Messages are taken up to a batch at a time (``batch_receive``), decided on entry by entry, and
+    acknowledged (so the broker forgets them) once per take.
     """
     after = (read_range.after.ledger_id, read_range.after.entry_id)
     last = (read_range.last.ledger_id, read_range.last.entry_id)
     budget = read_range.message_budget
-    reader = client.create_reader(
-        read_range.topic, read_range.after.message_id(read_range.partition), receiver_queue_size=READER_QUEUE_SIZE
+    reader = create_reader(
+        client,
+        read_range.topic,
+        read_range.after.message_id(read_range.partition),
+        receiver_queue_size=READER_QUEUE_SIZE,
+        batch_receive_policy=TAKE,
     )
     consumer = reader.consumer
     taken = 0
@@ -162,8 +170,7 @@ def read_range_batches(
             if wanted:
                 consumer.acknowledge_cumulative(wanted[-1])
                 taken += len(wanted)
-                # A take may hold far more than a batch: Spark gets batches of ROWS_PER_BATCH, so its
-                # writing overlaps the decoding of the rest.
+                # Takes and batches need not line up: Spark gets batches of ROWS_PER_BATCH.
                 start = 0
                 while start < len(wanted):
                     stop = start + ROWS_PER_BATCH - len(builder)
