@@ -99,9 +99,12 @@ def create_reader(
     crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
     *,
     subscription_name: str | None = None,
+    batch_receive_policy: ConsumerBatchReceivePolicy | None = None,
 ) -> Reader:
     """A reader of ``topic`` from ``start_message_id`` (``pulsar.Client.create_reader``); its own
-    ``subscription_name`` (the Java reader builder's) wins over ``subscription_role_prefix``."""
+    ``subscription_name`` (the Java reader builder's) wins over ``subscription_role_prefix``, and
+    ``batch_receive_policy`` bounds its consumer's ``batch_receive`` (for bulk readers such as the
+    Spark ingest; neither is on the official ``create_reader``)."""
     start = check_start(start_message_id)
     check_type(str, topic, "topic")
     check(bool(topic), "topic", "a non-empty str", topic)
@@ -110,7 +113,11 @@ def create_reader(
     )
     # replace() validates the settings again.
     config = dataclasses.replace(
-        config, schema=schema or config.schema, crypto_key_reader=crypto_key_reader, crypto_failure_action=crypto_failure_action
+        config,
+        schema=schema or config.schema,
+        crypto_key_reader=crypto_key_reader,
+        crypto_failure_action=crypto_failure_action,
+        batch_receive_policy=batch_receive_policy,
     )
     check(reader_listener is None or callable(reader_listener), "reader_listener", "callable", reader_listener)
     if len(partitions_of(client, topic)) > 1 and start not in (MessageId.earliest, MessageId.latest):

@@ -13,6 +13,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, String
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.spark.job import source
 from airflow_pulsar.spark.job.columns import RowBatchBuilder, decode_json, json_parse_schema
 from airflow_pulsar.spark.job.plan import IngestPlan, Position
 from airflow_pulsar.spark.job.records import ACKED, COMMITTED, PLANNED, PlanRecord, publish_record
@@ -157,6 +158,19 @@ def test_cut_ranges_read_every_message_once(our_client: Client, topic_name: str,
     assert first["event_time"].timestamp() == 1.0 and first["partition"] == -1 and first["batch_id"] == plan.batch_id
     indexes = set(rows.column("message_id").combine_chunks().field("batch_index").to_pylist())
     assert indexes == ({-1} if batch == 1 else set(range(7)))
+
+
+def test_a_range_is_yielded_in_batches_of_the_batch_size(our_client: Client, topic_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(source, "ROWS_PER_BATCH", 10)
+    produce(our_client, topic_name, 25, 7)  # entries of 7: batches cut across entries and takes
+    with SubscriptionHold(our_client, [topic_name], "slices") as hold:
+        plan = plan_batch(hold.states(), "slices", "t")
+    assert plan is not None
+    builder = RowBatchBuilder(arrow_schema(BYTES_ROWS), "bytes", "src", -1, plan.batch_id)
+    batches = list(read_range_batches(our_client, plan.ranges[0], builder, 10))
+    assert [batch.num_rows for batch in batches] == [10, 10, 5]
+    values = [value for batch in batches for value in batch.column("value").to_pylist()]
+    assert values == [b"m%d" % i for i in range(25)]
 
 
 def test_a_budget_stops_before_the_entry_that_would_overrun_it(our_client: Client, topic_name: str) -> None:

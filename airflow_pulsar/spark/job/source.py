@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -17,11 +18,13 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from airflow_pulsar.client import Client, Timeout
+from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy, Message
+from airflow_pulsar.client.consumer import create_reader
 
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
 from .faults import inject
 from .plan import ReadRange
+from .profiling import profiled
 from .registry_values import registry_decoder
 from .spec import IngestJobSpec
 
@@ -40,7 +43,11 @@ def arrow_schema(schema: StructType) -> pa.Schema:
 log = logging.getLogger(__name__)
 
 ROWS_PER_BATCH = 10_000
-READER_QUEUE_SIZE = 2000
+# Permits a reader offers: enough entries in flight that the broker never waits for a FLOW.
+READER_QUEUE_SIZE = 20_000
+# One take of a reader: at most a batch of messages (and 16 MiB), so a worker holds at most a
+# take's messages beside the rows being built, however large the backlog.
+TAKE = ConsumerBatchReceivePolicy(ROWS_PER_BATCH, 16 * 1024 * 1024, 100)
 
 # One client per Python worker process and broker; workers are reused across tasks.
 _clients: dict[str, Client] = {}
@@ -109,7 +116,8 @@ class PulsarRangesReader(DataSourceReader):
             spec.plan.batch_id,
             decoder,
         )
-        for batch in read_range_batches(client, read_range, builder, spec.read_timeout_seconds):
+        batches = read_range_batches(client, read_range, builder, spec.read_timeout_seconds)
+        for batch in profiled(batches, f"range-{partition.index}"):
             yield batch
             if partition.index == 0:
                 inject("mid-read")
@@ -130,45 +138,80 @@ def read_range_batches(
 
     The reader starts after ``read_range.after`` and stops after the last message of the entry
     ``read_range.last``, or before the first entry that would take it past the message budget.
+    Messages are taken up to a batch at a time (``batch_receive``), decided on entry by entry, and
+    acknowledged (so the broker forgets them) once per take.
     """
     after = (read_range.after.ledger_id, read_range.after.entry_id)
     last = (read_range.last.ledger_id, read_range.last.entry_id)
     budget = read_range.message_budget
-    timeout_ms = int(timeout_seconds * 1000)
-    reader = client.create_reader(
-        read_range.topic, read_range.after.message_id(read_range.partition), receiver_queue_size=READER_QUEUE_SIZE
+    reader = create_reader(
+        client,
+        read_range.topic,
+        read_range.after.message_id(read_range.partition),
+        receiver_queue_size=READER_QUEUE_SIZE,
+        batch_receive_policy=TAKE,
     )
+    consumer = reader.consumer
     taken = 0
-    versioned = builder.versioned
     try:
-        while True:
-            try:
-                message = reader.read_next(timeout_ms)
-            except Timeout:
-                raise RangeReadError(
-                    f"no message within {timeout_seconds:g} s reading {read_range.topic} after "
-                    f"{read_range.after} up to {read_range.last} ({taken} read)"
-                ) from None
-            fields = message.fields()
-            position = (fields.ledger_id, fields.entry_id)
-            if position <= after:
-                # A reader started after a whole entry may still get that entry's batched
-                # messages (the standalone broker starts at the entry itself): skip them.
+        deadline = time.monotonic() + timeout_seconds
+        done = False
+        while not done:
+            messages = consumer.batch_receive()
+            if not messages:
+                if time.monotonic() > deadline:
+                    raise RangeReadError(
+                        f"no message within {timeout_seconds:g} s reading {read_range.topic} after "
+                        f"{read_range.after} up to {read_range.last} ({taken} read)"
+                    )
                 continue
-            if position > last:
-                break
-            index = fields.batch_index
-            # An entry is taken whole: stop before one that would overrun the budget.
-            if budget is not None and index <= 0 and taken and taken + max(message.message_id().batch_size(), 1) > budget:
-                break
-            builder.add(fields, message.schema_version() if versioned else "")
-            taken += 1
-            if taken % ROWS_PER_BATCH == 0:
-                yield builder.build()
-            if position == last and (index < 0 or index >= message.message_id().batch_size() - 1):
-                break
+            deadline = time.monotonic() + timeout_seconds
+            wanted, done = _wanted(messages, after, last, budget, taken)
+            if wanted:
+                consumer.acknowledge_cumulative(wanted[-1])
+                taken += len(wanted)
+                # Takes and batches need not line up: Spark gets batches of ROWS_PER_BATCH.
+                start = 0
+                while start < len(wanted):
+                    stop = start + ROWS_PER_BATCH - len(builder)
+                    builder.add_messages(wanted[start:stop])
+                    start = stop
+                    if len(builder) >= ROWS_PER_BATCH:
+                        yield builder.build()
         if len(builder):
             yield builder.build()
     finally:
         reader.close()
     log.info("read %d messages of %s after %s up to %s", taken, read_range.topic, read_range.after, read_range.last)
+
+
+def _wanted(
+    messages: list[Message], after: tuple[int, int], last: tuple[int, int], budget: int | None, taken: int
+) -> tuple[list[Message], bool]:
+    """The messages of a take that belong to the range, and whether the range is complete.
+
+    Decided once per entry (its messages come one after another): a reader started after a whole
+    entry may still get that entry's batched messages (the standalone broker starts at the entry
+    itself), so entries up to ``after`` are skipped; an entry past ``last``, or one that would
+    overrun the budget, ends the range; an entry is taken whole.
+    """
+    first = 0
+    count = len(messages)
+    index = 0
+    while index < count:
+        delivery = messages[index].delivery
+        end = index + 1
+        while end < count and messages[end].delivery is delivery:
+            end += 1
+        position = (delivery.ledger_id, delivery.entry_id)
+        before = taken + index - first  # messages of the range before this entry
+        if position <= after:
+            first = end
+        elif position > last:
+            return messages[first:index], True
+        elif budget is not None and messages[index].batch_index <= 0 and before and before + max(delivery.batch_size, 1) > budget:
+            return messages[first:index], True
+        elif position == last and (delivery.batch_size == 0 or messages[end - 1].batch_index >= delivery.batch_size - 1):
+            return messages[first:end], True
+        index = end
+    return messages[first:], False
