@@ -4,7 +4,8 @@ Every broker-backed test runs against both brokers through the module-scoped ``b
 ``embedded`` (our standalone broker, a fresh one per module) and ``pulsar`` (Apache Pulsar
 standalone from Maven Central, one per test process for the whole session, because a JVM takes
 seconds to start). ``--brokers embedded|pulsar|both`` picks them. A test that exercises our broker's
-own internals is marked ``embedded_only`` and says in its docstring why. A tier whose subject is not
+own internals, or a newcomer's first runs on the embedded default whose DAGs the deployment tier
+runs on Apache Pulsar, is marked ``embedded_only`` and says in its docstring why. A tier whose subject is not
 the broker (Spark's cluster deploy modes, Airflow's separate processes) is marked ``one_broker``: it
 runs on Apache Pulsar when selected, else on the embedded broker, since what it checks is the same
 on either and the tiers that run on both already hold the brokers to one behaviour.
@@ -61,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "embedded_only: tests our broker's own internals; runs against the embedded broker only"
+        "markers", "embedded_only: our broker's internals, or what a newcomer runs on it; runs against the embedded broker only"
     )
     config.addinivalue_line(
         "markers", "one_broker: not about the broker; runs on Apache Pulsar if selected, else on the embedded broker"

@@ -1,6 +1,10 @@
 """The example DAGs in dags/, run the way a newcomer runs them: ``airflow dags test`` in a fresh
 AIRFLOW_HOME whose DAGs folder is dags/, with the ``pulsar_default`` connection from an
-environment variable pointing at the broker process."""
+environment variable pointing at the broker process.
+
+On the embedded broker, the default a newcomer starts from: the same DAGs run on Apache Pulsar in
+tests/deployment, scheduled by a real Airflow deployment.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.examples import shop_events
+
+pytestmark = pytest.mark.embedded_only
 
 PROJECT_DAGS = Path(__file__).parents[2] / "dags"
 AIRFLOW = Path(sys.executable).with_name("airflow")

@@ -1,11 +1,18 @@
 """PulsarToTableOperator in a real DAG run (dag.test()): templated arguments, a message cap shared by
-the partitions, the XCom a downstream task reads, and the backlog left for the next run."""
+the partitions, the XCom a downstream task reads, and the backlog left for the next run.
+
+What it checks is the operator's, the same on either broker: it runs on Apache Pulsar in the main
+suite and on the embedded broker in the dependency-range tiers (`make test-ranges`)."""
 
 from __future__ import annotations
+
+import pytest
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from spark_helpers import Catalog, DagRuns, produce_json
+
+pytestmark = pytest.mark.one_broker
 
 
 def test_a_dag_run_ingests_at_most_max_messages_and_returns_the_ranges(
