@@ -357,18 +357,16 @@ class Connection:
             except Exception:  # one handler's failure must not keep the others from reconnecting
                 log.exception("connection_lost handler failed")
 
-    def _route(self, frames: list[Frame | MessageFrame]) -> None:
+    def _route(self, frames: list[Frame | MessageFrame | CommandSendReceipt]) -> None:
         """Hand frames on in order; the hot two in runs: consecutive receipts for one producer, or
         messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
         run: list[Any] = []
         run_kind = run_owner = -1
         for frame in frames:
-            item: Any
             if isinstance(frame, MessageFrame):
-                kind, owner, item = T.MESSAGE, frame[0], frame  # frame[0]: its consumer id
-            elif frame.command.type == T.SEND_RECEIPT:
-                kind, item = T.SEND_RECEIPT, frame.command.send_receipt
-                owner = item.producer_id
+                kind, owner = T.MESSAGE, frame[0]  # frame[0]: its consumer id
+            elif isinstance(frame, CommandSendReceipt):
+                kind, owner = T.SEND_RECEIPT, frame.producer_id
             else:
                 if run:
                     self._deliver(run_kind, run_owner, run)
@@ -380,7 +378,7 @@ class Connection:
                     self._deliver(run_kind, run_owner, run)
                     run = []
                 run_kind, run_owner = kind, owner
-            run.append(item)
+            run.append(frame)
         if run:
             self._deliver(run_kind, run_owner, run)
 

@@ -361,7 +361,7 @@ class PartitionProducer:
             self._stats.record_acked_ops(permits, latencies)
         partition = self.partition
         for op, receipt in completed:
-            if op.has_callbacks:
+            if any(op.callbacks):  # send_async(..., None) has none: its receipt's id is not read
                 message_id = receipt.message_id
                 op.succeed(partition, signed64(message_id.ledgerId), signed64(message_id.entryId))
         self._mark_done([op for op, _ in completed])

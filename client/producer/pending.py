@@ -68,15 +68,10 @@ class OpSend:
         entry = self.entry
         return encode_payload_command(command, entry.data, entry.checksum)
 
-    @property
-    def has_callbacks(self) -> bool:
-        """Whether any message of the op has a callback to run (send_async(..., None) has none)."""
-        return any(self.callbacks)
-
     def succeed(self, partition: int, ledger_id: int, entry_id: int) -> None:
         """Call each message's callback with its message id (a batch index for batched messages).
 
-        Only for an op that :attr:`has_callbacks`: its receipt's id is read only then.
+        Only for an op with a callback (not None) among its ``callbacks``: its receipt's id is read only then.
         """
         callbacks = self.callbacks
         ok = Result.Ok

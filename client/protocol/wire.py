@@ -145,6 +145,7 @@ _SEND_SEQUENCE_ID = tag(CommandSend, "sequence_id")
 _SEND_NUM_MESSAGES = tag(CommandSend, "num_messages")
 _SEND_HIGHEST_SEQUENCE_ID = tag(CommandSend, "highest_sequence_id")
 _SEND_IS_CHUNK = tag(CommandSend, "is_chunk") + _TRUE
+_SEND_ONE_MESSAGE = _SEND_NUM_MESSAGES + varint(1)
 _RECEIPT_PRODUCER_ID = tag(CommandSendReceipt, "producer_id")
 _RECEIPT_SEQUENCE_ID = tag(CommandSendReceipt, "sequence_id")
 _RECEIPT_MESSAGE_ID = tag(CommandSendReceipt, "message_id")
@@ -165,7 +166,7 @@ def _envelope(command_type: int) -> bytes:
 
 
 _SEND_ENVELOPE = _envelope(BaseCommand.SEND)
-_RECEIPT_ENVELOPE = _envelope(BaseCommand.SEND_RECEIPT)
+RECEIPT_ENVELOPE = _envelope(BaseCommand.SEND_RECEIPT)  # also read by ``frames``
 MESSAGE_ENVELOPE = _envelope(BaseCommand.MESSAGE)  # also read by ``message_command``
 _ACK_ENVELOPE = _envelope(BaseCommand.ACK)
 _ACK_HEAD = (tag(CommandAck, "consumer_id"), tag(CommandAck, "ack_type"), tag(CommandAck, "message_id"))
@@ -317,12 +318,12 @@ class SendEncoder:
 
     def encode(self, sequence_id: int, num_messages: int = 1, highest_sequence_id: int | None = None, is_chunk: bool = False) -> bytes:
         """The SEND of one entry: a message (the defaults), a batch, or a chunk."""
-        body = self._head + varint(sequence_id) + _SEND_NUM_MESSAGES + varint(num_messages)
+        body = self._head + varint(sequence_id) + (_SEND_ONE_MESSAGE if num_messages == 1 else _SEND_NUM_MESSAGES + varint(num_messages))
         if highest_sequence_id is not None:
             body += _SEND_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
         if is_chunk:
             body += _SEND_IS_CHUNK
-        return _SEND_ENVELOPE + varint(len(body)) + body
+        return _SEND_ENVELOPE + _ONE_BYTE[len(body)] + body  # keys and four varints (an int32 among them): under 128 bytes
 
 
 def encode_send(
@@ -344,7 +345,7 @@ def encode_send_receipt(producer_id: int, sequence_id: int, ledger_id: int, entr
         _RECEIPT_MESSAGE_ID, _ONE_BYTE[len(position)], position,  # two keys and two varints: under 128 bytes
         _RECEIPT_HIGHEST_SEQUENCE_ID, highest,
     ))
-    return _RECEIPT_ENVELOPE + varint(len(body)) + body
+    return RECEIPT_ENVELOPE + varint(len(body)) + body
 
 
 def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: int, redelivery_count: int | None = None) -> bytes:
