@@ -18,16 +18,22 @@ fields of the topic's registered schema take that place, decoded by a :class:`Va
 from __future__ import annotations
 
 import io
+import itertools
+import logging
 from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from airflow_pulsar.client.consumer import Message, MessageFields
+from airflow_pulsar.client.consumer import Message, ReceivedEntry
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, SingleMessageMetadata
+from airflow_pulsar.client.protocol.wire import BatchFormatError, read_batch
 
 from .spec import VALUE_BYTES, VALUE_JSON, VALUE_SCHEMA, VALUE_STRING, check_value_schema
+
+log = logging.getLogger(__name__)
 
 CORRUPT_RECORD = "_corrupt_record"
 BATCH_ID = "batch_id"
@@ -110,11 +116,13 @@ class JsonValues:
 
 
 class RowBatchBuilder:
-    """Collects messages of one topic partition and turns them into an Arrow record batch of the
+    """Collects the messages of one topic partition and turns them into Arrow record batches of the
     row schema (``arrow_schema``, exactly what Spark expects for the data source's schema).
 
-    JSON values are parsed by a :class:`JsonValues` of the schema's fields; schema values need a
-    ``decoder``.
+    Messages come in as whole received entries (:meth:`add_entry`, the range readers' path: no
+    object per message) or as :class:`Message` objects (:meth:`add_messages`); both give the same
+    rows. JSON values are parsed by a :class:`JsonValues` of the schema's fields; schema values
+    need a ``decoder``.
     """
 
     def __init__(
@@ -136,62 +144,184 @@ class RowBatchBuilder:
         if decoder is None and value_format == VALUE_SCHEMA:
             raise ValueError("value_format 'schema' needs a decoder of the topic's schema")
         self._decoder = decoder
-        #: Whether ``add`` wants each message's schema version.
+        #: Whether each message's schema version is collected (for the decoder).
         self.versioned = decoder is not None and decoder.versioned
-        self._reset()
-
-    def _reset(self) -> None:
-        self._rows: list[MessageFields] = []
-        self._versions: list[str] = []
+        self._rows = RowColumns()
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows.indexes)
+
+    def add_entry(self, entry: ReceivedEntry, messages: EntryMessages) -> None:
+        """Append the messages of an entry, as :func:`entry_messages` split it."""
+        rows = self._rows
+        indexes, payloads, sources = messages
+        count = len(indexes)
+        rows.indexes += indexes
+        rows.keys += [source.partition_key for source in sources]
+        rows.values += [None if source.null_value else payload for source, payload in zip(sources, payloads, strict=True)]
+        rows.event_times += [source.event_time for source in sources]
+        property_counts = rows.property_counts
+        property_keys, property_values = rows.property_keys, rows.property_values
+        for source in sources:
+            properties = source.properties
+            if properties:
+                for pair in properties:
+                    property_keys.append(pair.key)
+                    property_values.append(pair.value)
+            property_counts.append(len(properties))
+        metadata = entry.metadata
+        rows.ledgers += [entry.ledger_id] * count
+        rows.entries += [entry.entry_id] * count
+        rows.publish_times += [metadata.publish_time] * count
+        rows.redeliveries += [entry.redelivery_count] * count
+        if self.versioned:
+            rows.versions += [metadata.schema_version.decode("latin-1")] * count
 
     def add_messages(self, messages: Sequence[Message]) -> None:
-        """Append messages (reading each one's ``schema_version()`` too when ``versioned``)."""
-        self._rows += [message.fields() for message in messages]
+        """Append messages received one by one (reading each one's ``schema_version()`` too when ``versioned``)."""
+        if not messages:
+            return
+        rows = self._rows
+        keys, values, ledgers, entries, indexes, publish_times, event_times, properties, redeliveries = zip(
+            *[message.fields() for message in messages], strict=True
+        )
+        rows.keys += keys
+        rows.values += values
+        rows.ledgers += ledgers
+        rows.entries += entries
+        rows.indexes += indexes
+        rows.publish_times += publish_times
+        rows.event_times += event_times
+        rows.redeliveries += redeliveries
+        for pairs in properties:
+            rows.property_keys += [key for key, _ in pairs]
+            rows.property_values += [value for _, value in pairs]
+            rows.property_counts.append(len(pairs))
         if self.versioned:
-            self._versions += [message.schema_version() for message in messages]
+            rows.versions += [message.schema_version() for message in messages]
 
-    def build(self) -> pa.RecordBatch:
-        """The collected rows as one record batch; the builder starts empty again.
+    def build(self, limit: int | None = None) -> pa.RecordBatch:
+        """The first ``limit`` collected rows (None: all) as one record batch; the rest stay collected.
 
-        Columns are converted by pyarrow from the transposed rows, in C; no Python loop per row.
+        Columns are converted by pyarrow from the collected lists, in C; no Python loop per row.
         """
-        count = len(self._rows)
-        # Each field of MessageFields across the rows, by name.
-        field = dict(zip(MessageFields._fields, zip(*self._rows, strict=True), strict=True))
-        keys, values, properties = field["partition_key"], field["value"], field["properties"]
-        versions = self._versions
-        self._reset()
+        rows = self._rows.cut(len(self) if limit is None else min(limit, len(self)))
+        count = len(rows.indexes)
         schema = self.schema
-        columns: dict[str, pa.Array] = {"key": _null_if(pa.array(keys, pa.string()), "")}
+        columns: dict[str, pa.Array] = {"key": _null_if(pa.array(rows.keys, pa.string()), "")}
         if self._decoder is not None:
-            columns.update(self._decoder.decode(values, versions))
+            columns.update(self._decoder.decode(rows.values, rows.versions))
         elif self.value_format == VALUE_STRING:
-            columns["value"] = _utf8(values)
+            columns["value"] = _utf8(rows.values)
         else:
-            columns["value"] = pa.array(values, pa.binary())
+            columns["value"] = pa.array(rows.values, pa.binary())
+        offsets = pa.array([0, *itertools.accumulate(rows.property_counts)], pa.int32())
+        properties = pa.MapArray.from_arrays(
+            offsets, pa.array(rows.property_keys, pa.string()), pa.array(rows.property_values, pa.string()),
+            type=schema.field("properties").type,
+        )
         columns.update(
             {
                 "topic": pa.repeat(pa.scalar(self.source_topic, pa.string()), count),
                 "partition": pa.repeat(pa.scalar(self.partition, pa.int32()), count),
                 "message_id": pa.StructArray.from_arrays(
                     [
-                        pa.array(field["ledger_id"], pa.int64()),
-                        pa.array(field["entry_id"], pa.int64()),
-                        pa.array(field["batch_index"], pa.int32()),
+                        pa.array(rows.ledgers, pa.int64()),
+                        pa.array(rows.entries, pa.int64()),
+                        pa.array(rows.indexes, pa.int32()),
                     ],
                     fields=list(schema.field("message_id").type),
                 ),
-                "publish_time": _timestamps(pa.array(field["publish_time"], pa.int64()), schema.field("publish_time").type),
-                "event_time": _timestamps(_null_if(pa.array(field["event_time"], pa.int64()), 0), schema.field("event_time").type),
-                "properties": pa.array(properties, schema.field("properties").type),
-                "redelivery_count": pa.array(field["redelivery_count"], pa.int32()),
+                "publish_time": _timestamps(pa.array(rows.publish_times, pa.int64()), schema.field("publish_time").type),
+                "event_time": _timestamps(_null_if(pa.array(rows.event_times, pa.int64()), 0), schema.field("event_time").type),
+                "properties": properties,
+                "redelivery_count": pa.array(rows.redeliveries, pa.int32()),
                 BATCH_ID: pa.repeat(pa.scalar(self.batch_id, pa.string()), count),
             }
         )
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+class RowColumns:
+    """The rows a builder collected, column by column, as Python lists; properties flattened, with
+    each row's count of them."""
+
+    __slots__ = (
+        "keys", "values", "ledgers", "entries", "indexes", "publish_times", "event_times", "property_counts",
+        "property_keys", "property_values", "redeliveries", "versions",
+    )
+    _PROPERTY_LISTS = ("property_keys", "property_values")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.values: list[bytes | None] = []
+        self.ledgers: list[int] = []
+        self.entries: list[int] = []
+        self.indexes: list[int] = []
+        self.publish_times: list[int] = []
+        self.event_times: list[int] = []
+        self.property_counts: list[int] = []
+        self.property_keys: list[str] = []
+        self.property_values: list[str] = []
+        self.redeliveries: list[int] = []
+        #: Each row's schema version, for a versioned decoder only.
+        self.versions: list[str] = []
+
+    def cut(self, count: int) -> RowColumns:
+        """The first ``count`` rows, taken out of these."""
+        head = RowColumns()
+        properties = sum(self.property_counts[:count])
+        for name in self.__slots__:
+            column = getattr(self, name)
+            at = properties if name in self._PROPERTY_LISTS else count
+            setattr(head, name, column[:at])
+            del column[:at]
+        return head
+
+
+class EntryMessages(NamedTuple):
+    """The messages of one received entry, in order: batch index (-1 for an entry that is one
+    message), payload, and the metadata holding its key, properties and event time."""
+
+    indexes: list[int]
+    payloads: list[bytes]
+    sources: list[MessageFieldsSource]
+
+
+class MessageFieldsSource(Protocol):
+    """Where a message's own fields are read: its SingleMessageMetadata in a batch, else the entry's MessageMetadata."""
+
+    partition_key: str
+    null_value: bool
+    event_time: int
+
+    @property
+    def properties(self) -> Sequence[KeyValue]: ...
+
+
+# The metadata of a message in a batch that read_batch left as bytes: only a payload size and a
+# sequence id, so no key, properties or event time (protobuf defaults, shared).
+_PLAIN_SINGLE = SingleMessageMetadata()
+
+
+def _message_parts(_: None, index: int, payload: bytes, single: bytes | SingleMessageMetadata) -> tuple[int, bytes, MessageFieldsSource]:
+    return index, payload, single if isinstance(single, SingleMessageMetadata) else _PLAIN_SINGLE
+
+
+def entry_messages(entry: ReceivedEntry) -> EntryMessages:
+    """Split a received entry into its messages (a batch's that ``entry.wanted`` keeps and
+    compaction left; a malformed batch's up to the fault, which is logged)."""
+    if not entry.batch_size:
+        return EntryMessages([-1], [entry.payload], [entry.metadata])
+    parts: list[tuple[int, bytes, MessageFieldsSource]] = []
+    try:
+        read_batch(entry.payload, entry.batch_size, _message_parts, None, entry.wanted, parts)
+    except BatchFormatError as exc:
+        log.error("discarding the rest of batch %d:%d: %s", entry.ledger_id, entry.entry_id, exc)
+    if not parts:
+        return EntryMessages([], [], [])
+    indexes, payloads, sources = zip(*parts, strict=True)
+    return EntryMessages(list(indexes), list(payloads), list(sources))
 
 
 def value_fields(schema: pa.Schema) -> pa.Schema:
