@@ -19,21 +19,17 @@ from __future__ import annotations
 
 import io
 import itertools
-import logging
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, Protocol, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from airflow_pulsar.client.consumer import Message, ReceivedEntry
-from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, SingleMessageMetadata
-from airflow_pulsar.client.protocol.wire import BatchFormatError, read_batch
 
+from .entry_messages import EntryMessages
 from .spec import VALUE_BYTES, VALUE_JSON, VALUE_SCHEMA, VALUE_STRING, check_value_schema
-
-log = logging.getLogger(__name__)
 
 CORRUPT_RECORD = "_corrupt_record"
 BATCH_ID = "batch_id"
@@ -152,23 +148,16 @@ class RowBatchBuilder:
         return len(self._rows.indexes)
 
     def add_entry(self, entry: ReceivedEntry, messages: EntryMessages) -> None:
-        """Append the messages of an entry, as :func:`entry_messages` split it."""
+        """Append the messages of an entry, as :func:`.entry_messages.entry_messages` gives them."""
         rows = self._rows
-        indexes, payloads, sources = messages
-        count = len(indexes)
-        rows.indexes += indexes
-        rows.keys += [source.partition_key for source in sources]
-        rows.values += [None if source.null_value else payload for source, payload in zip(sources, payloads, strict=True)]
-        rows.event_times += [source.event_time for source in sources]
-        property_counts = rows.property_counts
-        property_keys, property_values = rows.property_keys, rows.property_values
-        for source in sources:
-            properties = source.properties
-            if properties:
-                for pair in properties:
-                    property_keys.append(pair.key)
-                    property_values.append(pair.value)
-            property_counts.append(len(properties))
+        count = len(messages.indexes)
+        rows.indexes += messages.indexes
+        rows.keys += messages.keys
+        rows.values += messages.values
+        rows.event_times += messages.event_times
+        rows.property_counts += messages.property_counts
+        rows.property_keys += messages.property_keys
+        rows.property_values += messages.property_values
         metadata = entry.metadata
         rows.ledgers += [entry.ledger_id] * count
         rows.entries += [entry.entry_id] * count
@@ -277,51 +266,6 @@ class RowColumns:
             setattr(head, name, column[:at])
             del column[:at]
         return head
-
-
-class EntryMessages(NamedTuple):
-    """The messages of one received entry, in order: batch index (-1 for an entry that is one
-    message), payload, and the metadata holding its key, properties and event time."""
-
-    indexes: list[int]
-    payloads: list[bytes]
-    sources: list[MessageFieldsSource]
-
-
-class MessageFieldsSource(Protocol):
-    """Where a message's own fields are read: its SingleMessageMetadata in a batch, else the entry's MessageMetadata."""
-
-    partition_key: str
-    null_value: bool
-    event_time: int
-
-    @property
-    def properties(self) -> Sequence[KeyValue]: ...
-
-
-# The metadata of a message in a batch that read_batch left as bytes: only a payload size and a
-# sequence id, so no key, properties or event time (protobuf defaults, shared).
-_PLAIN_SINGLE = SingleMessageMetadata()
-
-
-def _message_parts(_: None, index: int, payload: bytes, single: bytes | SingleMessageMetadata) -> tuple[int, bytes, MessageFieldsSource]:
-    return index, payload, single if isinstance(single, SingleMessageMetadata) else _PLAIN_SINGLE
-
-
-def entry_messages(entry: ReceivedEntry) -> EntryMessages:
-    """Split a received entry into its messages (a batch's that ``entry.wanted`` keeps and
-    compaction left; a malformed batch's up to the fault, which is logged)."""
-    if not entry.batch_size:
-        return EntryMessages([-1], [entry.payload], [entry.metadata])
-    parts: list[tuple[int, bytes, MessageFieldsSource]] = []
-    try:
-        read_batch(entry.payload, entry.batch_size, _message_parts, None, entry.wanted, parts)
-    except BatchFormatError as exc:
-        log.error("discarding the rest of batch %d:%d: %s", entry.ledger_id, entry.entry_id, exc)
-    if not parts:
-        return EntryMessages([], [], [])
-    indexes, payloads, sources = zip(*parts, strict=True)
-    return EntryMessages(list(indexes), list(payloads), list(sources))
 
 
 def value_fields(schema: pa.Schema) -> pa.Schema:

@@ -21,7 +21,8 @@ from pyspark.sql.types import StructType
 from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy
 from airflow_pulsar.client.consumer import ReceivedEntry, create_reader
 
-from .columns import RowBatchBuilder, ValueDecoder, entry_messages, row_ddl, value_fields
+from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
+from .entry_messages import entry_messages
 from .faults import inject
 from .plan import ReadRange
 from .profiling import profiled
