@@ -169,8 +169,11 @@ def _read_common_batch(buf: bytes, count: int) -> EntryMessages:
         event_time = 0
         if at < meta_size and meta[at] == _EVENT_TIME:
             event_time, at = _varint(meta, at + 1)
-        if at < meta_size and meta[at] == _SEQUENCE_ID:
-            _, at = _varint(meta, at + 1)
+        if at < meta_size and meta[at] == _SEQUENCE_ID:  # last: its varint runs to the end, in up to nine bytes
+            sequence_id = meta[at + 1 :]
+            if not 0 < len(sequence_id) <= 9 or sequence_id[-1] >= 0x80 or min(sequence_id[:-1] or b"\x80") < 0x80:
+                raise _Uncommon
+            at = meta_size
         pos = meta_end + size
         if at != meta_size or size >= 1 << 31 or pos > end:
             raise _Uncommon
