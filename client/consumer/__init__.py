@@ -34,6 +34,7 @@ from .settings import (
     RegexSubscriptionMode,
 )
 from .stats import ConsumerStats
+from .unpacker import ReceivedEntry
 
 if TYPE_CHECKING:
     from ..services import ClientServices
@@ -55,6 +56,7 @@ __all__ = [
     "MessageFields",
     "MessageId",
     "Reader",
+    "ReceivedEntry",
     "RegexSubscriptionMode",
     "create_reader",
     "subscribe",

@@ -21,6 +21,7 @@ from .partition_consumer import PartitionConsumer
 from .receiver_queue import ReceiverQueue
 from .settings import ConsumerSettings
 from .stats import ConsumerStats
+from .unpacker import ReceivedEntry
 
 if TYPE_CHECKING:
     from ..services import ClientServices
@@ -117,6 +118,19 @@ class Consumer:
         """Pull mode: the messages available within the batch receive policy (possibly none)."""
         self.check_open()
         return self._queue.take_many(self._max_messages, self._max_bytes, self._batch_timeout)
+
+    def take_entries(self) -> list[ReceivedEntry]:
+        """For bulk readers that decode entries themselves (the Spark ingest), not on the official
+        API: like ``batch_receive``, but whole entries, opened and not split into messages (see
+        ReceivedEntry), taken until the batch receive policy's limits. Their permits are returned at
+        once; acknowledge with an entry's ``last_message_id()``. Refused for consumers that track
+        messages one by one (a listener, an ack timeout, a dead-letter policy); do not mix with
+        ``receive`` on one consumer."""
+        self.check_open()
+        settings = self._settings
+        if self._listener is not None or settings.unacked_messages_timeout_ms or settings.dead_letter_policy is not None:
+            raise InvalidConfiguration("take_entries() needs a consumer without a listener, an ack timeout or a dead-letter policy")
+        return self._queue.take_entries(self._max_messages, self._max_bytes, self._batch_timeout)
 
     def check_open(self) -> None:
         """Raise AlreadyClosed once closed, or the error that ended a partition's subscription for good."""

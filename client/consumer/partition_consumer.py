@@ -27,14 +27,14 @@ from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
 from .chunks import ChunkedMessageCollector
 from .connection_handler import ConnectionHandler
 from .dead_letter import DeadLetterProcessor
-from .message import Delivery, Message
+from .message import Message
 from .negative_acks import NegativeAcksTracker
 from .permits import Permits
 from .receiver_queue import QueuedRun, ReceiverQueue
 from .settings import ConsumerSettings, ConsumerType, InitialPosition
 from .stats import ConsumerStats
 from .unacked_tracker import UnackedMessageTracker
-from .unpacker import EntryUnpacker, StartFilter, entry_permits
+from .unpacker import EntryUnpacker, ReceivedEntry, StartFilter, entry_permits
 
 if TYPE_CHECKING:
     from ..services import ClientServices
@@ -101,7 +101,7 @@ class PartitionConsumer:
         self.unpacker = EntryUnpacker(topic, partition, self.acks, self.chunks, self.start, message_topic, settings, self.unacked)
         self._seek_pending = False
         self._seek_by_time = False
-        self._last_taken: Message | None = None
+        self._last_taken: Message | MessageId | None = None  # a message taken, or the last id of entries taken
         self.connection_handler = ConnectionHandler(self.consumer_id, self.consumer_name, topic, self._subscribe_once, self._fail)
         # Set when a resubscribe was refused for good; receive() then raises it.
         self.failure: PulsarException | None = None
@@ -204,6 +204,17 @@ class PartitionConsumer:
         self.received += len(messages)
         return messages
 
+    def unpack_entries(self, item: QueuedRun) -> list[ReceivedEntry]:
+        """Open a queued run of entries for a bulk reader, without making messages of them."""
+        entries, permits = self.unpacker.unpack_entries(item.frames)
+        self.permits.returned(permits - sum(entry.message_count() for entry in entries))
+        return entries
+
+    def entries_taken(self, entries: list[ReceivedEntry]) -> None:
+        """A bulk reader took whole entries: their permits come back."""
+        self.permits.returned(sum(entry.message_count() for entry in entries))
+        self._last_taken = entries[-1].last_message_id()
+
     def taken(self, message: Message) -> None:
         """The application took a message: a permit comes back, and the ack-timeout clock starts."""
         self.permits.returned(1)
@@ -224,16 +235,16 @@ class PartitionConsumer:
         if item.epoch >= self._connection_epoch:
             self.permits.returned(sum(entry_permits(frame.entry) for frame in item.frames))
 
-    def stale_messages(self, delivery: Delivery, count: int) -> None:
-        """``count`` unpacked messages of an older epoch were dropped: return their permits if still owed."""
-        if delivery.epoch >= self._connection_epoch:
+    def stale_messages(self, epoch: int, count: int) -> None:
+        """``count`` messages (or opened entries' permits) of an older ``epoch`` were dropped: return the permits if still owed."""
+        if epoch >= self._connection_epoch:
             self.permits.returned(count)
 
     @property
     def last_dequeued(self) -> MessageId | None:
         """The id of the last message the application took, None before the first."""
         last = self._last_taken
-        return None if last is None else last.message_id()
+        return last.message_id() if type(last) is Message else last
 
     # ---- acknowledgement ----
 

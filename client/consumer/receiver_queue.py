@@ -24,6 +24,7 @@ from typing import NamedTuple, Protocol
 
 from ..protocol.frames import MessageFrame
 from .message import Delivery, Message
+from .unpacker import ReceivedEntry
 
 
 class QueueOwner(Protocol):
@@ -41,8 +42,16 @@ class QueueOwner(Protocol):
         """The messages of a current run of entries for the application (possibly none)."""
         ...
 
+    def unpack_entries(self, item: QueuedRun) -> list[ReceivedEntry]:
+        """The entries of a current run for a bulk reader, opened but not split (possibly none)."""
+        ...
+
     def taken(self, message: Message) -> None:
         """The application took one message."""
+        ...
+
+    def entries_taken(self, entries: list[ReceivedEntry]) -> None:
+        """A bulk reader took these whole entries."""
         ...
 
     def taken_many(self, messages: list[Message]) -> None:
@@ -53,8 +62,8 @@ class QueueOwner(Protocol):
         """A queued run of entries was dropped unread."""
         ...
 
-    def stale_messages(self, delivery: Delivery, count: int) -> None:
-        """``count`` unpacked messages of ``delivery`` were dropped untaken."""
+    def stale_messages(self, epoch: int, count: int) -> None:
+        """``count`` unpacked messages (or permits of opened entries) of ``epoch`` were dropped untaken."""
         ...
 
 
@@ -83,6 +92,11 @@ class ReceiverQueue:
         self._ready_pos = 0
         self._ready_delivery: Delivery | None = None
         self._ready_owner: QueueOwner | None = None
+        # The opened entries of one run for a bulk reader (``take_entries``); those before _entries_pos are taken.
+        self._entries: list[ReceivedEntry] = []
+        self._entries_pos = 0
+        self._entries_epoch = 0
+        self._entries_owner: QueueOwner | None = None
         # Held by whoever is taking messages, so entries unpack in arrival order.
         self._take_lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -167,6 +181,43 @@ class ReceiverQueue:
                 if self._unpack_next(deadline, None) is None:
                     return taken
 
+    def take_entries(self, max_messages: int, max_bytes: int, timeout: float) -> list[ReceivedEntry]:
+        """Whole entries, opened but not split into messages, until they count ``max_messages``
+        messages or ``max_bytes`` payload bytes (limits <= 0 are off; the entry that reaches a limit
+        is taken whole) or the timeout. For consumers read only this way: messages that ``take``
+        unpacked are not handed out here."""
+        deadline = time.monotonic() + timeout
+        taken: list[ReceivedEntry] = []
+        count = size = 0
+        with self._take_lock:
+            if self._ready_pos < len(self._ready):
+                raise RuntimeError("take_entries on a consumer whose unpacked messages are waiting to be received")
+            while True:
+                entries, pos, owner = self._entries, self._entries_pos, self._entries_owner
+                if pos < len(entries) and self._entries_epoch != owner.epoch:  # type: ignore[union-attr]
+                    owner.stale_messages(self._entries_epoch, sum(entry.message_count() for entry in entries[pos:]))  # type: ignore[union-attr]
+                    pos = len(entries)
+                stop = pos
+                while stop < len(entries) and (max_messages <= 0 or count < max_messages) and (max_bytes <= 0 or size < max_bytes):
+                    entry = entries[stop]
+                    count += entry.message_count()
+                    size += len(entry.payload)
+                    stop += 1
+                self._entries_pos = stop
+                if stop > pos:
+                    part = entries[pos:stop]
+                    owner.entries_taken(part)  # type: ignore[union-attr]
+                    taken += part
+                if stop < len(entries):  # a limit was reached
+                    return taken
+                if (max_messages > 0 and count >= max_messages) or (max_bytes > 0 and size >= max_bytes):
+                    return taken
+                item = self._next_run(deadline, None)
+                if item is None:
+                    return taken
+                self._entries, self._entries_pos = item.owner.unpack_entries(item), 0
+                self._entries_epoch, self._entries_owner = item.epoch, item.owner
+
     def try_take_nowait(self) -> tuple[bool, Message | None]:
         """For asyncio: (False, None) if another thread is receiving, else (True, message or None)."""
         if not self._take_lock.acquire(blocking=False):
@@ -183,7 +234,7 @@ class ReceiverQueue:
         """A future that completes when entries arrive (at once if some are already queued)."""
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
-            if self._runs or self._taking or self._ready_pos < len(self._ready) or self._closed:
+            if self._runs or self._taking or self._ready_pos < len(self._ready) or self._entries_pos < len(self._entries) or self._closed:
                 future.set_result(None)
             else:
                 self._waiters.append((loop, future))
@@ -194,6 +245,9 @@ class ReceiverQueue:
         with self._cond:
             queued = [*self._taking, *self._runs]  # copies in one step: the taking thread may pop meanwhile
         entries = sum(len(run.frames) for run in queued if owner is None or (run.owner is owner and run.epoch == owner.epoch))
+        opened, entries_owner = self._entries[self._entries_pos :], self._entries_owner
+        if opened and entries_owner is not None and self._entries_epoch == entries_owner.epoch and owner in (None, entries_owner):
+            entries += len(opened)
         delivery, ready_owner = self._ready_delivery, self._ready_owner
         ready = len(self._ready) - self._ready_pos
         if delivery is None or (owner is not None and (ready_owner is not owner or delivery.epoch != owner.epoch)):
@@ -208,7 +262,7 @@ class ReceiverQueue:
         delivery, owner = self._ready_delivery, self._ready_owner
         if delivery.epoch == owner.epoch:  # type: ignore[union-attr]
             return True
-        owner.stale_messages(delivery, len(ready) - pos)  # type: ignore[union-attr, arg-type]
+        owner.stale_messages(delivery.epoch, len(ready) - pos)  # type: ignore[union-attr]
         self._ready, self._ready_pos = [], 0
         return False
 
@@ -224,6 +278,19 @@ class ReceiverQueue:
     def _unpack_next(self, deadline: float | None, before_wait: Callable[[], None] | None) -> list[Message] | None:
         """Unpack the next current run into the ready queue and return its messages (possibly
         none); None on timeout or close."""
+        item = self._next_run(deadline, before_wait)
+        if item is None:
+            return None
+        owner = item.owner
+        # Unpacking happens outside the shared lock, so the reader thread can keep queueing meanwhile.
+        messages = owner.unpack(item)
+        if messages:
+            self._ready, self._ready_pos = messages, 0
+            self._ready_delivery, self._ready_owner = messages[0].delivery, owner
+        return messages
+
+    def _next_run(self, deadline: float | None, before_wait: Callable[[], None] | None) -> QueuedRun | None:
+        """The next run of a current epoch, stale ones dropped on the way; None on timeout or close."""
         while True:
             if self._closed:
                 return None
@@ -233,16 +300,10 @@ class ReceiverQueue:
                     return None
                 taking = self._taking
             item = taking.popleft()
-            owner = item.owner
-            if item.epoch != owner.epoch:
-                owner.stale_run(item)
+            if item.epoch != item.owner.epoch:
+                item.owner.stale_run(item)
                 continue
-            # Unpacking happens outside the shared lock, so the reader thread can keep queueing meanwhile.
-            messages = owner.unpack(item)
-            if messages:
-                self._ready, self._ready_pos = messages, 0
-                self._ready_delivery, self._ready_owner = messages[0].delivery, owner
-            return messages
+            return item
 
     def _take_queued(self, deadline: float | None, before_wait: Callable[[], None] | None) -> bool:
         """Move every queued run to the taking side, waiting for one until ``deadline``; False on timeout or close."""

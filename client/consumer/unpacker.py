@@ -18,7 +18,7 @@ flagged failed on its encryption context.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..crypto import ConsumerCryptoFailureAction, KeyReader, MessageDecryptor
 from ..protocol.batch import unacked_mask
@@ -27,7 +27,7 @@ from ..protocol.frames import FrameError, MessageFrame, entry_metadata, split_en
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import MessageMetadata
 from ..protocol.wire import BatchFormatError, read_batch
-from .ack_grouping import AckGroupingTracker
+from .ack_grouping import AckGroupingTracker, UnackedIndexes
 from .chunks import ChunkedMessageCollector
 from .message import Delivery, DeliveryOwner, Message
 from .unacked_tracker import UnackedMessageTracker
@@ -42,6 +42,39 @@ def entry_permits(entry: bytes) -> int:
     except FrameError:
         return 1
     return max(metadata.num_messages_in_batch, 1)
+
+
+class ReceivedEntry(NamedTuple):
+    """An entry opened for a bulk reader (see ``Consumer.take_entries``): decrypted, reassembled
+    and decompressed, but not split into messages.
+
+    ``batch_size`` is 0 for an entry that is one message, its payload the message's; a batch's
+    payload splits with :func:`~airflow_pulsar.client.protocol.wire.read_batch`, which leaves out
+    what compaction emptied and, when ``wanted`` is not None, the indexes whose bit is clear in
+    it (acknowledged before, or before a reader's start).
+    """
+
+    partition: int
+    ledger_id: int
+    entry_id: int
+    redelivery_count: int
+    metadata: MessageMetadata
+    payload: bytes
+    batch_size: int
+    wanted: int | None
+
+    def message_count(self) -> int:
+        """The messages the entry counts for (the permits it took): its batch size, or 1."""
+        return self.batch_size or 1
+
+    def last_message_id(self) -> MessageId:
+        """The id of the entry's last message: acknowledging it cumulatively acknowledges the entry."""
+        size = self.batch_size
+        return MessageId(self.partition, self.ledger_id, self.entry_id, size - 1 if size else -1, size)
+
+
+# Builds a ReceivedEntry from a plain tuple without NamedTuple's generated ``__new__``.
+_new_entry = tuple.__new__
 
 
 class StartFilter:
@@ -136,12 +169,11 @@ class EntryUnpacker:
         start, acks = self.start, self.acks
         for frame in frames:
             _, ledger, entry_id, redelivery_count, _, entry = frame
-            try:
-                metadata, payload_at = entry_metadata(entry)
-            except FrameError as exc:
-                log.error("discarding a malformed entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
+            parsed = self._metadata(frame)
+            if parsed is None:
                 permits += 1
                 continue
+            metadata, payload_at = parsed
             if (
                 not metadata.HasField("num_messages_in_batch") and not metadata.compression and not metadata.encryption_keys
                 and metadata.num_chunks_from_msg <= 1 and start.message_id is None and not acks.is_duplicate(ledger, entry_id)
@@ -155,17 +187,66 @@ class EntryUnpacker:
                 permits += self._unpack_entry(owner, epoch, frame, metadata, memoryview(entry)[payload_at:], messages)
         return messages, permits
 
+    def unpack_entries(self, frames: list[MessageFrame]) -> tuple[list[ReceivedEntry], int]:
+        """(the entries of consecutive MESSAGEs for the application, opened but not split into
+        messages, and the permits the entries took): what :meth:`unpack_run` would make messages of."""
+        entries: list[ReceivedEntry] = []
+        permits = 0
+        for frame in frames:
+            parsed = self._metadata(frame)
+            if parsed is None:
+                permits += 1
+                continue
+            metadata, payload_at = parsed
+            taken, opened, _, _ = self._open(frame, metadata, memoryview(frame.entry)[payload_at:])
+            permits += taken
+            if opened is not None:
+                entries.append(opened)
+        return entries, permits
+
+    def _metadata(self, frame: MessageFrame) -> tuple[MessageMetadata, int] | None:
+        """The MessageMetadata of the frame's entry and where its payload starts; None (logged) if malformed."""
+        try:
+            return entry_metadata(frame.entry)
+        except FrameError as exc:
+            log.error("discarding a malformed entry %d:%d of %s: %s", frame.ledger_id, frame.entry_id, self.topic, exc)
+            return None
+
     def _unpack_entry(
         self, owner: DeliveryOwner | None, epoch: int, frame: MessageFrame, metadata: MessageMetadata, payload: Buffer,
         messages: list[Message],
     ) -> int:
         """Append the messages of an entry that is not one plain message to ``messages``; the permits it took."""
+        permits, opened, state, undecrypted = self._open(frame, metadata, payload)
+        if opened is None:
+            return permits
+        _, ledger, entry_id, redelivery_count, metadata, payload, count, wanted = opened
+        delivery = Delivery(
+            owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, redelivery_count, self.id_topic
+        )
+        if not count:
+            delivery.decryption_failed = undecrypted
+            messages.append(Message(delivery, -1, payload, None))
+            return permits
+        delivery.unacked = state
+        try:
+            read_batch(payload, count, Message, delivery, wanted, messages)
+        except BatchFormatError as exc:
+            log.error("discarding the rest of batch %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
+        return permits
+
+    def _open(
+        self, frame: MessageFrame, metadata: MessageMetadata, payload: Buffer
+    ) -> tuple[int, ReceivedEntry | None, UnackedIndexes | None, bool]:
+        """Decrypt, reassemble and decompress an entry and pick the messages of it to deliver:
+        (the permits it took, the entry or None when nothing of it is delivered, a batch's ack
+        state, whether it could not be decrypted and is delivered as it came)."""
         _, ledger, entry_id, redelivery_count, ack_set, _ = frame
         batched = metadata.HasField("num_messages_in_batch")
         count = metadata.num_messages_in_batch if batched else 0
         permits = max(count, 1)
         if self.acks.is_duplicate(ledger, entry_id):
-            return permits
+            return permits, None, None, False
         undecrypted = False
         if metadata.encryption_keys:
             decryptor = self.decryptor
@@ -174,7 +255,7 @@ class EntryUnpacker:
                 payload = plain
             elif self.crypto_failure_action != ConsumerCryptoFailureAction.CONSUME:
                 self._withhold(ledger, entry_id)
-                return permits
+                return permits, None, None, False
             else:
                 undecrypted = True
                 count = 0  # a batch it cannot open reaches the application as one message
@@ -183,35 +264,29 @@ class EntryUnpacker:
             completed = self.chunks.add(metadata, bytes(payload), MessageId(self.partition, ledger, entry_id))
             self._ack_dropped_chunks()
             if completed is None:
-                return 1  # a chunk is not a message: ask for the next one
+                return 1, None, None, False  # a chunk is not a message: ask for the next one
             metadata, payload, chunk_ids = completed.metadata, completed.payload, completed.chunk_ids
         if not undecrypted:
             try:
                 payload = decompress(metadata.compression, payload, metadata.uncompressed_size)
             except CompressionError as exc:
                 log.error("discarding entry %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
-                return permits
-        delivery = Delivery(
-            owner, epoch, ledger, entry_id, self.partition, count, metadata, self.topic, redelivery_count, self.id_topic
-        )
+                return permits, None, None, False
+        data = payload if type(payload) is bytes else bytes(payload)
         if not count:
-            delivery.decryption_failed = undecrypted
             if self.start.is_prior(ledger, entry_id, -1):
-                return permits
+                return permits, None, None, undecrypted
             if chunk_ids is not None:
                 self.acks.track_chunks(ledger, entry_id, chunk_ids)
-            messages.append(Message(delivery, -1, bytes(payload), None))
-            return permits
+            opened = _new_entry(ReceivedEntry, (self.partition, ledger, entry_id, redelivery_count, metadata, data, 0, None))
+            return permits, opened, None, undecrypted
         mask = unacked_mask(ack_set, count) if ack_set else None
         unacked = (1 << count) - 1 if mask is None else mask
-        delivery.unacked = self.acks.track_batch(ledger, entry_id, unacked)
+        state = self.acks.track_batch(ledger, entry_id, unacked)
         if self.start.reaches(ledger, entry_id):  # the start entry, or one before it: test it once
             mask = unacked & self.start.kept(ledger, entry_id, count)
-        try:
-            read_batch(payload, count, Message, delivery, mask, messages)
-        except BatchFormatError as exc:
-            log.error("discarding the rest of batch %d:%d of %s: %s", ledger, entry_id, self.topic, exc)
-        return count
+        opened = _new_entry(ReceivedEntry, (self.partition, ledger, entry_id, redelivery_count, metadata, data, count, mask))
+        return count, opened, state, False
 
     def _withhold(self, ledger: int, entry_id: int) -> None:
         """An entry that cannot be decrypted, under FAIL or DISCARD."""

@@ -18,6 +18,7 @@ fields of the topic's registered schema take that place, decoded by a :class:`Va
 from __future__ import annotations
 
 import io
+import itertools
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
@@ -25,8 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from airflow_pulsar.client.consumer import Message, MessageFields
+from airflow_pulsar.client.consumer import Message, ReceivedEntry
 
+from .entry_messages import EntryMessages
 from .spec import VALUE_BYTES, VALUE_JSON, VALUE_SCHEMA, VALUE_STRING, check_value_schema
 
 CORRUPT_RECORD = "_corrupt_record"
@@ -110,11 +112,13 @@ class JsonValues:
 
 
 class RowBatchBuilder:
-    """Collects messages of one topic partition and turns them into an Arrow record batch of the
+    """Collects the messages of one topic partition and turns them into Arrow record batches of the
     row schema (``arrow_schema``, exactly what Spark expects for the data source's schema).
 
-    JSON values are parsed by a :class:`JsonValues` of the schema's fields; schema values need a
-    ``decoder``.
+    Messages come in as whole received entries (:meth:`add_entry`, the range readers' path: no
+    object per message) or as :class:`Message` objects (:meth:`add_messages`); both give the same
+    rows. JSON values are parsed by a :class:`JsonValues` of the schema's fields; schema values
+    need a ``decoder``.
     """
 
     def __init__(
@@ -136,62 +140,132 @@ class RowBatchBuilder:
         if decoder is None and value_format == VALUE_SCHEMA:
             raise ValueError("value_format 'schema' needs a decoder of the topic's schema")
         self._decoder = decoder
-        #: Whether ``add`` wants each message's schema version.
+        #: Whether each message's schema version is collected (for the decoder).
         self.versioned = decoder is not None and decoder.versioned
-        self._reset()
-
-    def _reset(self) -> None:
-        self._rows: list[MessageFields] = []
-        self._versions: list[str] = []
+        self._rows = RowColumns()
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._rows.indexes)
+
+    def add_entry(self, entry: ReceivedEntry, messages: EntryMessages) -> None:
+        """Append the messages of an entry, as :func:`.entry_messages.entry_messages` gives them."""
+        rows = self._rows
+        count = len(messages.indexes)
+        rows.indexes += messages.indexes
+        rows.keys += messages.keys
+        rows.values += messages.values
+        rows.event_times += messages.event_times
+        rows.property_counts += messages.property_counts
+        rows.property_keys += messages.property_keys
+        rows.property_values += messages.property_values
+        metadata = entry.metadata
+        rows.ledgers += [entry.ledger_id] * count
+        rows.entries += [entry.entry_id] * count
+        rows.publish_times += [metadata.publish_time] * count
+        rows.redeliveries += [entry.redelivery_count] * count
+        if self.versioned:
+            rows.versions += [metadata.schema_version.decode("latin-1")] * count
 
     def add_messages(self, messages: Sequence[Message]) -> None:
-        """Append messages (reading each one's ``schema_version()`` too when ``versioned``)."""
-        self._rows += [message.fields() for message in messages]
+        """Append messages received one by one (reading each one's ``schema_version()`` too when ``versioned``)."""
+        if not messages:
+            return
+        rows = self._rows
+        keys, values, ledgers, entries, indexes, publish_times, event_times, properties, redeliveries = zip(
+            *[message.fields() for message in messages], strict=True
+        )
+        rows.keys += keys
+        rows.values += values
+        rows.ledgers += ledgers
+        rows.entries += entries
+        rows.indexes += indexes
+        rows.publish_times += publish_times
+        rows.event_times += event_times
+        rows.redeliveries += redeliveries
+        for pairs in properties:
+            rows.property_keys += [key for key, _ in pairs]
+            rows.property_values += [value for _, value in pairs]
+            rows.property_counts.append(len(pairs))
         if self.versioned:
-            self._versions += [message.schema_version() for message in messages]
+            rows.versions += [message.schema_version() for message in messages]
 
-    def build(self) -> pa.RecordBatch:
-        """The collected rows as one record batch; the builder starts empty again.
+    def build(self, limit: int | None = None) -> pa.RecordBatch:
+        """The first ``limit`` collected rows (None: all) as one record batch; the rest stay collected.
 
-        Columns are converted by pyarrow from the transposed rows, in C; no Python loop per row.
+        Columns are converted by pyarrow from the collected lists, in C; no Python loop per row.
         """
-        count = len(self._rows)
-        # Each field of MessageFields across the rows, by name.
-        field = dict(zip(MessageFields._fields, zip(*self._rows, strict=True), strict=True))
-        keys, values, properties = field["partition_key"], field["value"], field["properties"]
-        versions = self._versions
-        self._reset()
+        rows = self._rows.cut(len(self) if limit is None else min(limit, len(self)))
+        count = len(rows.indexes)
         schema = self.schema
-        columns: dict[str, pa.Array] = {"key": _null_if(pa.array(keys, pa.string()), "")}
+        columns: dict[str, pa.Array] = {"key": _null_if(pa.array(rows.keys, pa.string()), "")}
         if self._decoder is not None:
-            columns.update(self._decoder.decode(values, versions))
+            columns.update(self._decoder.decode(rows.values, rows.versions))
         elif self.value_format == VALUE_STRING:
-            columns["value"] = _utf8(values)
+            columns["value"] = _utf8(rows.values)
         else:
-            columns["value"] = pa.array(values, pa.binary())
+            columns["value"] = pa.array(rows.values, pa.binary())
+        offsets = pa.array([0, *itertools.accumulate(rows.property_counts)], pa.int32())
+        properties = pa.MapArray.from_arrays(
+            offsets, pa.array(rows.property_keys, pa.string()), pa.array(rows.property_values, pa.string()),
+            type=schema.field("properties").type,
+        )
         columns.update(
             {
                 "topic": pa.repeat(pa.scalar(self.source_topic, pa.string()), count),
                 "partition": pa.repeat(pa.scalar(self.partition, pa.int32()), count),
                 "message_id": pa.StructArray.from_arrays(
                     [
-                        pa.array(field["ledger_id"], pa.int64()),
-                        pa.array(field["entry_id"], pa.int64()),
-                        pa.array(field["batch_index"], pa.int32()),
+                        pa.array(rows.ledgers, pa.int64()),
+                        pa.array(rows.entries, pa.int64()),
+                        pa.array(rows.indexes, pa.int32()),
                     ],
                     fields=list(schema.field("message_id").type),
                 ),
-                "publish_time": _timestamps(pa.array(field["publish_time"], pa.int64()), schema.field("publish_time").type),
-                "event_time": _timestamps(_null_if(pa.array(field["event_time"], pa.int64()), 0), schema.field("event_time").type),
-                "properties": pa.array(properties, schema.field("properties").type),
-                "redelivery_count": pa.array(field["redelivery_count"], pa.int32()),
+                "publish_time": _timestamps(pa.array(rows.publish_times, pa.int64()), schema.field("publish_time").type),
+                "event_time": _timestamps(_null_if(pa.array(rows.event_times, pa.int64()), 0), schema.field("event_time").type),
+                "properties": properties,
+                "redelivery_count": pa.array(rows.redeliveries, pa.int32()),
                 BATCH_ID: pa.repeat(pa.scalar(self.batch_id, pa.string()), count),
             }
         )
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+class RowColumns:
+    """The rows a builder collected, column by column, as Python lists; properties flattened, with
+    each row's count of them."""
+
+    __slots__ = (
+        "keys", "values", "ledgers", "entries", "indexes", "publish_times", "event_times", "property_counts",
+        "property_keys", "property_values", "redeliveries", "versions",
+    )
+    _PROPERTY_LISTS = ("property_keys", "property_values")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.values: list[bytes | None] = []
+        self.ledgers: list[int] = []
+        self.entries: list[int] = []
+        self.indexes: list[int] = []
+        self.publish_times: list[int] = []
+        self.event_times: list[int] = []
+        self.property_counts: list[int] = []
+        self.property_keys: list[str] = []
+        self.property_values: list[str] = []
+        self.redeliveries: list[int] = []
+        #: Each row's schema version, for a versioned decoder only.
+        self.versions: list[str] = []
+
+    def cut(self, count: int) -> RowColumns:
+        """The first ``count`` rows, taken out of these."""
+        head = RowColumns()
+        properties = sum(self.property_counts[:count])
+        for name in self.__slots__:
+            column = getattr(self, name)
+            at = properties if name in self._PROPERTY_LISTS else count
+            setattr(head, name, column[:at])
+            del column[:at]
+        return head
 
 
 def value_fields(schema: pa.Schema) -> pa.Schema:

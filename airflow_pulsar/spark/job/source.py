@@ -18,10 +18,11 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy, Message
-from airflow_pulsar.client.consumer import create_reader
+from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy
+from airflow_pulsar.client.consumer import ReceivedEntry, create_reader
 
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
+from .entry_messages import entry_messages
 from .faults import inject
 from .plan import ReadRange
 from .profiling import profiled
@@ -45,8 +46,8 @@ log = logging.getLogger(__name__)
 ROWS_PER_BATCH = 10_000
 # Permits a reader offers: enough entries in flight that the broker never waits for a FLOW.
 READER_QUEUE_SIZE = 20_000
-# One take of a reader: at most a batch of messages (and 16 MiB), so a worker holds at most a
-# take's messages beside the rows being built, however large the backlog.
+# One take of a reader: entries up to a batch of messages (and 16 MiB), so a worker holds at most
+# a take's entries beside the rows being built, however large the backlog.
 TAKE = ConsumerBatchReceivePolicy(ROWS_PER_BATCH, 16 * 1024 * 1024, 100)
 
 # One client per Python worker process and broker; workers are reused across tasks.
@@ -138,12 +139,10 @@ def read_range_batches(
 
     The reader starts after ``read_range.after`` and stops after the last message of the entry
     ``read_range.last``, or before the first entry that would take it past the message budget.
-    Messages are taken up to a batch at a time (``batch_receive``), decided on entry by entry, and
-    acknowledged (so the broker forgets them) once per take.
+    Whole entries are taken up to a batch of messages at a time (``take_entries``), decided on one
+    by one and decoded straight into the builder's columns, and acknowledged (so the broker forgets
+    them) once per take.
     """
-    after = (read_range.after.ledger_id, read_range.after.entry_id)
-    last = (read_range.last.ledger_id, read_range.last.entry_id)
-    budget = read_range.message_budget
     reader = create_reader(
         client,
         read_range.topic,
@@ -152,66 +151,72 @@ def read_range_batches(
         batch_receive_policy=TAKE,
     )
     consumer = reader.consumer
-    taken = 0
+    selection = RangeSelection(read_range)
     try:
         deadline = time.monotonic() + timeout_seconds
-        done = False
-        while not done:
-            messages = consumer.batch_receive()
-            if not messages:
+        while not selection.done:
+            entries = consumer.take_entries()
+            if not entries:
                 if time.monotonic() > deadline:
                     raise RangeReadError(
                         f"no message within {timeout_seconds:g} s reading {read_range.topic} after "
-                        f"{read_range.after} up to {read_range.last} ({taken} read)"
+                        f"{read_range.after} up to {read_range.last} ({selection.taken} read)"
                     )
                 continue
             deadline = time.monotonic() + timeout_seconds
-            wanted, done = _wanted(messages, after, last, budget, taken)
-            if wanted:
-                consumer.acknowledge_cumulative(wanted[-1])
-                taken += len(wanted)
-                # Takes and batches need not line up: Spark gets batches of ROWS_PER_BATCH.
-                start = 0
-                while start < len(wanted):
-                    stop = start + ROWS_PER_BATCH - len(builder)
-                    builder.add_messages(wanted[start:stop])
-                    start = stop
-                    if len(builder) >= ROWS_PER_BATCH:
-                        yield builder.build()
+            last_added = selection.add(entries, builder)
+            if last_added is not None:
+                consumer.acknowledge_cumulative(last_added.last_message_id())
+            # Takes and batches need not line up: Spark gets batches of ROWS_PER_BATCH.
+            while len(builder) >= ROWS_PER_BATCH:
+                yield builder.build(ROWS_PER_BATCH)
         if len(builder):
             yield builder.build()
     finally:
         reader.close()
-    log.info("read %d messages of %s after %s up to %s", taken, read_range.topic, read_range.after, read_range.last)
+    log.info("read %d messages of %s after %s up to %s", selection.taken, read_range.topic, read_range.after, read_range.last)
 
 
-def _wanted(
-    messages: list[Message], after: tuple[int, int], last: tuple[int, int], budget: int | None, taken: int
-) -> tuple[list[Message], bool]:
-    """The messages of a take that belong to the range, and whether the range is complete.
+class RangeSelection:
+    """Which received entries belong to a range, decided entry by entry; an entry is taken whole.
 
-    Decided once per entry (its messages come one after another): a reader started after a whole
-    entry may still get that entry's batched messages (the standalone broker starts at the entry
-    itself), so entries up to ``after`` are skipped; an entry past ``last``, or one that would
-    overrun the budget, ends the range; an entry is taken whole.
+    A reader started after a whole entry may still get that entry's batched messages (the
+    standalone broker starts at the entry itself), so entries up to ``after`` are skipped; an
+    entry past ``last``, or one that would overrun the message budget, ends the range, as does
+    the entry ``last`` itself. Entries with no message for the application are passed over.
     """
-    first = 0
-    count = len(messages)
-    index = 0
-    while index < count:
-        delivery = messages[index].delivery
-        end = index + 1
-        while end < count and messages[end].delivery is delivery:
-            end += 1
-        position = (delivery.ledger_id, delivery.entry_id)
-        before = taken + index - first  # messages of the range before this entry
-        if position <= after:
-            first = end
-        elif position > last:
-            return messages[first:index], True
-        elif budget is not None and messages[index].batch_index <= 0 and before and before + max(delivery.batch_size, 1) > budget:
-            return messages[first:index], True
-        elif position == last and (delivery.batch_size == 0 or messages[end - 1].batch_index >= delivery.batch_size - 1):
-            return messages[first:end], True
-        index = end
-    return messages[first:], False
+
+    def __init__(self, read_range: ReadRange) -> None:
+        self.after = (read_range.after.ledger_id, read_range.after.entry_id)
+        self.last = (read_range.last.ledger_id, read_range.last.entry_id)
+        self.budget = read_range.message_budget
+        #: Messages of the range taken so far.
+        self.taken = 0
+        #: Whether the range is complete.
+        self.done = False
+
+    def add(self, entries: list[ReceivedEntry], builder: RowBatchBuilder) -> ReceivedEntry | None:
+        """Add the messages of the range's entries among ``entries`` to ``builder``; the last
+        entry added, if any."""
+        added = None
+        budget = self.budget
+        for entry in entries:
+            position = (entry.ledger_id, entry.entry_id)
+            if position <= self.after:
+                continue
+            messages = entry_messages(entry)
+            indexes = messages.indexes
+            if not indexes:
+                continue
+            if position > self.last or (
+                budget is not None and indexes[0] <= 0 and self.taken and self.taken + entry.message_count() > budget
+            ):
+                self.done = True
+                break
+            builder.add_entry(entry, messages)
+            self.taken += len(indexes)
+            added = entry
+            if position == self.last and (entry.batch_size == 0 or indexes[-1] >= entry.batch_size - 1):
+                self.done = True
+                break
+        return added
