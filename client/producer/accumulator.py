@@ -109,10 +109,8 @@ class MessageAccumulator:
             entry = self._entries.plain_entry(content, sequence_id)
             if entry is not None:
                 now = time.monotonic()
-                timeout = self._send_timeout
                 self._queue(OpSend(sequence_id=sequence_id, highest_sequence_id=sequence_id, num_messages=1, batched=False, entry=entry,
-                                   callbacks=[callback], permits=1, memory=len(content), created=now,
-                                   deadline=None if timeout is None else now + timeout))
+                                   callbacks=[callback], permits=1, memory=len(content), created=now, deadline=self._deadline(now)))
                 return False
         encryptor = self._entries.encryptor
         if encryptor is not None:
