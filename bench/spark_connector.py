@@ -99,7 +99,7 @@ def measure(messages: int, repeat: int, jars: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-connector-") as directory, brokers.running("pulsar", fsync=False) as broker:
         workdir = Path(directory)
         broker.admin("PUT", f"/admin/v2/persistent/public/default/{TOPIC}/partitions", json=PARTITIONS).raise_for_status()
-        produce(broker.service_url, messages)
+        produce(broker.service_url, TOPIC, messages)
         spark = (
             SparkSession.builder.master("local[2]")
             .config("spark.jars", jars)

@@ -119,18 +119,21 @@ class Consumer:
         self.check_open()
         return self._queue.take_many(self._max_messages, self._max_bytes, self._batch_timeout)
 
-    def take_entries(self) -> list[ReceivedEntry]:
+    def take_entries(self, until: tuple[int, int] | None = None) -> list[ReceivedEntry]:
         """For bulk readers that decode entries themselves (the Spark ingest), not on the official
         API: like ``batch_receive``, but whole entries, opened and not split into messages (see
-        ReceivedEntry), taken until the batch receive policy's limits. Their permits are returned at
-        once; acknowledge with an entry's ``last_message_id()``. Refused for consumers that track
-        messages one by one (a listener, an ack timeout, a dead-letter policy); do not mix with
-        ``receive`` on one consumer."""
+        ReceivedEntry), taken until the batch receive policy's limits. A reader that knows where it
+        stops passes that entry's position as ``until`` (ledger id, entry id; one topic only): the
+        take then ends with the first entry at or past it, as soon as that entry is in, not at the
+        timeout. Their
+        permits are returned at once; acknowledge with an entry's ``last_message_id()``. Refused for
+        consumers that track messages one by one (a listener, an ack timeout, a dead-letter
+        policy); do not mix with ``receive`` on one consumer."""
         self.check_open()
         settings = self._settings
         if self._listener is not None or settings.unacked_messages_timeout_ms or settings.dead_letter_policy is not None:
             raise InvalidConfiguration("take_entries() needs a consumer without a listener, an ack timeout or a dead-letter policy")
-        return self._queue.take_entries(self._max_messages, self._max_bytes, self._batch_timeout)
+        return self._queue.take_entries(self._max_messages, self._max_bytes, self._batch_timeout, until)
 
     def check_open(self) -> None:
         """Raise AlreadyClosed once closed, or the error that ended a partition's subscription for good."""

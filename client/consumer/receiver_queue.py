@@ -181,10 +181,13 @@ class ReceiverQueue:
                 if self._unpack_next(deadline, None) is None:
                     return taken
 
-    def take_entries(self, max_messages: int, max_bytes: int, timeout: float) -> list[ReceivedEntry]:
+    def take_entries(
+        self, max_messages: int, max_bytes: int, timeout: float, until: tuple[int, int] | None = None
+    ) -> list[ReceivedEntry]:
         """Whole entries, opened but not split into messages, until they count ``max_messages``
         messages or ``max_bytes`` payload bytes (limits <= 0 are off; the entry that reaches a limit
-        is taken whole) or the timeout. For consumers read only this way: messages that ``take``
+        is taken whole) or the timeout, or through the first entry at or past the position
+        ``until`` (ledger id, entry id). For consumers read only this way: messages that ``take``
         unpacked are not handed out here."""
         deadline = time.monotonic() + timeout
         taken: list[ReceivedEntry] = []
@@ -197,18 +200,21 @@ class ReceiverQueue:
                 if pos < len(entries) and self._entries_epoch != owner.epoch:  # type: ignore[union-attr]
                     owner.stale_messages(self._entries_epoch, sum(entry.message_count() for entry in entries[pos:]))  # type: ignore[union-attr]
                     pos = len(entries)
-                stop = pos
+                stop, reached = pos, False
                 while stop < len(entries) and (max_messages <= 0 or count < max_messages) and (max_bytes <= 0 or size < max_bytes):
                     entry = entries[stop]
                     count += entry.message_count()
                     size += len(entry.payload)
                     stop += 1
+                    if until is not None and (entry.ledger_id, entry.entry_id) >= until:
+                        reached = True
+                        break
                 self._entries_pos = stop
                 if stop > pos:
                     part = entries[pos:stop]
                     owner.entries_taken(part)  # type: ignore[union-attr]
                     taken += part
-                if stop < len(entries):  # a limit was reached
+                if reached or stop < len(entries):  # ``until`` or a limit was reached
                     return taken
                 if (max_messages > 0 and count >= max_messages) or (max_bytes > 0 and size >= max_bytes):
                     return taken

@@ -3,6 +3,8 @@ the refusal for consumers that track messages one by one."""
 
 from __future__ import annotations
 
+import time
+
 import pulsar
 import pytest
 
@@ -81,3 +83,21 @@ def test_consumers_that_track_messages_one_by_one_are_refused(our_client: Client
     with pytest.raises(InvalidConfiguration, match="take_entries"):
         consumer.take_entries()
     consumer.close()
+
+
+def test_a_take_until_an_entry_ends_with_it_without_waiting(our_client: Client, official: pulsar.Client, topic_name: str) -> None:
+    ids = produce(official, topic_name, 30, batch=10)
+    # A policy that would wait a minute for 1,000 messages: the take ends at the entry asked for.
+    policy = ConsumerBatchReceivePolicy(1000, -1, 60_000)
+    reader = create_reader(our_client, topic_name, MessageId.earliest, batch_receive_policy=policy)
+    consumer = reader.consumer
+    second = (ids[10].ledger_id(), ids[10].entry_id())
+    started = time.monotonic()
+    taken: list[ReceivedEntry] = []
+    while not taken or (taken[-1].ledger_id, taken[-1].entry_id) < second:
+        taken += consumer.take_entries(until=second)
+        assert time.monotonic() - started < 30, "the take waited for its policy's limits"
+    assert payloads(taken) == [f"m{i}".encode() for i in range(20)]
+    # The entry after it stays queued for the next take.
+    assert payloads(consumer.take_entries(until=(ids[20].ledger_id(), ids[20].entry_id()))) == [f"m{i}".encode() for i in range(20, 30)]
+    reader.close()

@@ -155,7 +155,7 @@ def read_range_batches(
     try:
         deadline = time.monotonic() + timeout_seconds
         while not selection.done:
-            entries = consumer.take_entries()
+            entries = consumer.take_entries(selection.last)
             if not entries:
                 if time.monotonic() > deadline:
                     raise RangeReadError(
