@@ -6,9 +6,11 @@ targets, and writes ``bench/results/latest.json``. The ``pulsar`` section runs b
 Apache Pulsar standalone; the ``brokers`` section puts our broker beside Apache Pulsar, both
 driven by the official client (there the "official" column is Apache Pulsar). The ``connector``
 section puts our Spark ingest beside StreamNative's pulsar-spark connector on Apache Pulsar (the
-"official" column; `make connector-jar` builds it, and the section is skipped without it). Usage::
+"official" column; `make connector-jar` builds it, and the section is skipped without it). The
+``reader`` section gives the CPU per message of the ingest's range reader alone, beside the
+Message-object path it replaced (lower is better). Usage::
 
-    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,pulsar,brokers]
+    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,reader,pulsar,brokers]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import consumer
 import latency
 import memory
 import producer
+import range_read
 import spark_connector
 
 RESULTS = Path(__file__).with_name("results")
@@ -121,6 +124,7 @@ SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[
         lambda: spark_ingest_rows(1_000_000, 3, [100_000, 1_000_000, 10_000_000]),
     ),
     "connector": (lambda: spark_connector.rows(200_000, 3), lambda: spark_connector.rows(200_000, 5)),
+    "reader": (lambda: range_read.rows(200_000, 3), lambda: range_read.rows(1_000_000, 3)),
     "pulsar": (
         lambda: (
             producer.measure(30_000, broker_kind="pulsar")

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from class_sharing import JVM_CACHE
 
+#: Where spark-submit resolves ``--packages`` (``spark.jars.ivy``) when a test leaves the choice
+#: of the format's jars to the operator: in the checkout's cache, not the user's home.
+IVY_CACHE = JVM_CACHE / "ivy"
+
 
 class LakehouseJarsMissing(RuntimeError):
     """The format's jar list is not in the checkout's cache: run ``make lakehouse-jars``."""

@@ -48,7 +48,13 @@ from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
 from airflow_pulsar.spark.submit import JobSubmit
-from airflow_pulsar.spark.table_formats import catalog_conf, default_packages, session_conf, with_local_catalog
+from airflow_pulsar.spark.table_formats import (
+    catalog_conf,
+    default_exclude_packages,
+    default_packages,
+    session_conf,
+    with_local_catalog,
+)
 from airflow_pulsar.templated_arguments import TemplatedArguments
 
 if TYPE_CHECKING:
@@ -98,7 +104,8 @@ class PulsarToTableOperator(TemplatedArguments):
     :param format: ``parquet`` (default), ``orc``, ``json`` or ``csv``; or ``delta`` or ``iceberg``,
         whose Spark integration comes from ``packages`` or ``jars`` (or ``spark.jars.packages`` /
         ``spark.jars`` in ``conf``), by default from ``packages`` naming the release for the Spark
-        minor of this worker's pyspark (refused when the format has none for it). A ``delta``
+        minor of this worker's pyspark (refused when the format has none for it), with
+        ``exclude_packages`` leaving out what Spark already ships (unless given). A ``delta``
         table may be a location (an absolute path or URI) instead of a name. An ``iceberg`` table
         ``catalog.database.name`` lives in that Iceberg catalog (see ``table_catalog``), one named
         ``database.name`` in the Hive metastore, through Iceberg's session catalog.
@@ -146,6 +153,7 @@ class PulsarToTableOperator(TemplatedArguments):
     # Spark arguments read by name; __init__ sets every one of _SPARK_TEMPLATED.
     conf: dict[str, Any] | None
     packages: str | None
+    exclude_packages: str | None
     jars: str | None
 
     def __init__(
@@ -219,6 +227,7 @@ class PulsarToTableOperator(TemplatedArguments):
         """Settle the previous batch if needed, then plan, write and acknowledge the next one."""
         topics = list(self.topics)
         self.packages = default_packages(self.table_format, self.packages, self.jars, self.conf or {})
+        self.exclude_packages = default_exclude_packages(self.table_format, self.packages, self.exclude_packages)
         if self.table_catalog is not None:
             catalog_conf(self.table, self.table_catalog)  # refuses a table or properties it cannot configure
         plan_topic = self.plan_topic or default_plan_topic(topics[0], self.subscription)

@@ -3,8 +3,8 @@ has for a Spark minor, and the session settings that turn each integration on.
 
 Both integrations are built per Spark minor (``delta-spark_4.1_2.13``, ``iceberg-spark-runtime-4.1_2.13``)
 and neither loads on another minor. The operator names the release for the minor of the pyspark
-whose ``spark-submit`` it runs, unless the user passes ``packages`` or ``jars``; a minor with no
-release is refused before anything is submitted. jvm/lakehouse/pom.xml resolves the same
+whose ``spark-submit`` it runs, unless the user passes ``packages`` or ``jars``, and leaves out
+of it what Spark already ships; a minor with no release is refused before anything is submitted. jvm/lakehouse/pom.xml resolves the same
 coordinates for the Spark minor that requirements/pins.txt pins (a unit test holds the three together).
 """
 
@@ -25,6 +25,42 @@ RELEASES: dict[str, dict[str, str]] = {
         "4.0": "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.11.0",
         "4.1": "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
     },
+}
+
+# What each format's release depends on that Spark already ships (its own builds of Jackson,
+# Hadoop's client, Parquet, logging and compression), as spark-submit ``--exclude-packages``
+# takes it: with the default ``packages`` these stay out, so the job's classpath holds the
+# integration's own jars only, the same ones jvm/lakehouse/pom.xml resolves for the tests.
+# Iceberg's runtime jar bundles what it needs and depends on nothing.
+SHIPPED_WITH_SPARK: dict[str, tuple[str, ...]] = {
+    "delta": (
+        "com.fasterxml.jackson.core:jackson-annotations",
+        "com.fasterxml.jackson.core:jackson-core",
+        "com.fasterxml.jackson.core:jackson-databind",
+        "com.fasterxml.jackson.datatype:jackson-datatype-jdk8",
+        "com.github.luben:zstd-jni",
+        "com.google.code.findbugs:jsr305",
+        "commons-logging:commons-logging",
+        "commons-pool:commons-pool",
+        "io.airlift:aircompressor",
+        "javax.annotation:javax.annotation-api",
+        "org.apache.hadoop:hadoop-client-api",
+        "org.apache.hadoop:hadoop-client-runtime",
+        "org.apache.logging.log4j:log4j-api",
+        "org.apache.logging.log4j:log4j-core",
+        "org.apache.logging.log4j:log4j-slf4j2-impl",
+        "org.apache.parquet:parquet-column",
+        "org.apache.parquet:parquet-common",
+        "org.apache.parquet:parquet-encoding",
+        "org.apache.parquet:parquet-format-structures",
+        "org.apache.parquet:parquet-hadoop",
+        "org.apache.parquet:parquet-jackson",
+        "org.locationtech.jts:jts-core",
+        "org.roaringbitmap:RoaringBitmap",
+        "org.roaringbitmap:shims",
+        "org.slf4j:slf4j-api",
+        "org.xerial.snappy:snappy-java",
+    ),
 }
 
 # Session settings each format needs; a user's own value of a key is kept, and extensions are added to.
@@ -89,6 +125,15 @@ def default_packages(
     if table_format not in RELEASES or packages or jars or conf.get("spark.jars.packages") or conf.get("spark.jars"):
         return packages
     return packages_for(table_format, minor or submitting_spark_minor())
+
+
+def default_exclude_packages(table_format: str, packages: str | None, exclude_packages: str | None) -> str | None:
+    """What the job's ``exclude_packages`` should be: as given, or, when ``packages`` is the
+    format's release for some Spark minor, what that release depends on and Spark already ships
+    (:data:`SHIPPED_WITH_SPARK`)."""
+    if exclude_packages or table_format not in SHIPPED_WITH_SPARK or packages not in RELEASES[table_format].values():
+        return exclude_packages
+    return ",".join(SHIPPED_WITH_SPARK[table_format])
 
 
 def session_conf(table_format: str, conf: dict[str, str]) -> dict[str, str]:

@@ -1,6 +1,8 @@
 """DAGs of PulsarToTableOperator writing Delta and Iceberg tables on local Spark, run again and
 again over the same backlog after a crash at every point of the parquet path (see
-test_ingest_local.py): each message lands once. With the jars `make` resolves.
+test_ingest_local.py): each message lands once. Iceberg with the jars `make` resolves; Delta with
+the operator's default packages, which spark-submit resolves itself (from Maven Central the first
+time, into the checkout's Ivy cache), and which must bring Delta's jars and nothing Spark ships.
 
 Here each format writes one kind of table (a Delta location, an Iceberg table of a Hadoop
 catalog; the DAGs are in tests/spark/dags/pulsar_to_lakehouse_dag.py); the operators of
@@ -18,7 +20,7 @@ import pytest
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
-from lakehouse_jars import lakehouse_jars
+from lakehouse_jars import IVY_CACHE, lakehouse_jars
 from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
 from spark_helpers import Catalog, DagRuns, assert_exactly_once, produce_json
 
@@ -49,7 +51,7 @@ def test_a_dag_run_again_after_a_crash_at_every_point_leaves_each_message_once(
         "subscription": "to-lake",
         "table": target.table,
         "lake": str(catalog.warehouse.parent / "lake"),
-        "jars": lakehouse_jars(target.table_format),
+        "jars": lakehouse_jars(target.table_format),  # Iceberg's DAG takes them; Delta's takes the default packages
         "warehouse": str(catalog.warehouse),
         "metastore": str(catalog.metastore),
     }
@@ -82,6 +84,8 @@ def test_a_dag_run_again_after_a_crash_at_every_point_leaves_each_message_once(
         carried = [summary.get(SNAPSHOT_BATCH_ID) for summary in iceberg_snapshot_summaries(target.directory)]
         assert [batch for batch in carried if batch] == [rerun["settled"]["batch_id"], final["settled"]["batch_id"]]
     else:
+        retrieved = {jar.name.split("_")[0] for jar in (IVY_CACHE / "jars").iterdir()}
+        assert retrieved == {"io.delta", "io.unitycatalog"}, sorted(jar.name for jar in (IVY_CACHE / "jars").iterdir())
         # Delta recorded the transaction version of the second batch, above the first one's.
         versions = [a["txn"]["version"] for commit in delta_commits(target.directory) for a in commit if "txn" in a]
         assert len(versions) == 2 and versions[0] < versions[1]

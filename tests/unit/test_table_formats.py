@@ -14,7 +14,9 @@ import pytest
 from airflow_pulsar.spark.table_formats import (
     EXTENSIONS,
     RELEASES,
+    SHIPPED_WITH_SPARK,
     catalog_conf,
+    default_exclude_packages,
     default_packages,
     packages_for,
     session_conf,
@@ -82,6 +84,29 @@ def test_the_release_for_the_installed_spark_unless_jars_or_packages_are_named()
     assert default_packages("parquet", None, None, {}) is None
     with pytest.raises(ValueError, match="format 'iceberg' has no release for Spark 4.3"):
         default_packages("iceberg", None, None, {}, minor="4.3")
+
+
+def test_the_default_release_leaves_out_what_spark_ships_unless_exclusions_are_named() -> None:
+    shipped = ",".join(SHIPPED_WITH_SPARK["delta"])
+    for coordinates in RELEASES["delta"].values():
+        assert default_exclude_packages("delta", coordinates, None) == shipped
+    assert default_exclude_packages("delta", RELEASES["delta"]["4.1"], "com.example:mine") == "com.example:mine"
+    # A build the user names is theirs to trim; Iceberg's runtime jar depends on nothing.
+    assert default_exclude_packages("delta", "com.example:own-delta:1", None) is None
+    assert default_exclude_packages("iceberg", RELEASES["iceberg"]["4.1"], None) is None
+    assert default_exclude_packages("parquet", None, None) is None
+
+
+def test_what_the_default_packages_leave_out_is_what_the_pom_leaves_out() -> None:
+    """spark-submit --packages and the pom's resolution give the job the same jars: every artifact
+    left out of the default packages is of a group the pom excludes, and only those."""
+    root = ET.parse(ROOT / "jvm" / "lakehouse" / "pom.xml").getroot()
+    groups = set((root.findtext(f".//{POM}excludeGroupIds") or "").split(","))
+    excluded = {artifact.split(":")[0] for artifact in SHIPPED_WITH_SPARK["delta"]}
+    assert excluded <= groups
+    # The pom's other groups are ones spark-submit's resolution of Delta does not bring anyway
+    # (Spark's own modules, Scala, Jackson's Scala module).
+    assert groups - excluded <= {"org.apache.spark", "org.scala-lang", "org.scala-lang.modules", "com.fasterxml.jackson.module"}
 
 
 def test_spark_minor_of_versions_and_bad_ones() -> None:
