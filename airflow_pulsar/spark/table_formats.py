@@ -4,8 +4,9 @@ has for a Spark minor, and the session settings that turn each integration on.
 Both integrations are built per Spark minor (``delta-spark_4.1_2.13``, ``iceberg-spark-runtime-4.1_2.13``)
 and neither loads on another minor. The operator names the release for the minor of the pyspark
 whose ``spark-submit`` it runs, unless the user passes ``packages`` or ``jars``, and leaves out
-of it what Spark already ships; a minor with no release is refused before anything is submitted. jvm/lakehouse/pom.xml resolves the same
-coordinates for the Spark minor that requirements/pins.txt pins (a unit test holds the three together).
+of it what Spark already ships; a minor with no release is refused before anything is submitted.
+jvm/lakehouse/pom.xml resolves the same coordinates for the Spark minor that requirements/pins.txt
+pins (a unit test holds the three together).
 """
 
 from __future__ import annotations
