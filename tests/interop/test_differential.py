@@ -343,6 +343,9 @@ def test_redelivery_counts(brokers: dict[str, Any], topic_name: str) -> None:
         seen.append([twice.data(), twice.redelivery_count()])
         consumer.acknowledge(twice)
         consumer.acknowledge(first[1])
+        # The client sends acks in groups (every 100 ms) but a redelivery request at once: wait for
+        # the broker to have the acks of m0 and m1, so that the request finds m2 alone unacknowledged.
+        wait_until(lambda: broker.topic_stats(topic)["subscriptions"]["sub"]["msgBacklog"] == 1)
         consumer.redeliver_unacknowledged_messages()  # m2 comes back
         back = consumer.receive(5000)
         seen.append([back.data(), back.redelivery_count()])
