@@ -125,10 +125,9 @@ class Consumer:
         ReceivedEntry), taken until the batch receive policy's limits. A reader that knows where it
         stops passes that entry's position as ``until`` (ledger id, entry id; one topic only): the
         take then ends with the first entry at or past it, as soon as that entry is in, not at the
-        timeout. Their
-        permits are returned at once; acknowledge with an entry's ``last_message_id()``. Refused for
-        consumers that track messages one by one (a listener, an ack timeout, a dead-letter
-        policy); do not mix with ``receive`` on one consumer."""
+        timeout. Their permits are returned at once; acknowledge with an entry's
+        ``last_message_id()``. Refused for consumers that track messages one by one (a listener, an
+        ack timeout, a dead-letter policy); do not mix with ``receive`` on one consumer."""
         self.check_open()
         settings = self._settings
         if self._listener is not None or settings.unacked_messages_timeout_ms or settings.dead_letter_policy is not None:
