@@ -37,8 +37,8 @@ from spark_ingest import PARTITIONS, TOPIC, VALUE_SCHEMA, produce
 
 from airflow_pulsar.client import Client
 from airflow_pulsar.spark.job.columns import BATCH_ID, CORRUPT_RECORD
-from airflow_pulsar.spark.job.source import PulsarRangesDataSource
 from airflow_pulsar.spark.job.spec import IngestJobSpec
+from airflow_pulsar.spark.job.write import read_ranges
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.planner import plan_batch
 
@@ -53,8 +53,7 @@ def ours(spark: SparkSession, service_url: str) -> DataFrame:
         plan = plan_batch(hold.states(), "bench", "ours", min_partitions=PARTITIONS)
     assert plan is not None
     spec = IngestJobSpec(plan, f"{TOPIC}-plans", service_url, value_format="json", value_schema=VALUE_SCHEMA)
-    spark.dataSource.register(PulsarRangesDataSource)
-    return spark.read.format(PulsarRangesDataSource.name()).option("spec", spec.to_json()).load()
+    return read_ranges(spark, spec)
 
 
 def connector(spark: SparkSession, broker: brokers.Broker) -> DataFrame:

@@ -61,7 +61,7 @@ from airflow_pulsar.spark.job.plan import IngestPlan
 from airflow_pulsar.spark.job.profiling import PROFILE_DIR_ENV
 from airflow_pulsar.spark.job.source import PulsarRangesDataSource, arrow_schema
 from airflow_pulsar.spark.job.spec import IngestJobSpec
-from airflow_pulsar.spark.job.write import ensure_table, storable
+from airflow_pulsar.spark.job.write import ensure_table, read_ranges, storable
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.planner import plan_batch
 
@@ -196,10 +196,10 @@ def plan_topic(service_url: str, topic: str) -> IngestPlan:
 
 
 def ours_frame(spark: SparkSession, service_url: str, topic: str) -> tuple[DataFrame, IngestPlan]:
-    """The ``pulsar_ranges`` read of a batch of everything in ``topic``, ready to insert."""
+    """The job's ``pulsar_ranges`` read of a batch of everything in ``topic``, ready to insert."""
     plan = plan_topic(service_url, topic)
     spec = IngestJobSpec(plan, f"{topic}-plans", service_url, value_format="json", value_schema=VALUE_SCHEMA)
-    return storable(spark.read.format("pulsar_ranges").option("spec", spec.to_json()).load(), "parquet"), plan
+    return storable(read_ranges(spark, spec), "parquet"), plan
 
 
 def compare(spark: SparkSession, broker: BrokerProcess, messages: int, repeat: int, workdir: Path) -> dict[str, Any]:
@@ -277,7 +277,8 @@ def scaling(spark: SparkSession, broker: BrokerProcess, partition_counts: Sequen
             case = {
                 "topic_partitions": partitions,
                 "messages": backlog,
-                "spark_partitions": len(plan.ranges),
+                "ranges": len(plan.ranges),
+                "spark_tasks": frame.rdd.getNumPartitions(),
                 "seconds": round(seconds, 3),
                 "rows_per_s": round(backlog / seconds),
                 "cpu_seconds": round(cpu, 2),
@@ -288,7 +289,7 @@ def scaling(spark: SparkSession, broker: BrokerProcess, partition_counts: Sequen
                 "spark_peak_rss_sum_mib": round(memory.total_rss_mib),
             }
             print(
-                f"  {partitions:>3} partitions, {backlog:>10,} messages: {case['rows_per_s']:>8,} rows/s, "
+                f"  {partitions:>3} partitions ({case['spark_tasks']} tasks), {backlog:>10,} messages: {case['rows_per_s']:>8,} rows/s, "
                 f"{case['rows_per_cpu_s']:>8,} rows/CPU s, "
                 f"peak PSS JVM {case['jvm_peak_mib']:,} MiB + Python workers {case['python_workers_peak_mib']:,} MiB",
                 flush=True,

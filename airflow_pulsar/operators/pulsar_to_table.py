@@ -120,7 +120,8 @@ class PulsarToTableOperator(TemplatedArguments):
     :param max_messages: At most this many messages per run, shared evenly by the partitions;
         whole entries (batches) only, at least one per partition. None: the whole backlog.
     :param min_partitions: Cut large partitions into sub-ranges so that at least this many Spark
-        tasks read (without ``max_messages``).
+        tasks read (without ``max_messages``). Ranges beyond twice Spark's default parallelism are
+        read several to a task, but never by fewer tasks than this.
     :param pulsar_conn_id: The Pulsar connection. (templated)
     :param plan_topic: The plan log topic; default ``<subscription>-ingest-plans`` in the first
         topic's namespace. (templated)
@@ -335,6 +336,7 @@ class PulsarToTableOperator(TemplatedArguments):
             read_timeout_seconds=self.read_timeout_seconds,
             client_settings={k: v for k, v in config.client_kwargs().items() if k in CLIENT_SETTINGS},
             topic_schema=topic_schema,
+            min_tasks=self.min_partitions,
         )
         self.log.info("Submitting the Spark job for batch %s (%d ranges) to write %s.", plan.batch_id, len(plan.ranges), plan.table)
         self._submit(context, spec.to_json(), config.token)

@@ -14,6 +14,7 @@ tier's DAG test here and the rest of this tier twice more in the range tiers.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 
@@ -79,6 +80,10 @@ def test_ingests_100k_json_messages_then_appends_only_new_ones(
         assert cuts[0][0] == span["after"] and cuts[-1][1] == span["through"]
         assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:], strict=False))
     assert sum(len(span["spark_ranges"]) for span in first["ranges"]) >= 6
+    # At least min_partitions=6 tasks read, whatever Spark's parallelism, and each writes a file.
+    ranges = sum(len(span["spark_ranges"]) for span in first["ranges"])
+    files = list(catalog.table_dir("events").glob(f"batch_id={first['batch_id']}/*.parquet"))
+    assert len(files) == min(ranges, max(6, 2 * len(os.sched_getaffinity(0)))), files
     assert admin.backlog(topic_name, "to-table").msg_backlog == 0
 
     rows = catalog.rows("events")
@@ -156,12 +161,19 @@ def test_crashes_before_and_during_the_acks_leave_each_message_once(
     topic_name: str,
     crash_at: Callable[[str, str], None],
 ) -> None:
-    admin.create_partitioned_topic(topic_name, PARTITIONS)
+    # More partitions than the job takes Spark tasks (twice the cores of local[*], at least the
+    # operator's min_partitions of 6): small ranges are read several to a task.
+    partitions = 3 * max(6, 2 * len(os.sched_getaffinity(0)))
+    admin.create_partitioned_topic(topic_name, partitions)
     table = "ack_crashes"
     # The job commits, then the operator dies before acknowledging; then mid-ack on the retry.
     produce_json(pulsar_default.service_url, topic_name, 0, 700, batch=100)
     crash_at("before-ack", table)
     assert admin.message_backlog(topic_name, "to-table").messages == 700
+    # One file per task, each holding the rows of several partitions.
+    files = list(catalog.table_dir(table).glob("batch_id=*/*.parquet"))
+    assert len(files) == max(6, 2 * len(os.sched_getaffinity(0))), files
+    assert sorted(set(catalog.rows(table).column("partition").to_pylist())) == list(range(partitions))
     crash_at("mid-ack", table)
     partial = admin.message_backlog(topic_name, "to-table")
     assert 0 < partial.messages < 700  # the first partition was acknowledged

@@ -12,11 +12,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pyspark.sql.types import StructType
 
 from airflow_pulsar.spark.archive import build_job_archive
 from airflow_pulsar.spark.job.columns import row_ddl
-from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan, Position, batch_id_for
+from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan, Position, ReadRange, batch_id_for
+from airflow_pulsar.spark.job.read_tasks import entry_estimate, task_ranges
 from airflow_pulsar.spark.job.records import PLANNED, PlanRecord
+from airflow_pulsar.spark.job.source import PulsarRangesDataSource
 from airflow_pulsar.spark.job.spec import IngestJobSpec, top_level_names
 from airflow_pulsar.spark.planning.allocation import (
     Segment,
@@ -119,12 +122,60 @@ def test_plans_and_records_survive_their_json_form() -> None:
     assert IngestPlan.from_json(plan.to_json()) == plan
     record = PlanRecord(PLANNED, plan, BatchOutcome({plan.partitions[0].topic: 4}, {plan.partitions[0].topic: P(1, 3)}))
     assert PlanRecord.from_json(record.to_json()) == record
-    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True})
+    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True}, min_tasks=3)
     assert IngestJobSpec.from_json(spec.to_json()) == spec
+    # Specs written before they had a least task count read as 1.
+    older = {key: value for key, value in json.loads(spec.to_json()).items() if key != "min_tasks"}
+    assert IngestJobSpec.from_json(json.dumps(older)).min_tasks == 1
+    with pytest.raises(ValueError, match="min_tasks must be a positive int, got 0"):
+        replace(spec, min_tasks=0)
     with pytest.raises(ValueError, match="position is 'ledger:entry'"):
         Position.parse("12")
     with pytest.raises(ValueError, match="state must be one of"):
         PlanRecord("done", plan)
+
+
+def spans(*entries: int) -> list[ReadRange]:
+    """One range per partition, the n-th spanning ``entries[n]`` entries of one ledger."""
+    return [ReadRange(f"t-partition-{n}", n, P(1, -1), P(1, count - 1)) for n, count in enumerate(entries)]
+
+
+def test_small_ranges_are_read_several_to_a_task_largest_first() -> None:
+    ranges = spans(100, 10, 60, 40, 30, 20, 5, 5)
+    groups = task_ranges(ranges, 3)
+    assert sorted(i for group in groups for i in group) == list(range(8))  # every range once
+    assert groups == [[0], [1, 3, 4, 7], [2, 5, 6]]  # plan order within a task, tasks by their first range
+    assert [sum(entry_estimate(ranges[i]) for i in group) for group in groups] == [100, 85, 85]
+    # No more tasks than ranges, and one range each when there are tasks enough.
+    assert task_ranges(ranges[:2], 5) == [[0], [1]]
+    assert task_ranges(ranges, 8) == [[i] for i in range(8)]
+    with pytest.raises(ValueError, match="tasks must be >= 1, got 0"):
+        task_ranges(ranges, 0)
+
+
+def test_a_range_across_ledgers_is_estimated_by_its_last_ledger() -> None:
+    assert entry_estimate(ReadRange("t", 0, P(1, 5), P(1, 9))) == 4
+    assert entry_estimate(ReadRange("t", 0, P(1, 9), P(3, 6))) == 7
+    assert entry_estimate(ReadRange("t", 0, P(1, 9), P(1, 9))) == 1  # a range holds at least one entry
+
+
+def test_the_data_source_groups_ranges_down_to_its_tasks_never_below_the_specs_least() -> None:
+    plan = plan_batch([state(n, P(1, -1), P(1, 9)) for n in range(6)], "sub", "t")
+    assert plan is not None and len(plan.ranges) == 6
+    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650")
+    schema = StructType([])
+
+    def tasks(options: dict[str, str], least: int = 1) -> list[list[ReadRange]]:
+        source = PulsarRangesDataSource({"spec": replace(spec, min_tasks=least).to_json(), **options})
+        partitions = source.reader(schema).partitions()
+        assert [p.index for p in partitions] == list(range(len(partitions)))
+        return [p.ranges for p in partitions]
+
+    assert tasks({}) == [[r] for r in plan.ranges]  # no option: a task per range
+    assert tasks({"tasks": "4"}) == [[plan.ranges[0], plan.ranges[4]], [plan.ranges[1], plan.ranges[5]], [plan.ranges[2]], [plan.ranges[3]]]
+    assert len(tasks({"tasks": "4"}, least=5)) == 5
+    with pytest.raises(ValueError, match="'tasks' option is a positive integer, got '0'"):
+        tasks({"tasks": "0"})
 
 
 def test_plan_topic_and_row_schema() -> None:

@@ -49,7 +49,7 @@ class Position:
 
 @dataclass(frozen=True)
 class ReadRange:
-    """The entries one Spark task reads from one topic partition: after ``after`` up to ``last``.
+    """The entries one reader reads from one topic partition: after ``after`` up to ``last``.
 
     ``message_budget`` (when set) stops the reader earlier, before the first entry that would
     take it past the budget; at least one entry is always read.
@@ -143,7 +143,7 @@ class IngestPlan:
 
     @property
     def ranges(self) -> list[ReadRange]:
-        """Every range, in partition order: one Spark task each."""
+        """Every range, in partition order: one reader each (Spark tasks take one or more, see :mod:`.read_tasks`)."""
         return [r for p in self.partitions for r in p.ranges]
 
     def partition(self, topic: str) -> PartitionPlan:

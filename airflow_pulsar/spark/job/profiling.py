@@ -1,9 +1,9 @@
-"""A profile of each range read on the executors, switched on by an environment variable.
+"""A profile of each Spark task's read on the executors, switched on by an environment variable.
 
 With ``AIRFLOW_PULSAR_PROFILE_DIR`` set where the Python workers run (on ``local[*]`` the
-driver's environment reaches them; on a cluster set it with ``spark.executorEnv``), every read of
-a range runs under cProfile from its first batch to its last, Spark's own handling of the yielded
-batches in the worker included, and leaves ``<dir>/<range>-<pid>.prof`` for ``pstats``.
+driver's environment reaches them; on a cluster set it with ``spark.executorEnv``), every task's
+read of its ranges runs under cProfile from its first batch to its last, Spark's own handling of
+the yielded batches in the worker included, and leaves ``<dir>/task-<index>-<pid>.prof`` for ``pstats``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The Python data source that reads a batch's ranges on the executors, as Arrow record batches.
 
-``spark.read.format("pulsar_ranges").option("spec", spec_json).load()`` gives one Spark task per
-range of the plan. Each task opens a reader just after the range's start, reads through its last
-entry (or until its message budget), and yields record batches of the row schema.
+``spark.read.format("pulsar_ranges").option("spec", spec_json).load()`` reads every range of the
+plan. For each range a reader opens just after the range's start, reads through its last entry (or
+until its message budget), and yields record batches of the row schema. A Spark task reads one
+range, or with the ``tasks`` option (the most tasks the read should take; the job gives twice
+Spark's default parallelism) several small ones after each other (see :mod:`.read_tasks`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .entry_messages import entry_messages
 from .faults import inject
 from .plan import ReadRange
 from .profiling import profiled
+from .read_tasks import task_ranges
 from .registry_values import registry_decoder
 from .spec import IngestJobSpec
 
@@ -59,7 +62,9 @@ class RangeReadError(RuntimeError):
 
 
 class PulsarRangesDataSource(DataSource):
-    """Reads the ranges of the plan in the ``spec`` option (an IngestJobSpec as JSON)."""
+    """Reads the ranges of the plan in the ``spec`` option (an IngestJobSpec as JSON), with at
+    most the ``tasks`` option's Spark tasks (default: one per range), never fewer than the spec's
+    ``min_tasks``."""
 
     @classmethod
     def name(cls) -> str:
@@ -70,6 +75,11 @@ class PulsarRangesDataSource(DataSource):
         if "spec" not in options:
             raise ValueError("the pulsar_ranges data source needs the 'spec' option (an IngestJobSpec as JSON)")
         self.spec = IngestJobSpec.from_json(options["spec"])
+        tasks = options.get("tasks")
+        if tasks is not None and not (tasks.isdigit() and int(tasks) >= 1):
+            raise ValueError(f"the pulsar_ranges data source's 'tasks' option is a positive integer, got {tasks!r}")
+        ranges = len(self.spec.plan.ranges)
+        self.tasks = ranges if tasks is None else max(int(tasks), self.spec.min_tasks)
 
     def schema(self) -> str:
         spec = self.spec
@@ -78,34 +88,42 @@ class PulsarRangesDataSource(DataSource):
         return row_ddl(spec.value_format, spec.value_schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PulsarRangesReader(self.spec, schema)
+        return PulsarRangesReader(self.spec, schema, self.tasks)
 
 
 class RangePartition(InputPartition):
-    """One range of the plan: one Spark task."""
+    """The ranges of the plan one Spark task reads, one after the other."""
 
-    def __init__(self, index: int, read_range: ReadRange) -> None:
-        super().__init__(read_range.to_dict())
+    def __init__(self, index: int, ranges: list[ReadRange]) -> None:
+        super().__init__([read_range.to_dict() for read_range in ranges])
         self.index = index
-        self.read_range = read_range
+        self.ranges = ranges
 
 
 class PulsarRangesReader(DataSourceReader):
-    """Plans one partition per range and reads it with a Pulsar reader."""
+    """Plans the Spark tasks (each some ranges) and reads each range with a Pulsar reader."""
 
-    def __init__(self, spec: IngestJobSpec, schema: StructType) -> None:
+    def __init__(self, spec: IngestJobSpec, schema: StructType, tasks: int) -> None:
         self.spec = spec
         self.schema = schema
+        self.tasks = tasks
 
     def partitions(self) -> list[InputPartition]:
-        return [RangePartition(index, read_range) for index, read_range in enumerate(self.spec.plan.ranges)]
+        ranges = self.spec.plan.ranges
+        return [RangePartition(index, [ranges[i] for i in group]) for index, group in enumerate(task_ranges(ranges, self.tasks))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
-        spec = self.spec
-        read_range = partition.read_range
-        client = _client(spec)
+        client = _client(self.spec)
         rows = arrow_schema(self.schema)
+        batches = (batch for read_range in partition.ranges for batch in self._read_range(client, rows, read_range))
+        for batch in profiled(batches, f"task-{partition.index}"):
+            yield batch
+            if partition.index == 0:
+                inject("mid-read")
+
+    def _read_range(self, client: Client, rows: pa.Schema, read_range: ReadRange) -> Iterator[pa.RecordBatch]:
+        spec = self.spec
         decoder: ValueDecoder | None = None
         if spec.topic_schema is not None:
             decoder = registry_decoder(spec.topic_schema, value_fields(rows), client, read_range.topic)
@@ -117,11 +135,7 @@ class PulsarRangesReader(DataSourceReader):
             spec.plan.batch_id,
             decoder,
         )
-        batches = read_range_batches(client, read_range, builder, spec.read_timeout_seconds)
-        for batch in profiled(batches, f"range-{partition.index}"):
-            yield batch
-            if partition.index == 0:
-                inject("mid-read")
+        return read_range_batches(client, read_range, builder, spec.read_timeout_seconds)
 
 
 def _client(spec: IngestJobSpec) -> Client:

@@ -73,8 +73,13 @@ class IngestJobSpec:
     read_timeout_seconds: float = 120.0
     client_settings: dict[str, Any] = field(default_factory=dict)
     topic_schema: TopicSchema | None = None
+    #: The fewest Spark tasks to read with (the operator's ``min_partitions``): ranges are read
+    #: several to a task only down to this many tasks (see :mod:`.read_tasks`).
+    min_tasks: int = 1
 
     def __post_init__(self) -> None:
+        if isinstance(self.min_tasks, bool) or not isinstance(self.min_tasks, int) or self.min_tasks < 1:
+            raise ValueError(f"min_tasks must be a positive int, got {self.min_tasks!r}")
         check_formats(self.table_format, self.value_format, self.value_schema)
         if (self.value_format == VALUE_SCHEMA) != (self.topic_schema is not None):
             raise ValueError("a job spec has topic_schema exactly when value_format is 'schema'")
@@ -97,6 +102,7 @@ class IngestJobSpec:
                 "read_timeout_seconds": self.read_timeout_seconds,
                 "client_settings": self.client_settings,
                 "topic_schema": self.topic_schema.to_dict() if self.topic_schema is not None else None,
+                "min_tasks": self.min_tasks,
             },
             separators=(",", ":"),
         )
@@ -114,6 +120,7 @@ class IngestJobSpec:
             read_timeout_seconds=float(body["read_timeout_seconds"]),
             client_settings=dict(body.get("client_settings") or {}),
             topic_schema=TopicSchema.from_dict(body["topic_schema"]) if body.get("topic_schema") else None,
+            min_tasks=int(body.get("min_tasks", 1)),
         )
 
     def client(self) -> Client:

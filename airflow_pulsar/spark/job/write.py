@@ -75,8 +75,7 @@ def session(spec: IngestJobSpec) -> SparkSession:
 def write_batch(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
     """Write the batch to the table and return what the table holds for it."""
     plan = spec.plan
-    spark.dataSource.register(PulsarRangesDataSource)
-    rows = storable(spark.read.format(PulsarRangesDataSource.name()).option("spec", spec.to_json()).load(), spec.table_format)
+    rows = storable(read_ranges(spark, spec), spec.table_format)
     if not is_table_path(plan.table):
         ensure_table(spark, plan.table, rows, spec.table_format)
     rows, merge_schema = follow_rows(spark, spec, rows)
@@ -88,6 +87,16 @@ def write_batch(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
     else:
         rows.write.insertInto(plan.table, overwrite=True)
     return stored_outcome(spark, spec)
+
+
+def read_ranges(spark: SparkSession, spec: IngestJobSpec) -> DataFrame:
+    """The rows of the batch's ranges (the ``pulsar_ranges`` data source), read by at most twice
+    as many Spark tasks as the session's default parallelism: more would only add each task's
+    fixed cost, and small ranges are then read several to a task."""
+    spark.dataSource.register(PulsarRangesDataSource)
+    tasks = 2 * spark.sparkContext.defaultParallelism
+    log.info("reading %d ranges with at most %d Spark tasks (at least %d)", len(spec.plan.ranges), tasks, spec.min_tasks)
+    return spark.read.format(PulsarRangesDataSource.name()).option("spec", spec.to_json()).option("tasks", str(tasks)).load()
 
 
 def storable(rows: DataFrame, table_format: str) -> DataFrame:
