@@ -30,11 +30,12 @@ def task_ranges(ranges: tuple[ReadRange, ...] | list[ReadRange], tasks: int) -> 
     within a task, tasks ordered by their first range; balanced by :func:`entry_estimate`."""
     if tasks < 1:
         raise ValueError(f"tasks must be >= 1, got {tasks}")
+    sizes = [entry_estimate(read_range) for read_range in ranges]
     count = min(tasks, len(ranges))
     groups: list[list[int]] = [[] for _ in range(count)]
     loads = [0] * count
-    for index in sorted(range(len(ranges)), key=lambda i: -entry_estimate(ranges[i])):
+    for index in sorted(range(len(ranges)), key=lambda i: -sizes[i]):
         lightest = loads.index(min(loads))
         groups[lightest].append(index)
-        loads[lightest] += entry_estimate(ranges[index])
+        loads[lightest] += sizes[index]
     return sorted(sorted(group) for group in groups)
