@@ -20,7 +20,9 @@ from class_sharing import dump_archive
 def exercise(service_url: str, standalone: PulsarStandalone) -> None:
     """What the tests ask of a standalone, once each."""
     standalone.admin("PUT", "/admin/v2/persistent/public/default/training/partitions", json=2).raise_for_status()
-    client = pulsar.Client(service_url)
+    # A cold training JVM (no archive to map, and often sharing the machine with the Spark
+    # training) can take longer than the default 30 s to load its first topic.
+    client = pulsar.Client(service_url, operation_timeout_seconds=180)
     try:
         for batching in (True, False):
             topic = f"persistent://public/default/training-{'batched' if batching else 'single'}"

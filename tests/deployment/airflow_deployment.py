@@ -103,17 +103,25 @@ class AirflowDeployment:
     # ---- REST ----
 
     def api(self, method: str, path: str, **kwargs: Any) -> Any:
-        """Call ``/api/v2{path}``; the JSON answer, or a test failure naming the status."""
-        response = self._http.request(method, f"/api/v2{path}", **kwargs)
-        # Airflow 3.3's asset events endpoint answers 500 while a run it created is still queued
-        # (no start_date to validate yet): read again, as for any transient server error.
-        for _ in range(10):
-            if method != "GET" or response.status_code < 500:
+        """Call ``/api/v2{path}``; the JSON answer, or a test failure naming the status (and the
+        api-server's log when it did not answer)."""
+        # A read is retried on a transient server error and on no answer in time: Airflow 3.3's
+        # asset events endpoint answers 500 while a run it created is still queued (no start_date
+        # to validate yet), and on a loaded machine a request can wait out the api-server's pool
+        # of SQLite connections (30 s) while the scheduler and the tasks write.
+        attempts = 10 if method == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._http.request(method, f"/api/v2{path}", **kwargs)
+            except httpx.TimeoutException as exc:
+                if attempt == attempts:
+                    pytest.fail(f"{method} {path}: no answer ({exc!r})\n{self.log_tail('api-server')}")
+                continue
+            if response.status_code < 500 or attempt == attempts:
                 break
             time.sleep(1)
-            response = self._http.request(method, f"/api/v2{path}", **kwargs)
         if response.status_code >= 400:
-            pytest.fail(f"{method} {path}: {response.status_code} {response.text[:2000]}")
+            pytest.fail(f"{method} {path}: {response.status_code} {response.text[:2000]}\n{self.log_tail('api-server')}")
         return response.json() if response.content else None
 
     def parsed(self, dag_id: str) -> dict[str, Any]:
@@ -122,7 +130,10 @@ class AirflowDeployment:
         def found() -> dict[str, Any] | None:
             errors = self.api("GET", "/importErrors")["import_errors"]
             assert errors == [], errors
-            response = self._http.get(f"/api/v2/dags/{dag_id}")
+            try:
+                response = self._http.get(f"/api/v2/dags/{dag_id}")
+            except httpx.TimeoutException:
+                return None
             return response.json() if response.status_code == 200 else None
 
         return wait_until(found, f"the dag-processor to parse {dag_id}", 180)
