@@ -24,6 +24,9 @@ COMPONENTS = {
     "dag-processor": ["dag-processor"],
     "api-server": ["api-server", "--host", "127.0.0.1", "--port", "{port}"],
 }
+# How often the tests ask the api-server while they wait: each request costs it tens of ms of CPU
+# (a 20-per-second poll kept a third of a core busy), and the scheduler acts in seconds.
+POLL_SECONDS = 1.0
 # The components the api-server's health endpoint reports on, by their names there.
 HEALTH = ("metadatabase", "scheduler", "triggerer", "dag_processor")
 
@@ -63,7 +66,7 @@ class AirflowDeployment:
                     # children stop with it.
                     start_new_session=True,
                 )
-        wait_until(self._healthy, "scheduler, triggerer, dag-processor and api-server to report healthy", 240)
+        wait_until(self._healthy, "scheduler, triggerer, dag-processor and api-server to report healthy", 240, POLL_SECONDS)
         response = self._http.post("/auth/token", json={"username": "tester", "password": self._password})
         assert response.status_code == 201, response.text
         self._http.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
@@ -136,7 +139,7 @@ class AirflowDeployment:
                 return None
             return response.json() if response.status_code == 200 else None
 
-        return wait_until(found, f"the dag-processor to parse {dag_id}", 180)
+        return wait_until(found, f"the dag-processor to parse {dag_id}", 180, POLL_SECONDS)
 
     def unpause(self, dag_id: str) -> None:
         self.parsed(dag_id)
