@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from airflow_pulsar.client.admin import AdminNotFoundError
-
 from .avro_types import Avro, logical, parse_definition, union_branches, value_ddl, widened
 
 AVRO = "AVRO"
@@ -62,6 +60,10 @@ def registered_schema(registry: SchemaRegistry, topics: Sequence[str]) -> TopicS
     ValueError names a topic without a schema, one whose schema is not an AVRO or JSON record,
     and topics whose schemas give different columns.
     """
+    # Imported here, where the operator reads the registry: the Spark job's executors import this
+    # module and need no HTTP client (the admin package brings httpx, a third of a second each).
+    from airflow_pulsar.client.admin import AdminNotFoundError
+
     found: list[tuple[str, TopicSchema]] = []
     for topic in topics:
         try:
