@@ -81,9 +81,10 @@ def dump() -> None:
 
     def submit(archive_option: str) -> None:
         with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
+            # Its temp directory too, which Hive's session would leave a directory in.
             env = {
                 **os.environ,
-                "SPARK_SUBMIT_OPTS": f"{QUICK_START} {archive_option} -Dderby.system.home={work}",
+                "SPARK_SUBMIT_OPTS": f"{QUICK_START} {archive_option} -Dderby.system.home={work} -Djava.io.tmpdir={work}",
                 "PYSPARK_PYTHON": sys.executable,
             }
             command = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
@@ -154,12 +155,23 @@ def test_crashes_before_during_and_after_the_write_leave_each_message_once(
     assert admin.backlog(topic_name, "to-table").msg_backlog == 0
 
 
+@pytest.fixture
+def job_temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temp directory of the Spark jobs the test submits: their JVM's and their Python's."""
+    temp = tmp_path / "job-tmp"
+    temp.mkdir()
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -Djava.io.tmpdir={temp}")
+    monkeypatch.setenv("TMPDIR", str(temp))
+    return temp
+
+
 def test_crashes_before_and_during_the_acks_leave_each_message_once(
     pulsar_default: BrokerProcess,
     admin: PulsarAdmin,
     catalog: Catalog,
     topic_name: str,
     crash_at: Callable[[str, str], None],
+    job_temp_dir: Path,
 ) -> None:
     # More partitions than the job takes Spark tasks (twice the cores of local[*], at least the
     # operator's min_partitions of 6): small ranges are read several to a task.
@@ -186,6 +198,9 @@ def test_crashes_before_and_during_the_acks_leave_each_message_once(
     assert_exactly_once(catalog.rows(table), range(700))
     assert admin.backlog(topic_name, "to-table").msg_backlog == 0
     assert len(set(catalog.rows(table).column("batch_id").to_pylist())) == 1
+    # The job cleaned up after itself: Spark's scratch directories, and Hive's session directory
+    # that Spark leaves behind unless the job moves it.
+    assert not list(job_temp_dir.iterdir())
 
 
 def test_a_second_run_cannot_take_a_held_subscription(

@@ -17,6 +17,7 @@ import argparse
 import logging
 import os
 import sys
+import tempfile
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -46,23 +47,34 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
     spec = IngestJobSpec.from_json(args.spec)
     inject("before-write")
-    spark = session(spec)
-    for path in filter(None, args.py_files.split(",")):
-        spark.sparkContext.addPyFile(os.path.abspath(path))
-    try:
-        outcome = write_batch(spark, spec)
-        inject("after-write")
-    finally:
-        spark.stop()
+    with tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-") as hive_local:
+        spark = session(spec, hive_local)
+        for path in filter(None, args.py_files.split(",")):
+            spark.sparkContext.addPyFile(os.path.abspath(path))
+        try:
+            outcome = write_batch(spark, spec)
+            inject("after-write")
+        finally:
+            spark.stop()
     with spec.client() as client:
         publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome))
     log.info("batch %s committed: %d rows; reported to %s", spec.plan.batch_id, outcome.total_rows, spec.plan_topic)
     return 0
 
 
-def session(spec: IngestJobSpec) -> SparkSession:
-    """The Hive-enabled session, overwriting partitions dynamically."""
-    builder = SparkSession.builder.enableHiveSupport().config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+def session(spec: IngestJobSpec, hive_local: str) -> SparkSession:
+    """The Hive-enabled session, overwriting partitions dynamically.
+
+    Hive's session makes a directory for downloaded resources in the JVM's temp directory, named
+    by the session's id, and Spark never closes the session, which would delete it: every run
+    would leave an empty directory in the driver's /tmp. The job adds no resources, so the
+    directory goes in ``hive_local``, which the job removes.
+    """
+    builder = (
+        SparkSession.builder.enableHiveSupport()
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        .config("spark.hadoop.hive.downloaded.resources.dir", os.path.join(hive_local, "resources"))
+    )
     if os.environ.get(TOKEN_ENV):
         # Executors on other machines need the token too; Spark redacts "token" keys in its UI.
         builder = builder.config(f"spark.executorEnv.{TOKEN_ENV}", os.environ[TOKEN_ENV])
