@@ -21,6 +21,9 @@ from airflow_pulsar.client import Client
 from airflow_pulsar.spark.job.faults import FAULT_ENV, InjectedFault
 
 VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP"
+# The guard against a hang of a module whose tests run several Spark jobs: each takes 20-40 s on a
+# busy 2-core machine, and a crash-point test runs five, too close to the suite's 300 s.
+SEVERAL_JOBS_TIMEOUT = pytest.mark.timeout(600)
 # The driver's JVM options come from SPARK_SUBMIT_OPTS (tests/conftest.py).
 LOCAL_SPARK_CONF = {
     "spark.ui.enabled": "false",

@@ -14,10 +14,10 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.job.faults import FAULT_ENV
 from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
-from spark_helpers import VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
+from spark_helpers import SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
 
 # Spark's deploy modes, not the broker, are the subject here (see conftest.py).
-pytestmark = pytest.mark.one_broker
+pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 
 def cluster_ingest(catalog: Catalog, topic: str, subscription: str, table: str, **spark: Any) -> PulsarToTableOperator:

@@ -22,10 +22,10 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
 from lakehouse_jars import IVY_CACHE, lakehouse_jars
 from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
-from spark_helpers import Catalog, DagRuns, assert_exactly_once, produce_json
+from spark_helpers import SEVERAL_JOBS_TIMEOUT, Catalog, DagRuns, assert_exactly_once, produce_json
 
 # Delta's and Iceberg's behaviour, not the broker's, is the subject here.
-pytestmark = pytest.mark.one_broker
+pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from lakehouse_tables import LakehouseTable
 from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
-from spark_helpers import Catalog, produce_json, run_crashing
+from spark_helpers import SEVERAL_JOBS_TIMEOUT, Catalog, produce_json, run_crashing
 
 # Spark's deploy modes and the table formats, not the broker, are the subject here.
-pytestmark = pytest.mark.one_broker
+pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 
 def cluster_operator(target: LakehouseTable, catalog: Catalog, topic: str, subscription: str, deploy_mode: str) -> PulsarToTableOperator:

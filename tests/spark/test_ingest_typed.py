@@ -33,9 +33,9 @@ from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from lakehouse_jars import lakehouse_jars
 from lakehouse_tables import SMALL_TABLES, LakehouseTable
-from spark_helpers import LOCAL_SPARK_CONF, Catalog
+from spark_helpers import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, Catalog
 
-pytestmark = pytest.mark.one_broker
+pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 FIRST, SECOND, OLD_PRODUCER = 120, 80, 40
 
