@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,11 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def poll_api(condition: Callable[[], Any], what: str, timeout: float) -> Any:
+    """``wait_until`` for a condition that asks the api-server, once every :data:`POLL_SECONDS`."""
+    return wait_until(condition, what, timeout, POLL_SECONDS)
 
 
 class AirflowDeployment:
@@ -66,7 +72,7 @@ class AirflowDeployment:
                     # children stop with it.
                     start_new_session=True,
                 )
-        wait_until(self._healthy, "scheduler, triggerer, dag-processor and api-server to report healthy", 240, POLL_SECONDS)
+        poll_api(self._healthy, "scheduler, triggerer, dag-processor and api-server to report healthy", 240)
         response = self._http.post("/auth/token", json={"username": "tester", "password": self._password})
         assert response.status_code == 201, response.text
         self._http.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
@@ -139,7 +145,7 @@ class AirflowDeployment:
                 return None
             return response.json() if response.status_code == 200 else None
 
-        return wait_until(found, f"the dag-processor to parse {dag_id}", 180, POLL_SECONDS)
+        return poll_api(found, f"the dag-processor to parse {dag_id}", 180)
 
     def unpause(self, dag_id: str) -> None:
         self.parsed(dag_id)

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from airflow_deployment import POLL_SECONDS, AirflowDeployment
+from airflow_deployment import AirflowDeployment, poll_api
 from airflow_pulsar.client import Client, MessageId
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.examples.shop_events import ALERTS_TOPIC, LARGE_ORDER_EUR, TOPIC
@@ -51,7 +51,7 @@ def _published_events(service_url: str, partitions: int) -> list[dict[str, Any]]
 
 def _only_run(airflow: AirflowDeployment, dag_id: str) -> dict[str, Any]:
     """The DAG's run once the scheduler made it (the unpaused DAG's latest interval)."""
-    return wait_until(lambda: airflow.runs(dag_id)[:1], f"the scheduler to start a run of {dag_id}", 120, POLL_SECONDS)[0]
+    return poll_api(lambda: airflow.runs(dag_id)[:1], f"the scheduler to start a run of {dag_id}", 120)[0]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def published(deployment: AirflowDeployment, broker: Any) -> Iterator[dict[str, 
         states_seen.add(deployment.task_states(INGEST, ingest_run).get("wait_for_backlog"))
         return "deferred" in states_seen
 
-    wait_until(sensor_deferred, "the backlog sensor to defer", 180, POLL_SECONDS)
+    poll_api(sensor_deferred, "the backlog sensor to defer", 180)
 
     deployment.unpause(PRODUCER)
     deployment.finished(PRODUCER, _only_run(deployment, PRODUCER)["dag_run_id"], 300)
@@ -123,7 +123,7 @@ def test_alert_handler_runs_in_the_triggerer_for_each_large_order_and_nothing_el
         events = deployment.asset_events(ALERTS_ASSET)
         return [event["extra"]["payload"]["message"]["value"] for event in events]
 
-    wait_until(lambda: len(alert_values()) >= len(large), f"{len(large)} alert asset events", 180, POLL_SECONDS)
+    poll_api(lambda: len(alert_values()) >= len(large), f"{len(large)} alert asset events", 180)
     # The producer's alerts task published exactly the large orders of its events.
     assert sorted(json.dumps(json.loads(value), sort_keys=True) for value in alert_values()) == large
 
@@ -132,7 +132,7 @@ def test_alert_handler_runs_in_the_triggerer_for_each_large_order_and_nothing_el
         producer.send(b'{"note": "low"}', properties={"severity": "low"})
         producer.send(b'{"note": "high"}', properties={"severity": "high"})
     # The watcher reads in order: once the high alert is an event, the low one was passed over.
-    wait_until(lambda: alert_values()[-1:] == ['{"note": "high"}'], "the high-severity alert's asset event", 120, POLL_SECONDS)
+    poll_api(lambda: alert_values()[-1:] == ['{"note": "high"}'], "the high-severity alert's asset event", 120)
     assert '{"note": "low"}' not in alert_values()
 
     def handled() -> list[str]:
