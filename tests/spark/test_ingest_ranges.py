@@ -186,7 +186,7 @@ def test_a_budget_stops_before_the_entry_that_would_overrun_it(our_client: Clien
 def test_json_values_decode_with_corrupt_records_kept() -> None:
     target = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("tags", pa.list_(pa.string()))])
     values = [b'{"id": 1, "day": "2024-05-01", "tags": ["a"]}', b"not json", None, b'{"id": 2,\n "extra": true}', b""]
-    fields, corrupt = decode_json(values, target, json_parse_schema(target))
+    fields, corrupt = decode_json(pa.array(values, pa.binary()), target, json_parse_schema(target))
     assert fields.column("id").to_pylist() == [1, None, None, 2, None]
     assert str(fields.column("day")[0]) == "2024-05-01"
     assert corrupt.to_pylist() == [None, "not json", None, None, ""]

@@ -166,7 +166,7 @@ def test_avro_values_decode_as_fastavro_reads_them() -> None:
     rng = random.Random(7)
     indices = [rng.randrange(0, 5000) for _ in range(3000)] + [0, 1, 2, 3]
     payloads = [encode(ORDER, order(i)) for i in indices]
-    columns = avro_values(ORDER).decode(payloads, [version(1)] * len(payloads))
+    columns = avro_values(ORDER).decode(pa.array(payloads), [version(1)] * len(payloads))
 
     oracle = fastavro.parse_schema(ORDER)
     rows = pa.table({name: columns[name] for name in fields_of(avro_values(ORDER).schema).names}).to_pylist()
@@ -200,7 +200,7 @@ def test_payloads_of_both_clients_schemas_decode() -> None:
             value = shape(id=i, points=[point(x=j, label=f"p{j}") for j in range(i)], props={"k": str(i)}, center=point(x=-i, label=None))
             payloads.append(schema.encode(value))
     values = avro_values(definition)
-    columns = values.decode(payloads, [""] * len(payloads))  # no version: the newest schema's
+    columns = values.decode(pa.array(payloads), [""] * len(payloads))  # no version: the newest schema's
     assert columns["id"].to_pylist() == [0, 1, 2, 0, 1, 2]
     assert columns["points"].to_pylist()[2] == [{"x": 0, "label": "p0"}, {"x": 1, "label": "p1"}]
     assert columns["props"].to_pylist()[1] == [("k", "1")]
@@ -241,7 +241,7 @@ def test_an_older_version_is_resolved_to_the_newest() -> None:
     old = [encode(v1, {"id": i, "gone": "x", "inner": {"a": 1.5}, "u": ["s", i, None][i % 3], "old_name": f"o{i}"}) for i in range(3)]
     new = [encode(v2, {"id": 2**40, "inner": {"a": 2.5, "b": 7}, "u": 5, "added": "yes", "level": 9, "renamed": "r"})]
     values = avro_values(v2, version=1, writers={0: v1})
-    columns = values.decode([old[0], new[0], old[1], old[2]], [version(0), version(1), version(0), version(0)])
+    columns = values.decode(pa.array([old[0], new[0], old[1], old[2]]), [version(0), version(1), version(0), version(0)])
 
     assert columns["id"].to_pylist() == [0, 2**40, 1, 2]
     assert columns["inner"].to_pylist() == [{"a": 1.5, "b": None}, {"a": 2.5, "b": 7}, {"a": 1.5, "b": None}, {"a": 1.5, "b": None}]
@@ -261,7 +261,7 @@ def test_an_older_version_is_resolved_to_the_newest() -> None:
 def test_values_that_are_not_datums_are_corrupt_records_and_tombstones_are_null() -> None:
     good = encode(ORDER, order(5))
     values: list[bytes | None] = [good, good[:-3], good + b"\x00", None, b"\xff" * 12, b"", good]
-    columns = avro_values(ORDER).decode(values, [version(1)] * len(values))
+    columns = avro_values(ORDER).decode(pa.array(values, pa.binary()), [version(1)] * len(values))
 
     assert columns["id"].to_pylist() == [order(5)["id"], None, None, None, None, None, order(5)["id"]]
     assert columns["address"].to_pylist()[1] is None and columns["tags"].to_pylist()[4] is None
@@ -287,7 +287,7 @@ def test_json_schema_values_parse_into_the_schemas_columns() -> None:
     encoder = pulsar.schema.JsonSchema(Reading)
     payloads: list[bytes | None] = [encoder.encode(Reading(sensor=f"s{i}", value=i / 2, at=i, tags=["a"] * i)) for i in range(3)]
     payloads += [b'{"sensor": "late", "when": 1700000000123}', b"not json"]
-    columns = RegistryJsonValues(schema, fields_of(schema)).decode(payloads, [""] * len(payloads))
+    columns = RegistryJsonValues(schema, fields_of(schema)).decode(pa.array(payloads), [""] * len(payloads))
 
     assert columns["sensor"].to_pylist() == ["s0", "s1", "s2", "late", None]
     assert columns["tags"].to_pylist()[2] == ["a", "a"]

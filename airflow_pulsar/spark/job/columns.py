@@ -17,18 +17,17 @@ fields of the topic's registered schema take that place, decoded by a :class:`Va
 
 from __future__ import annotations
 
-import io
-import itertools
 from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from airflow_pulsar.client.consumer import Message, ReceivedEntry
 
-from .entry_messages import EntryMessages
+from .entry_messages import EntryColumns, MessageColumns, message_columns
 from .spec import VALUE_BYTES, VALUE_JSON, VALUE_SCHEMA, VALUE_STRING, check_value_schema
 
 CORRUPT_RECORD = "_corrupt_record"
@@ -89,9 +88,10 @@ class ValueDecoder(Protocol):
         """Whether it reads each message's schema version."""
         ...
 
-    def decode(self, values: Sequence[bytes | None], versions: Sequence[str]) -> dict[str, pa.Array]:
-        """The value columns (by name) and ``_corrupt_record`` of the values; ``versions`` holds each
-        message's ``schema_version()`` when the decoder is ``versioned``."""
+    def decode(self, values: pa.Array, versions: Sequence[str]) -> dict[str, pa.Array]:
+        """The value columns (by name) and ``_corrupt_record`` of the values (a binary array, null
+        for a null value); ``versions`` holds each message's ``schema_version()`` when the decoder
+        is ``versioned``."""
         ...
 
 
@@ -104,7 +104,7 @@ class JsonValues:
         self.fields = fields
         self._parse = json_parse_schema(fields)
 
-    def decode(self, values: Sequence[bytes | None], versions: Sequence[str]) -> dict[str, pa.Array]:
+    def decode(self, values: pa.Array, versions: Sequence[str]) -> dict[str, pa.Array]:
         table, corrupt = decode_json(values, self.fields, self._parse)
         columns = {name: table.column(name).combine_chunks() for name in self.fields.names}
         columns[CORRUPT_RECORD] = corrupt
@@ -115,7 +115,7 @@ class RowBatchBuilder:
     """Collects the messages of one topic partition and turns them into Arrow record batches of the
     row schema (``arrow_schema``, exactly what Spark expects for the data source's schema).
 
-    Messages come in as whole received entries (:meth:`add_entry`, the range readers' path: no
+    Messages come in as whole received entries (:meth:`add_entries`, the range readers' path: no
     object per message) or as :class:`Message` objects (:meth:`add_messages`); both give the same
     rows. JSON values are parsed by a :class:`JsonValues` of the schema's fields; schema values
     need a ``decoder``.
@@ -142,130 +142,142 @@ class RowBatchBuilder:
         self._decoder = decoder
         #: Whether each message's schema version is collected (for the decoder).
         self.versioned = decoder is not None and decoder.versioned
-        self._rows = RowColumns()
+        self._rows: list[RowChunk] = []
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._rows.indexes)
+        return self._count
 
-    def add_entry(self, entry: ReceivedEntry, messages: EntryMessages) -> None:
-        """Append the messages of an entry, as :func:`.entry_messages.entry_messages` gives them."""
-        rows = self._rows
-        count = len(messages.indexes)
-        rows.indexes += messages.indexes
-        rows.keys += messages.keys
-        rows.values += messages.values
-        rows.event_times += messages.event_times
-        rows.property_counts += messages.property_counts
-        rows.property_keys += messages.property_keys
-        rows.property_values += messages.property_values
-        metadata = entry.metadata
-        rows.ledgers += [entry.ledger_id] * count
-        rows.entries += [entry.entry_id] * count
-        rows.publish_times += [metadata.publish_time] * count
-        rows.redeliveries += [entry.redelivery_count] * count
-        if self.versioned:
-            rows.versions += [metadata.schema_version.decode("latin-1")] * count
+    def add_entries(self, entries: Sequence[ReceivedEntry], columns: EntryColumns) -> None:
+        """Append the messages of ``entries``, as :func:`.entry_messages.entry_columns` gives them."""
+        counts = np.diff(columns.rows)
+        if not counts.sum():
+            return
+        self._add(
+            RowChunk(
+                columns.messages,
+                np.repeat(np.fromiter((entry.ledger_id for entry in entries), np.int64, len(entries)), counts),
+                np.repeat(np.fromiter((entry.entry_id for entry in entries), np.int64, len(entries)), counts),
+                np.repeat(np.fromiter((entry.metadata.publish_time for entry in entries), np.int64, len(entries)), counts),
+                np.repeat(np.fromiter((entry.redelivery_count for entry in entries), np.int32, len(entries)), counts),
+                np.repeat(np.array([entry.metadata.schema_version.decode("latin-1") for entry in entries], object), counts)
+                if self.versioned
+                else _NO_VERSIONS,
+            )
+        )
 
     def add_messages(self, messages: Sequence[Message]) -> None:
         """Append messages received one by one (reading each one's ``schema_version()`` too when ``versioned``)."""
         if not messages:
             return
-        rows = self._rows
         keys, values, ledgers, entries, indexes, publish_times, event_times, properties, redeliveries = zip(
             *[message.fields() for message in messages], strict=True
         )
-        rows.keys += keys
-        rows.values += values
-        rows.ledgers += ledgers
-        rows.entries += entries
-        rows.indexes += indexes
-        rows.publish_times += publish_times
-        rows.event_times += event_times
-        rows.redeliveries += redeliveries
-        for pairs in properties:
-            rows.property_keys += [key for key, _ in pairs]
-            rows.property_values += [value for _, value in pairs]
-            rows.property_counts.append(len(pairs))
-        if self.versioned:
-            rows.versions += [message.schema_version() for message in messages]
+        self._add(
+            RowChunk(
+                message_columns(
+                    indexes, keys, values, event_times, [len(pairs) for pairs in properties],
+                    [key for pairs in properties for key, _ in pairs], [value for pairs in properties for _, value in pairs],
+                ),
+                np.array(ledgers, np.int64),
+                np.array(entries, np.int64),
+                np.array(publish_times, np.int64),
+                np.array(redeliveries, np.int32),
+                np.array([message.schema_version() for message in messages], object) if self.versioned else _NO_VERSIONS,
+            )
+        )
+
+    def _add(self, chunk: RowChunk) -> None:
+        self._rows.append(chunk)
+        self._count += len(chunk.messages.indexes)
+
+    def _cut(self, count: int) -> RowChunk:
+        """The first ``count`` collected rows, taken out of the rest."""
+        head: list[RowChunk] = []
+        taken = 0
+        while taken < count:
+            chunk = self._rows[0]
+            size = len(chunk.messages.indexes)
+            if taken + size <= count:
+                head.append(self._rows.pop(0))
+                taken += size
+            else:
+                head.append(chunk.slice(0, count - taken))
+                self._rows[0] = chunk.slice(count - taken, size)
+                taken = count
+        self._count -= count
+        return RowChunk.concat(head)
 
     def build(self, limit: int | None = None) -> pa.RecordBatch:
         """The first ``limit`` collected rows (None: all) as one record batch; the rest stay collected.
 
-        Columns are converted by pyarrow from the collected lists, in C; no Python loop per row.
+        Columns are Arrow arrays or numpy arrays already; no Python loop per row.
         """
-        rows = self._rows.cut(len(self) if limit is None else min(limit, len(self)))
-        count = len(rows.indexes)
+        rows = self._cut(len(self) if limit is None else min(limit, len(self)))
+        messages = rows.messages
+        count = len(messages.indexes)
         schema = self.schema
-        columns: dict[str, pa.Array] = {"key": _null_if(pa.array(rows.keys, pa.string()), "")}
+        columns: dict[str, pa.Array] = {"key": _null_if(messages.keys, "")}
         if self._decoder is not None:
-            columns.update(self._decoder.decode(rows.values, rows.versions))
+            columns.update(self._decoder.decode(messages.values, rows.versions.tolist() if self.versioned else ()))
         elif self.value_format == VALUE_STRING:
-            columns["value"] = _utf8(rows.values)
+            columns["value"] = _utf8(messages.values)
         else:
-            columns["value"] = pa.array(rows.values, pa.binary())
-        offsets = pa.array([0, *itertools.accumulate(rows.property_counts)], pa.int32())
+            columns["value"] = messages.values
+        offsets = np.zeros(count + 1, np.int32)
+        np.cumsum(messages.property_counts, out=offsets[1:])
         properties = pa.MapArray.from_arrays(
-            offsets, pa.array(rows.property_keys, pa.string()), pa.array(rows.property_values, pa.string()),
-            type=schema.field("properties").type,
+            pa.array(offsets), messages.property_keys, messages.property_values, type=schema.field("properties").type
         )
         columns.update(
             {
                 "topic": pa.repeat(pa.scalar(self.source_topic, pa.string()), count),
                 "partition": pa.repeat(pa.scalar(self.partition, pa.int32()), count),
                 "message_id": pa.StructArray.from_arrays(
-                    [
-                        pa.array(rows.ledgers, pa.int64()),
-                        pa.array(rows.entries, pa.int64()),
-                        pa.array(rows.indexes, pa.int32()),
-                    ],
+                    [pa.array(rows.ledgers), pa.array(rows.entries), pa.array(messages.indexes)],
                     fields=list(schema.field("message_id").type),
                 ),
-                "publish_time": _timestamps(pa.array(rows.publish_times, pa.int64()), schema.field("publish_time").type),
-                "event_time": _timestamps(_null_if(pa.array(rows.event_times, pa.int64()), 0), schema.field("event_time").type),
+                "publish_time": _timestamps(pa.array(rows.publish_times), schema.field("publish_time").type),
+                "event_time": _timestamps(
+                    _null_if(pa.array(messages.event_times.astype(np.int64)), 0), schema.field("event_time").type
+                ),
                 "properties": properties,
-                "redelivery_count": pa.array(rows.redeliveries, pa.int32()),
+                "redelivery_count": pa.array(rows.redeliveries),
                 BATCH_ID: pa.repeat(pa.scalar(self.batch_id, pa.string()), count),
             }
         )
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 
 
-class RowColumns:
-    """The rows a builder collected, column by column, as Python lists; properties flattened, with
-    each row's count of them."""
+# The versions of rows whose builder does not read them.
+_NO_VERSIONS = np.empty(0, object)
 
-    __slots__ = (
-        "keys", "values", "ledgers", "entries", "indexes", "publish_times", "event_times", "property_counts",
-        "property_keys", "property_values", "redeliveries", "versions",
-    )
-    _PROPERTY_LISTS = ("property_keys", "property_values")
 
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.values: list[bytes | None] = []
-        self.ledgers: list[int] = []
-        self.entries: list[int] = []
-        self.indexes: list[int] = []
-        self.publish_times: list[int] = []
-        self.event_times: list[int] = []
-        self.property_counts: list[int] = []
-        self.property_keys: list[str] = []
-        self.property_values: list[str] = []
-        self.redeliveries: list[int] = []
-        #: Each row's schema version, for a versioned decoder only.
-        self.versions: list[str] = []
+class RowChunk(NamedTuple):
+    """Rows a builder collected: the messages' own columns, and those of the entries they came in
+    (repeated per message); ``versions`` is each message's schema version, or empty when the
+    builder does not read them."""
 
-    def cut(self, count: int) -> RowColumns:
-        """The first ``count`` rows, taken out of these."""
-        head = RowColumns()
-        properties = sum(self.property_counts[:count])
-        for name in self.__slots__:
-            column = getattr(self, name)
-            at = properties if name in self._PROPERTY_LISTS else count
-            setattr(head, name, column[:at])
-            del column[:at]
-        return head
+    messages: MessageColumns
+    ledgers: np.ndarray
+    entries: np.ndarray
+    publish_times: np.ndarray
+    redeliveries: np.ndarray
+    versions: np.ndarray
+
+    def slice(self, start: int, stop: int) -> RowChunk:
+        """Rows ``start`` to ``stop - 1``."""
+        return RowChunk(self.messages.slice(start, stop), *(column[start:stop] for column in self[1:]))
+
+    @staticmethod
+    def concat(chunks: Sequence[RowChunk]) -> RowChunk:
+        """The rows of ``chunks``, one after the other."""
+        if len(chunks) == 1:
+            return chunks[0]
+        return RowChunk(
+            MessageColumns.concat([chunk.messages for chunk in chunks]),
+            *(np.concatenate(columns) for columns in zip(*(chunk[1:] for chunk in chunks), strict=True)),
+        )
 
 
 def value_fields(schema: pa.Schema) -> pa.Schema:
@@ -275,35 +287,42 @@ def value_fields(schema: pa.Schema) -> pa.Schema:
     return pa.schema([schema.field(i) for i in range(first, last)])
 
 
-def decode_json(values: Sequence[bytes | None], target: pa.Schema, parse: pa.Schema) -> tuple[pa.Table, pa.Array]:
-    """Parse JSON object values into the ``target`` fields; (fields, text of the corrupt ones).
+def decode_json(values: pa.Array, target: pa.Schema, parse: pa.Schema) -> tuple[pa.Table, pa.Array]:
+    """Parse JSON object values (a binary array) into the ``target`` fields; (fields, text of the
+    corrupt ones).
 
     The values are parsed together by pyarrow as newline-delimited JSON: a newline can only be
     whitespace in valid JSON, so it is replaced by a space. If the whole block does not parse,
     each value is tried alone and the ones that fail become corrupt records.
     """
     # A null value is an empty object; a line break inside a value (only whitespace there) becomes
-    # a space. Both are rare: looked for in C, and only then handled value by value.
-    lines = [b"{}" if value is None else value for value in values] if None in values else cast("Sequence[bytes]", values)
-    block = b"\n".join(lines)
-    if b"\r" in block or block.count(b"\n") != len(lines) - 1:
-        lines = [line.replace(b"\n", b" ").replace(b"\r", b" ") for line in lines]
-        block = b"\n".join(lines)
+    # a space. All in C, the replacing only where a line break was found.
+    lines = values.fill_null(b"{}") if values.null_count else values
+    count = len(lines)
+    block = _joined(lines)
+    if b"\r" in block or block.count(b"\n") != count - 1:
+        lines = pc.replace_substring(pc.replace_substring(lines, b"\n", b" "), b"\r", b" ")
+        block = _joined(lines)
     try:
-        table = _read_lines(block, len(lines), parse)
-        corrupt = pa.nulls(len(lines), pa.string())
+        table = _read_lines(block, count, parse)
+        corrupt = pa.nulls(count, pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        good = [index for index, line in enumerate(lines) if _parses(line, parse)]
-        table = _read_lines(b"\n".join([lines[i] for i in good]), len(good), parse)
-        rows: list[int | None] = [None] * len(lines)
+        texts: list[bytes] = lines.to_pylist()
+        good = [index for index, line in enumerate(texts) if _parses(line, parse)]
+        table = _read_lines(b"\n".join([texts[i] for i in good]), len(good), parse)
+        rows: list[int | None] = [None] * count
         for position, index in enumerate(good):
             rows[index] = position
         table = table.take(pa.array(rows, pa.int64()))
         kept = set(good)
-        corrupt = pa.array(
-            [None if i in kept else lines[i].decode("utf-8", "replace") for i in range(len(lines))], pa.string()
-        )
+        corrupt = pa.array([None if i in kept else texts[i].decode("utf-8", "replace") for i in range(count)], pa.string())
     return table.cast(target), corrupt
+
+
+def _joined(lines: pa.Array) -> bytes:
+    """The values of a binary array, a newline after each but the last."""
+    offsets = pa.array([0, len(lines)], pa.int32())
+    return pc.binary_join(pa.ListArray.from_arrays(offsets, lines), b"\n")[0].as_py()
 
 
 def _read_lines(block: bytes, count: int, parse: pa.Schema) -> pa.Table:
@@ -311,7 +330,7 @@ def _read_lines(block: bytes, count: int, parse: pa.Schema) -> pa.Table:
     if not count:
         return parse.empty_table()
     options = pa_json.ParseOptions(explicit_schema=parse, unexpected_field_behavior="ignore")
-    table = pa_json.read_json(io.BytesIO(block), parse_options=options, read_options=pa_json.ReadOptions(block_size=len(block) + 1))
+    table = pa_json.read_json(pa.BufferReader(block), parse_options=options, read_options=pa_json.ReadOptions(block_size=len(block) + 1))
     if table.num_rows != count:  # an empty value adds no row: treat it as a parse failure
         raise pa.ArrowInvalid(f"{count} values gave {table.num_rows} rows")
     return table
@@ -325,12 +344,11 @@ def _parses(line: bytes, parse: pa.Schema) -> bool:
         return False
 
 
-def _utf8(values: Sequence[bytes | None]) -> pa.Array:
-    array = pa.array(values, pa.binary())
+def _utf8(values: pa.Array) -> pa.Array:
     try:
-        return array.cast(pa.string())
+        return values.cast(pa.string())
     except pa.ArrowInvalid:  # invalid UTF-8 somewhere: replace the bad bytes, as bytes.decode does
-        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in values], pa.string())
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in values.to_pylist()], pa.string())
 
 
 def _timestamps(millis: pa.Array, kind: pa.DataType) -> pa.Array:

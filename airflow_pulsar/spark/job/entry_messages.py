@@ -1,24 +1,33 @@
-"""The messages of a received entry as columns: batch index, key, value, event time, properties.
+"""The messages of received entries as Arrow columns: batch index, key, value, event time, properties.
 
 A range reader takes whole entries (``Consumer.take_entries``); their messages become table rows
-without a Message object or a protobuf object per message where that can be done exactly.
+without a Message object, a protobuf object or a Python step per message where that can be done
+exactly.
 
-A batch whose every SingleMessageMetadata has the layout producers write (properties, partition
+Batches whose every SingleMessageMetadata has the layout producers write (properties, partition
 key, payload size, event time, sequence id, each at most once and in field-number order, with
-one-byte lengths) is read off the bytes in one pass (:func:`_read_common_batch`). That layout
-parses to one meaning only, so reading it by hand gives what protobuf gives; anything else in an
-entry (another field, a null value, compaction's mark, an ack_set or start filter, text that is
-not UTF-8, a malformed batch) sends the whole entry the exact way: split by the client's
-``read_batch`` and each message's fields read off its parsed metadata.
-``tests/unit/test_entry_messages.py`` compares the two on every layout it can make.
+one-byte lengths for the texts) are read together, many messages at a time with numpy
+(:class:`_CommonBatches`): each field is read for every message at once, and the texts and values
+are cut out of the entries' bytes by Arrow. Where each message starts is found without walking
+the batch: every place two zero bytes begin (a metadata size under 65,536 begins so) is read as if
+a message began there, and a batch counts only if the messages read at its start, then after each
+message, tile it exactly with its count of messages. That layout parses to one meaning only, so
+reading it this way gives what protobuf gives; anything else in an entry (another field, a null
+value, compaction's mark, an ack_set or start filter, text that is not UTF-8, a malformed batch)
+sends the entry the exact way: split by the client's ``read_batch`` and each message's fields read
+off its parsed metadata. ``tests/unit/test_entry_messages.py`` compares the two on every layout it
+can make.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-import struct
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
+
+import numpy as np
+import pyarrow as pa
 
 from airflow_pulsar.client.consumer import ReceivedEntry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, SingleMessageMetadata
@@ -27,29 +36,112 @@ from airflow_pulsar.client.protocol.wire import BatchFormatError, read_batch, ta
 log = logging.getLogger(__name__)
 
 
-class EntryMessages(NamedTuple):
-    """The messages of one entry, column by column: batch index (-1 for an entry that is one
-    message), partition key ("" for none), value (None for a null value), event time (0 for
-    none), and properties flattened in order, with each message's count of them."""
+class MessageColumns(NamedTuple):
+    """Messages, column by column: batch index (-1 for an entry that is one message), partition
+    key ("" for none), value (null for a null value), event time (0 for none), and properties
+    flattened in order, with each message's count of them."""
 
-    indexes: list[int]
-    keys: list[str]
-    values: list[bytes | None]
-    event_times: list[int]
-    property_counts: list[int]
-    property_keys: list[str]
-    property_values: list[str]
+    indexes: np.ndarray  # int32
+    keys: pa.Array  # string
+    values: pa.Array  # binary
+    event_times: np.ndarray  # uint64
+    property_counts: np.ndarray  # int64
+    property_keys: pa.Array  # string
+    property_values: pa.Array  # string
+
+    def slice(self, start: int, stop: int) -> MessageColumns:
+        """Messages ``start`` to ``stop - 1``."""
+        if start == 0 and stop == len(self.indexes):
+            return self
+        counts = self.property_counts
+        first = int(counts[:start].sum())
+        last = first + int(counts[start:stop].sum())
+        return MessageColumns(
+            self.indexes[start:stop], self.keys[start:stop], self.values[start:stop], self.event_times[start:stop],
+            counts[start:stop], self.property_keys[first:last], self.property_values[first:last],
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[MessageColumns]) -> MessageColumns:
+        """The messages of ``parts``, one part after the other."""
+        if len(parts) == 1:
+            return parts[0]
+        return MessageColumns(*(
+            np.concatenate(columns) if isinstance(columns[0], np.ndarray) else pa.concat_arrays(columns)
+            for columns in zip(*parts, strict=True)
+        ))
 
 
-def entry_messages(entry: ReceivedEntry) -> EntryMessages:
-    """The messages of a received entry (a batch's that ``entry.wanted`` keeps and compaction
-    left; a malformed batch's up to the fault, which is logged)."""
-    if entry.batch_size and entry.wanted is None:
-        try:
-            return _read_common_batch(entry.payload, entry.batch_size)
-        except (_Uncommon, IndexError, struct.error, UnicodeDecodeError):
-            pass  # read exactly below
-    return _read_exactly(entry)
+def message_columns(
+    indexes: Sequence[int],
+    keys: Sequence[str],
+    values: Sequence[bytes | None],
+    event_times: Sequence[int],
+    property_counts: Sequence[int],
+    property_keys: Sequence[str],
+    property_values: Sequence[str],
+) -> MessageColumns:
+    """The columns of messages given as Python lists (converted by Arrow and numpy, in C)."""
+    return MessageColumns(
+        np.array(indexes, np.int32),
+        pa.array(keys, pa.string()),
+        pa.array(values, pa.binary()),
+        np.array(event_times, np.uint64),
+        np.array(property_counts, np.int64),
+        pa.array(property_keys, pa.string()),
+        pa.array(property_values, pa.string()),
+    )
+
+
+class EntryColumns(NamedTuple):
+    """The messages of a list of entries, and where each entry's messages lie: entry ``i`` holds
+    messages ``rows[i]`` to ``rows[i + 1] - 1`` (none, where compaction or a filter left none)."""
+
+    messages: MessageColumns
+    rows: np.ndarray  # int64, one more than the entries
+
+    def first_index(self, entry: int) -> int:
+        """The batch index of entry ``entry``'s first message (it must have one)."""
+        return int(self.messages.indexes[self.rows[entry]])
+
+    def select(self, start: int, stop: int) -> EntryColumns:
+        """The messages of entries ``start`` to ``stop - 1``."""
+        rows = self.rows[start : stop + 1]
+        return EntryColumns(self.messages.slice(int(rows[0]), int(rows[-1])), rows - rows[0])
+
+
+def entry_columns(entries: Sequence[ReceivedEntry]) -> EntryColumns:
+    """The messages of ``entries`` (a batch's that ``entry.wanted`` keeps and compaction left; a
+    malformed batch's up to the fault, which is logged)."""
+    parts: list[MessageColumns] = []
+    counts: list[int] = []
+    _read_runs(entries, [bool(entry.batch_size) and entry.wanted is None for entry in entries], parts, counts)
+    rows = np.zeros(len(entries) + 1, np.int64)
+    np.cumsum(counts, out=rows[1:])
+    return EntryColumns(MessageColumns.concat(parts) if parts else message_columns(*[[]] * 7), rows)
+
+
+def _read_runs(entries: Sequence[ReceivedEntry], common: Sequence[bool], parts: list[MessageColumns], counts: list[int]) -> None:
+    """Each run of entries that may have the common layout read together, every other the exact way."""
+    start = 0
+    for is_common, run in itertools.groupby(common):
+        stop = start + len(list(run))
+        (_read_common_run if is_common else _read_exactly)(entries[start:stop], parts, counts)
+        start = stop
+
+
+def _read_common_run(entries: Sequence[ReceivedEntry], parts: list[MessageColumns], counts: list[int]) -> None:
+    """Batches that may have the common layout: read together, each that has not the exact way."""
+    batches = _CommonBatches(entries)
+    if not batches.good.all():  # the good ones are read together again: rare
+        _read_runs(entries, batches.good.tolist(), parts, counts)
+        return
+    try:
+        parts.append(batches.columns())
+    except pa.ArrowInvalid:  # a text that is not UTF-8
+        _read_exactly(entries, parts, counts)
+    else:
+        counts += [entry.batch_size for entry in entries]
 
 
 # ---- the exact way: protobuf objects ----
@@ -75,34 +167,33 @@ def _message_parts(_: None, index: int, payload: bytes, single: bytes | SingleMe
     return index, payload, single if isinstance(single, SingleMessageMetadata) else _PLAIN_SINGLE
 
 
-def _read_exactly(entry: ReceivedEntry) -> EntryMessages:
-    if not entry.batch_size:
-        parts: list[tuple[int, bytes, _FieldsSource]] = [(-1, entry.payload, entry.metadata)]
-    else:
-        parts = []
-        try:
-            read_batch(entry.payload, entry.batch_size, _message_parts, None, entry.wanted, parts)
-        except BatchFormatError as exc:
-            log.error("discarding the rest of batch %d:%d: %s", entry.ledger_id, entry.entry_id, exc)
-    messages = EntryMessages([], [], [], [], [], [], [])
-    for index, payload, source in parts:
-        messages.indexes.append(index)
-        messages.keys.append(source.partition_key)
-        messages.values.append(None if source.null_value else payload)
-        messages.event_times.append(source.event_time)
-        properties = source.properties
-        for pair in properties:
-            messages.property_keys.append(pair.key)
-            messages.property_values.append(pair.value)
-        messages.property_counts.append(len(properties))
-    return messages
+def _read_exactly(entries: Sequence[ReceivedEntry], parts: list[MessageColumns], counts: list[int]) -> None:
+    columns: tuple[list, list, list, list, list, list, list] = ([], [], [], [], [], [], [])
+    indexes, keys, values, event_times, property_counts, property_keys, property_values = columns
+    for entry in entries:
+        if not entry.batch_size:
+            messages: list[tuple[int, bytes, _FieldsSource]] = [(-1, entry.payload, entry.metadata)]
+        else:
+            messages = []
+            try:
+                read_batch(entry.payload, entry.batch_size, _message_parts, None, entry.wanted, messages)
+            except BatchFormatError as exc:
+                log.error("discarding the rest of batch %d:%d: %s", entry.ledger_id, entry.entry_id, exc)
+        for index, payload, source in messages:
+            indexes.append(index)
+            keys.append(source.partition_key)
+            values.append(None if source.null_value else payload)
+            event_times.append(source.event_time)
+            properties = source.properties
+            for pair in properties:
+                property_keys.append(pair.key)
+                property_values.append(pair.value)
+            property_counts.append(len(properties))
+        counts.append(len(messages))
+    parts.append(message_columns(*columns))
 
 
-# ---- the common layout, read off the bytes ----
-
-
-class _Uncommon(Exception):
-    """The batch holds something the common layout does not cover."""
+# ---- the common layout, many messages at a time ----
 
 
 def _key(message: type[SingleMessageMetadata] | type[KeyValue], field: str) -> int:
@@ -117,96 +208,174 @@ _EVENT_TIME = _key(SingleMessageMetadata, "event_time")
 _SEQUENCE_ID = _key(SingleMessageMetadata, "sequence_id")
 _PAIR_KEY = _key(KeyValue, "key")
 _PAIR_VALUE = _key(KeyValue, "value")
-_SIZE = struct.Struct(">I").unpack_from
-# A separator that cannot be inside a string joined with it, once checked absent: strings are decoded together.
-_SEPARATOR = b"\x00"
+# Read in place of a field's key where there is no more metadata: no key is 0.
+_NO_FIELD = 0
 
 
-def _read_common_batch(buf: bytes, count: int) -> EntryMessages:
-    """The messages of a batch payload of the common layout; raises _Uncommon (or IndexError,
-    struct.error, UnicodeDecodeError) for any other."""
-    keys: list[bytes] = []
-    values: list[bytes | None] = []
-    event_times: list[int] = []
-    property_counts: list[int] = []
-    pairs: list[bytes] = []  # key, value, key, value, ...
-    pos, end = 0, len(buf)
-    for _ in range(count):
-        (meta_size,) = _SIZE(buf, pos)
-        meta_end = pos + 4 + meta_size
-        meta = buf[pos + 4 : meta_end]
-        if len(meta) != meta_size:
-            raise _Uncommon
-        at = properties = 0
-        field = meta[0]
-        while field == _PROPERTY:  # KeyValue: key, then value, one-byte lengths
-            pair_end = at + 2 + meta[at + 1]
-            key_end = at + 4 + meta[at + 3]
-            if meta[at + 1] >= 0x80 or meta[at + 2] != _PAIR_KEY or meta[at + 3] >= 0x80 or meta[key_end] != _PAIR_VALUE:
-                raise _Uncommon
-            if key_end + 2 + meta[key_end + 1] != pair_end or meta[key_end + 1] >= 0x80:
-                raise _Uncommon
-            pairs += (meta[at + 4 : key_end], meta[key_end + 2 : pair_end])
-            properties += 1
-            at = pair_end
-            field = meta[at]
-        if field == _PARTITION_KEY:
-            key_end = at + 2 + meta[at + 1]
-            if meta[at + 1] >= 0x80:
-                raise _Uncommon
-            keys.append(meta[at + 2 : key_end])
-            at = key_end
-            field = meta[at]
-        else:
-            keys.append(b"")
-        if field != _PAYLOAD_SIZE:
-            raise _Uncommon
-        size = meta[at + 1]
-        if size < 0x80:  # a payload under 128 bytes: its size is one byte
-            at += 2
-        else:
-            size, at = _varint(meta, at + 1)
-        event_time = 0
-        if at < meta_size and meta[at] == _EVENT_TIME:
-            event_time, at = _varint(meta, at + 1)
-        if at < meta_size and meta[at] == _SEQUENCE_ID:  # last: its varint runs to the end, in up to nine bytes
-            sequence_id = meta[at + 1 :]
-            if not 0 < len(sequence_id) <= 9 or sequence_id[-1] >= 0x80 or min(sequence_id[:-1] or b"\x80") < 0x80:
-                raise _Uncommon
-            at = meta_size
-        pos = meta_end + size
-        if at != meta_size or size >= 1 << 31 or pos > end:
-            raise _Uncommon
-        values.append(buf[meta_end:pos])
-        event_times.append(event_time)
-        property_counts.append(properties)
-    if pos != end:
-        raise _Uncommon
-    texts = _decode(keys + pairs)
-    return EntryMessages(
-        list(range(count)), texts[:count], values, event_times, property_counts, texts[count::2], texts[count + 1 :: 2]
-    )
+class _CommonBatches:
+    """Batch payloads read together as the common layout. ``good`` marks the entries that have it;
+    :meth:`columns` gives their messages (all must be good).
 
+    Positions are int64 numpy arrays into the entries' bytes laid side by side. A "head" is a
+    place a message may start; its fields are read for every head at once, and ``ok`` marks the
+    heads whose bytes read as a message of the common layout.
+    """
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """(the varint at ``at``, where it ends); at most ten bytes, as protobuf reads them."""
-    value = shift = 0
-    while True:
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at += 1
-        if byte < 0x80:
-            if value >> 64:  # past 64 bits: left to protobuf
-                raise _Uncommon
-            return value, at
-        shift += 7
-        if shift >= 70:
-            raise _Uncommon
+    def __init__(self, entries: Sequence[ReceivedEntry]) -> None:
+        joined = b"".join(entry.payload for entry in entries)
+        self.buffer = pa.py_buffer(joined)
+        self.size = len(joined)
+        self.data = np.frombuffer(joined + b"\x00", np.uint8)  # reads past the end are clamped to this 0
+        lengths = np.fromiter((len(entry.payload) for entry in entries), np.int64, len(entries))
+        bounds = np.zeros(len(entries) + 1, np.int64)
+        np.cumsum(lengths, out=bounds[1:])
+        self.starts, self.ends = bounds[:-1], bounds[1:]
+        self.counts = np.fromiter((entry.batch_size for entry in entries), np.int64, len(entries))
+        self.good = np.zeros(len(entries), bool)
+        if self.size < 2**31:  # int32 offsets for the columns cut out of the bytes
+            self._read()
 
+    def _at(self, at: np.ndarray) -> np.ndarray:
+        """The byte at each position (0 past the end)."""
+        return self.data[np.minimum(at, self.size)]
 
-def _decode(texts: list[bytes]) -> list[str]:
-    """UTF-8 strings, decoded in one call when the separator is in none of them."""
-    joined = _SEPARATOR.join(texts)
-    if texts and joined.count(_SEPARATOR) == len(texts) - 1:
-        return joined.decode("utf-8").split(_SEPARATOR.decode())
-    return [text.decode("utf-8") for text in texts]
+    def _field(self, at: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        """The field key at each position, or _NO_FIELD where the metadata ended (``limit``)."""
+        return np.where(at < limit, self._at(at), _NO_FIELD)
+
+    def _varint(self, at: np.ndarray, limit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The protobuf varint at each position: (values as uint64, where each ends, whether each is
+        a varint of at most 64 bits ending by ``limit``). Byte k is read only where byte k-1 said
+        more follows."""
+        byte = self._at(at)
+        values = (byte & 0x7F).astype(np.uint64)
+        length = np.ones(len(at), np.int64)
+        valid = np.ones(len(at), bool)
+        more = np.flatnonzero(byte & 0x80)
+        for shift in range(7, 70, 7):
+            if not more.size:
+                break
+            byte = self._at(at[more] + length[more])
+            if shift == 63:  # the tenth byte holds the 64th bit only
+                valid[more[(byte & 0x7E) != 0]] = False
+            values[more] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+            length[more] += 1
+            more = more[(byte & 0x80) != 0]
+        valid[more] = False  # more after ten bytes
+        end = at + length
+        return values, end, valid & (end <= limit)
+
+    def _read(self) -> None:
+        data, starts = self.data, self.starts
+        zeros = np.flatnonzero(data[: self.size] == 0)
+        heads = np.concatenate([zeros[data[zeros + 1] == 0], starts])
+        heads.sort()
+        heads = heads[np.concatenate([[True], heads[1:] != heads[:-1]])]
+        owner = np.searchsorted(starts, heads, "right") - 1
+        ok = (self._at(heads) == 0) & (self._at(heads + 1) == 0)
+        meta_end = heads + 4 + (self._at(heads + 2).astype(np.int64) << 8 | self._at(heads + 3))
+        ok &= meta_end <= self.ends[owner]
+        at = heads + 4
+
+        # Properties: a KeyValue of a one-byte key and value, as often as each message has them.
+        rounds: list[tuple[np.ndarray, ...]] = []
+        reading = np.flatnonzero(ok & (self._field(at, meta_end) == _PROPERTY))
+        while reading.size:
+            begin, limit = at[reading], meta_end[reading]
+            pair_end = begin + 2 + self._at(begin + 1)
+            key_end = begin + 4 + self._at(begin + 3)
+            value_length = self._at(key_end + 1)
+            fits = (
+                (self._at(begin + 1) < 0x80) & (self._at(begin + 2) == _PAIR_KEY) & (self._at(begin + 3) < 0x80)
+                & (self._at(key_end) == _PAIR_VALUE) & (value_length < 0x80) & (key_end + 2 + value_length == pair_end)
+                & (pair_end <= limit)
+            )
+            ok[reading[~fits]] = False
+            reading, begin, key_end, pair_end = reading[fits], begin[fits], key_end[fits], pair_end[fits]
+            rounds.append((reading, begin + 4, key_end, key_end + 2, pair_end))
+            at[reading] = pair_end
+            reading = reading[self._field(pair_end, meta_end[reading]) == _PROPERTY]
+
+        keyed = self._field(at, meta_end) == _PARTITION_KEY
+        key_length = self._at(at + 1)
+        ok &= ~keyed | (key_length < 0x80)
+        key_start = np.where(keyed, at + 2, at)
+        at = key_end = np.where(keyed, at + 2 + key_length, at)
+
+        ok &= self._field(at, meta_end) == _PAYLOAD_SIZE
+        size, at, valid = self._varint(at + 1, meta_end)
+        ok &= valid & (size < 2**31)
+        timed = self._field(at, meta_end) == _EVENT_TIME
+        event_time, after, valid = self._varint(at + 1, meta_end)
+        ok &= ~timed | valid
+        event_time = np.where(timed, event_time, np.uint64(0))
+        at = np.where(timed, after, at)
+        sequenced = self._field(at, meta_end) == _SEQUENCE_ID  # last: its varint ends the metadata, in up to nine bytes
+        _, after, valid = self._varint(at + 1, meta_end)
+        ok &= ~sequenced | (valid & (after - at - 1 <= 9))
+        at = np.where(sequenced, after, at)
+        ok &= at == meta_end
+        following = meta_end + size.astype(np.int64)
+        ok &= following <= self.ends[owner]
+
+        # The messages: the heads that are an entry's start or follow a message read. A batch
+        # is good if they tile it, start to end, in its count of messages.
+        reached = np.zeros(self.size + 1, bool)
+        reached[starts] = True
+        reached[following[ok]] = True
+        member = np.flatnonzero(ok & reached[heads])
+        found, links = owner[member], following[member]
+        good = np.bincount(found, minlength=len(starts)) == self.counts
+        first = np.ones(len(member), bool)
+        first[1:] = found[1:] != found[:-1]
+        last = np.ones(len(member), bool)
+        last[:-1] = first[1:]
+        broken = first & (heads[member] != starts[found])
+        broken |= last & (links != self.ends[found])
+        broken[:-1] |= ~last[:-1] & (links[:-1] != heads[member][1:])
+        good[found[broken]] = False
+        self.good = good
+
+        # What columns() cuts out, for the messages of good batches (row by row).
+        member = member[good[found]]
+        self._rows = len(member)
+        self._owner = owner[member]
+        self._keys = (key_start[member], key_end[member])
+        self._values = (meta_end[member], following[member])
+        self._event_times = event_time[member]
+        row_of = np.full(len(heads), -1, np.int64)
+        row_of[member] = np.arange(len(member))
+        rows = [row_of[round_[0]] for round_ in rounds]
+        kept = [row >= 0 for row in rows]
+        pair_rows = np.concatenate([row[k] for row, k in zip(rows, kept, strict=True)]) if rounds else np.empty(0, np.int64)
+        order = np.argsort(pair_rows, kind="stable")  # message by message, each message's pairs in order
+        self._property_counts = np.bincount(pair_rows, minlength=len(member))
+        self._pairs = [
+            np.concatenate([round_[field][k] for round_, k in zip(rounds, kept, strict=True)])[order] if rounds else np.empty(0, np.int64)
+            for field in range(1, 5)
+        ]
+
+    def columns(self) -> MessageColumns:
+        """The messages of the batches, which must all be good."""
+        first_row = np.zeros(len(self.starts), np.int64)
+        np.cumsum(self.counts[:-1], out=first_row[1:])
+        key_start, key_end, value_start, value_end = self._pairs
+        return MessageColumns(
+            (np.arange(self._rows) - first_row[self._owner]).astype(np.int32),
+            self._cut(*self._keys).cast(pa.string()),
+            self._cut(*self._values),
+            self._event_times,
+            self._property_counts,
+            self._cut(key_start, key_end).cast(pa.string()),
+            self._cut(value_start, value_end).cast(pa.string()),
+        )
+
+    def _cut(self, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+        """The bytes from each start to its end, as a binary array; the spans are in order and apart."""
+        if not len(starts):
+            return pa.array([], pa.binary())
+        bounds = np.empty(2 * len(starts), np.int32)
+        bounds[0::2], bounds[1::2] = starts, ends
+        # Every span and every gap between two spans is an element; the spans are the even ones.
+        spans = pa.Array.from_buffers(pa.binary(), len(bounds) - 1, [None, pa.py_buffer(bounds), self.buffer])
+        return spans.take(pa.array(np.arange(0, len(bounds), 2)))

@@ -71,10 +71,9 @@ class AvroValues:
         self.target = pa.struct(list(fields))
         self._writers = writers
 
-    def decode(self, values: Sequence[bytes | None], versions: Sequence[str]) -> dict[str, pa.Array]:
+    def decode(self, values: pa.Array, versions: Sequence[str]) -> dict[str, pa.Array]:
         count = len(values)
-        payloads = pa.array(values, pa.binary())
-        present = ~np.asarray(payloads.is_null())  # a null value (a tombstone) has no fields
+        present = ~np.asarray(values.is_null())  # a null value (a tombstone) has no fields
         distinct = set(versions)
         if len(distinct) == 1:  # the usual batch: one version
             groups = [(distinct.pop(), np.flatnonzero(present))]
@@ -89,7 +88,7 @@ class AvroValues:
                 continue
             version = schema_version_number(raw_version)
             writer = self.schema.record if version < 0 or version == self.schema.version else self._writers(version)
-            datums, bad = decode_datums(payloads if rows.size == count else payloads.take(pa.array(rows)), writer)
+            datums, bad = decode_datums(values if rows.size == count else values.take(pa.array(rows)), writer)
             if bad.any():
                 bad_rows.append(rows[bad])
                 datums = datums.take(pa.array(np.arange(len(rows)), mask=bad))  # nothing of a bad datum is kept
@@ -111,7 +110,7 @@ class RegistryJsonValues:
         self.target = pa.struct(list(fields))
         self._parse = json_parse_schema(fields, numeric_times=True)
 
-    def decode(self, values: Sequence[bytes | None], versions: Sequence[str]) -> dict[str, pa.Array]:
+    def decode(self, values: pa.Array, versions: Sequence[str]) -> dict[str, pa.Array]:
         parsed, corrupt = decode_json(values, self._parse, self._parse)
         struct = pa.StructArray.from_arrays([parsed.column(name).combine_chunks() for name in self._parse.names], fields=list(self._parse))
         record = self.schema.record
@@ -121,12 +120,12 @@ class RegistryJsonValues:
         return columns
 
 
-def _corrupt(values: Sequence[bytes | None], rows: np.ndarray) -> pa.Array:
+def _corrupt(values: pa.Array, rows: np.ndarray) -> pa.Array:
     """``_corrupt_record``: the base64 of the values at ``rows``, null elsewhere."""
     if not rows.size:
         return pa.nulls(len(values), pa.string())
     text: list[str | None] = [None] * len(values)
     for row in rows.tolist():  # only the bad ones: rare
-        value = values[row]
+        value = values[row].as_py()
         text[row] = base64.b64encode(value).decode("ascii") if value is not None else None
     return pa.array(text, pa.string())

@@ -24,7 +24,7 @@ from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy
 from airflow_pulsar.client.consumer import ReceivedEntry, create_reader
 
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
-from .entry_messages import entry_messages
+from .entry_messages import entry_columns
 from .faults import inject
 from .plan import ReadRange
 from .profiling import profiled
@@ -212,25 +212,32 @@ class RangeSelection:
     def add(self, entries: list[ReceivedEntry], builder: RowBatchBuilder) -> ReceivedEntry | None:
         """Add the messages of the range's entries among ``entries`` to ``builder``; the last
         entry added, if any."""
-        added = None
+        columns = entry_columns(entries)
+        rows = columns.rows.tolist()
+        first = stop = 0  # entries[first:stop] are added: those skipped before, or without messages, add none
         budget = self.budget
-        for entry in entries:
+        for index, entry in enumerate(entries):
             position = (entry.ledger_id, entry.entry_id)
+            count = rows[index + 1] - rows[index]
             if position <= self.after:
+                first = index + 1
                 continue
-            messages = entry_messages(entry)
-            indexes = messages.indexes
-            if not indexes:
+            if not count:
                 continue
             if position > self.last or (
-                budget is not None and indexes[0] <= 0 and self.taken and self.taken + entry.message_count() > budget
+                budget is not None and columns.first_index(index) <= 0 and self.taken
+                and self.taken + entry.message_count() > budget
             ):
                 self.done = True
                 break
-            builder.add_entry(entry, messages)
-            self.taken += len(indexes)
-            added = entry
-            if position == self.last and (entry.batch_size == 0 or indexes[-1] >= entry.batch_size - 1):
+            self.taken += count
+            stop = index + 1
+            if position == self.last and (
+                entry.batch_size == 0 or columns.messages.indexes[rows[index + 1] - 1] >= entry.batch_size - 1
+            ):
                 self.done = True
                 break
-        return added
+        if stop <= first:
+            return None
+        builder.add_entries(entries[first:stop], columns.select(first, stop))
+        return entries[stop - 1]
