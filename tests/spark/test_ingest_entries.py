@@ -95,12 +95,16 @@ def builder(value_format: str, plan: IngestPlan) -> RowBatchBuilder:
 
 
 def rows_from_messages(client: Client, topic: str, rows: RowBatchBuilder) -> pa.Table:
-    """The Message path: a reader's ``batch_receive`` and ``add_messages``, the whole topic."""
+    """The Message path: a reader's ``batch_receive`` and ``add_messages``, the whole topic, in batches of 7 rows."""
     reader = create_reader(client, topic, MessageId.earliest, batch_receive_policy=ConsumerBatchReceivePolicy(25, -1, 200))
     while len(rows) < COUNT:
         rows.add_messages(reader.consumer.batch_receive())
     reader.close()
-    return pa.Table.from_batches([rows.build()])
+    # Built 7 rows at a time, so that batches cut the collected chunks (of 25) at other places.
+    batches = [rows.build(7) for _ in range(COUNT // 7)]
+    batches.append(rows.build())
+    assert rows.build().num_rows == 0  # nothing left: an empty batch
+    return pa.Table.from_batches(batches)
 
 
 @pytest.mark.parametrize(

@@ -271,7 +271,10 @@ class RowChunk(NamedTuple):
 
     @staticmethod
     def concat(chunks: Sequence[RowChunk]) -> RowChunk:
-        """The rows of ``chunks``, one after the other."""
+        """The rows of ``chunks``, one after the other (none: no rows)."""
+        if not chunks:
+            no_rows = np.empty(0, np.int64)
+            return RowChunk(MessageColumns.concat([]), no_rows, no_rows, no_rows, no_rows.astype(np.int32), _NO_VERSIONS)
         if len(chunks) == 1:
             return chunks[0]
         return RowChunk(

@@ -63,7 +63,9 @@ class MessageColumns(NamedTuple):
 
     @staticmethod
     def concat(parts: Sequence[MessageColumns]) -> MessageColumns:
-        """The messages of ``parts``, one part after the other."""
+        """The messages of ``parts``, one part after the other (none: no messages)."""
+        if not parts:
+            return message_columns(*[[]] * 7)
         if len(parts) == 1:
             return parts[0]
         return MessageColumns(*(
@@ -118,7 +120,7 @@ def entry_columns(entries: Sequence[ReceivedEntry]) -> EntryColumns:
     _read_runs(entries, [bool(entry.batch_size) and entry.wanted is None for entry in entries], parts, counts)
     rows = np.zeros(len(entries) + 1, np.int64)
     np.cumsum(counts, out=rows[1:])
-    return EntryColumns(MessageColumns.concat(parts) if parts else message_columns(*[[]] * 7), rows)
+    return EntryColumns(MessageColumns.concat(parts), rows)
 
 
 def _read_runs(entries: Sequence[ReceivedEntry], common: Sequence[bool], parts: list[MessageColumns], counts: list[int]) -> None:
