@@ -86,13 +86,17 @@ class PeakMemory:
 
     After the block: ``root_mib`` and ``children_mib`` are the peaks of the root's PSS and of its
     descendants' summed PSS, ``total_mib`` the peak of both together (taken in the same sample),
-    ``total_rss_mib`` the peak of the tree's summed RSS.
+    ``total_rss_mib`` the peak of the tree's summed RSS. ``children_at_peak`` and
+    ``largest_child_mib`` tell a peak of the descendants' sum apart: how many processes it was
+    summed over, and the PSS of the largest of them then.
     """
 
     def __init__(self, root: int, interval: float = 0.1):
         self.root = root
         self.interval = interval
         self.root_mib = self.children_mib = self.total_mib = self.total_rss_mib = 0.0
+        self.children_at_peak = 0
+        self.largest_child_mib = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
@@ -115,6 +119,9 @@ class PeakMemory:
         children = [_memory(pid) for pid in descendants(self.root)]
         children_pss = sum(pss for _, pss in children) / MIB
         self.root_mib = max(self.root_mib, root_pss / MIB)
-        self.children_mib = max(self.children_mib, children_pss)
+        if children_pss > self.children_mib:
+            self.children_mib = children_pss
+            self.children_at_peak = sum(1 for _, pss in children if pss)
+            self.largest_child_mib = max(pss for _, pss in children) / MIB
         self.total_mib = max(self.total_mib, root_pss / MIB + children_pss)
         self.total_rss_mib = max(self.total_rss_mib, (root_rss + sum(rss for rss, _ in children)) / MIB)

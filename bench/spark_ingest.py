@@ -285,13 +285,16 @@ def scaling(spark: SparkSession, broker: BrokerProcess, partition_counts: Sequen
                 "rows_per_cpu_s": round(backlog / cpu),
                 "jvm_peak_mib": round(memory.root_mib),
                 "python_workers_peak_mib": round(memory.children_mib),
+                "python_workers_at_peak": memory.children_at_peak,
+                "largest_python_worker_at_peak_mib": round(memory.largest_child_mib),
                 "spark_peak_mib": round(memory.total_mib),
                 "spark_peak_rss_sum_mib": round(memory.total_rss_mib),
             }
             print(
                 f"  {partitions:>3} partitions ({case['spark_tasks']} tasks), {backlog:>10,} messages: {case['rows_per_s']:>8,} rows/s, "
                 f"{case['rows_per_cpu_s']:>8,} rows/CPU s, "
-                f"peak PSS JVM {case['jvm_peak_mib']:,} MiB + Python workers {case['python_workers_peak_mib']:,} MiB",
+                f"peak PSS JVM {case['jvm_peak_mib']:,} MiB + Python workers {case['python_workers_peak_mib']:,} MiB "
+                f"({case['python_workers_at_peak']} processes, the largest {case['largest_python_worker_at_peak_mib']:,} MiB)",
                 flush=True,
             )
             cases.append(case)

@@ -360,4 +360,6 @@ def _timestamps(millis: pa.Array, kind: pa.DataType) -> pa.Array:
 
 def _null_if(array: pa.Array, value: Any) -> pa.Array:
     """``array`` with ``value`` (a key's "", an event time's 0: "not set") turned into null."""
+    if array.offset:  # pyarrow 15's if_else writes wrong offsets for a slice of a string array: copied whole first
+        array = pa.concat_arrays([array])
     return pc.if_else(pc.equal(array, value), pa.scalar(None, array.type), array)
