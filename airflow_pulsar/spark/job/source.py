@@ -153,9 +153,9 @@ def read_range_batches(
 
     The reader starts after ``read_range.after`` and stops after the last message of the entry
     ``read_range.last``, or before the first entry that would take it past the message budget.
-    Whole entries are taken up to a batch of messages at a time (``take_entries``), decided on one
-    by one and decoded straight into the builder's columns, and acknowledged (so the broker forgets
-    them) once per take.
+    Whole entries are taken up to a batch of messages at a time (``take_entries``), decoded together
+    into columns (:func:`.entry_messages.entry_columns`), decided on one by one, added to the
+    builder and acknowledged (so the broker forgets them) once per take.
     """
     reader = create_reader(
         client,
