@@ -67,6 +67,14 @@ def cpu_seconds(root: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _image(pid: int) -> str:
+    """The program a process runs (its executable's path), "" for one that ended."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
 def _memory(pid: int) -> tuple[int, int]:
     """(RSS, PSS) of a process in bytes; zeros for one that ended or holds no pages (a zombie)."""
     rss = pss = 0
@@ -82,7 +90,8 @@ def _memory(pid: int) -> tuple[int, int]:
 
 
 class PeakMemory:
-    """Samples ``root`` and its descendants every ``interval`` seconds inside a ``with`` block.
+    """Samples ``root`` and its descendants every ``interval`` seconds inside a ``with`` block
+    (those still running the root's own program, about to start another, are left out).
 
     After the block: ``root_mib`` and ``children_mib`` are the peaks of the root's PSS and of its
     descendants' summed PSS, ``total_mib`` the peak of both together (taken in the same sample),
@@ -97,6 +106,7 @@ class PeakMemory:
         self.root_mib = self.children_mib = self.total_mib = self.total_rss_mib = 0.0
         self.children_at_peak = 0
         self.largest_child_mib = 0.0
+        self._root_image = _image(root)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
@@ -116,7 +126,10 @@ class PeakMemory:
 
     def _sample(self) -> None:
         root_rss, root_pss = _memory(self.root)
-        children = [_memory(pid) for pid in descendants(self.root)]
+        # A child the JVM is starting a program in runs the JVM's image until its exec and maps the
+        # JVM's memory: counted, it would add the JVM's PSS again for a sample (it did: peaks of
+        # 1.4 GiB "Python workers"). Such children, and those already gone, are left out.
+        children = [_memory(pid) for pid in descendants(self.root) if _image(pid) not in ("", self._root_image)]
         children_pss = sum(pss for _, pss in children) / MIB
         self.root_mib = max(self.root_mib, root_pss / MIB)
         if children_pss > self.children_mib:
