@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, cast
 
 from .checksum import crc32c
 from .compression import Buffer
-from .message_command import read_message
+from .message_command import MessageFields, read_message, read_message_at
 from .PulsarApi_pb2 import BaseCommand, CommandMessage, CommandSendReceipt, MessageMetadata
 from .wire import MESSAGE_ENVELOPE, RECEIPT_ENVELOPE, signed64
 
@@ -79,6 +79,72 @@ _new_message_frame = tuple.__new__
 _MESSAGE_BODY_AT = len(MESSAGE_ENVELOPE) + 1
 _TYPE_KEY, _MESSAGE_TYPE, _MESSAGE_KEY = MESSAGE_ENVELOPE
 _RECEIPT_TYPE, _RECEIPT_KEY = RECEIPT_ENVELOPE[1:]
+
+
+class MessageTemplate:
+    """A MESSAGE frame's command as bytes around its entry id, cut from a frame read field by field.
+
+    A broker delivers a consumer's entries in runs of MESSAGEs whose commands differ in the entry
+    id alone. A command that is the template's bytes around an entry id varint of the same width
+    is read by protobuf as the template's fields with that entry id, so :meth:`frame` reads it
+    with two byte comparisons and the varint instead of field by field. ``head`` runs from the
+    command size through the entry id's key; ``tail`` from after the entry id through the
+    payload section's magic (a frame with broker entry metadata never matches).
+    """
+
+    __slots__ = ("head", "width", "tail", "fields")
+
+    def __init__(self, head: bytes, width: int, tail: bytes, fields: MessageFields):
+        self.head = head
+        self.width = width
+        self.tail = tail
+        self.fields = fields
+
+    def frame(self, buf: bytearray, view: memoryview, start: int, stop: int, verify_checksum: bool) -> MessageFrame | None:
+        """The MessageFrame in ``buf[start:stop]`` (from its command size on) if it matches the
+        template and its payload section is sound; None means: decode it the general way."""
+        at = start + len(self.head)
+        last = at + self.width - 1
+        entry_id = shift = 0
+        while at < last:
+            byte = buf[at]
+            if byte < 0x80:
+                return None
+            entry_id |= (byte & 0x7F) << shift
+            shift += 7
+            at += 1
+        byte = buf[at]
+        if byte >= 0x80:
+            return None
+        entry_id |= byte << shift
+        tail = self.tail
+        if not buf.startswith(tail, at + 1):
+            return None
+        at += 1 + len(tail)
+        if stop - at < 8:  # a checksum and a metadata size
+            return None
+        entry = bytes(view[at + 4 : stop])
+        if verify_checksum and crc32c(entry) != _U32.unpack_from(buf, at)[0]:
+            return None
+        if _U32.unpack_from(entry, 0)[0] > len(entry) - 4:
+            return None
+        consumer_id, ledger_id, _, redelivery_count, _ = self.fields
+        return _new_message_frame(MessageFrame, (consumer_id, ledger_id, entry_id, redelivery_count, [], entry))
+
+
+def message_template(view: memoryview, start: int, stop: int) -> MessageTemplate | None:
+    """The template of the MESSAGE frame in ``view[start:stop]`` (from its command size on), None
+    for a frame that :class:`MessageTemplate` cannot stand for."""
+    (cmd_size,) = _U32.unpack_from(view, start)
+    command_end = start + 4 + cmd_size
+    body = start + 4 + _MESSAGE_BODY_AT
+    if view[body - 1] != command_end - body or _U16.unpack_from(view, command_end)[0] != MAGIC_CRC32C:
+        return None
+    read = read_message_at(view, body, command_end)
+    if read is None or read[0][4]:  # an ack_set is the rare redelivery of a batch: not templated
+        return None
+    fields, entry_at, entry_end = read
+    return MessageTemplate(bytes(view[start:entry_at]), entry_end - entry_at, bytes(view[entry_end : command_end + 2]), fields)
 
 
 def message_frame(message: CommandMessage, entry: bytes) -> MessageFrame:
@@ -153,11 +219,13 @@ class FrameDecoder:
     ``max_frame_size`` as soon as its size prefix arrives, before buffering it.
     """
 
-    __slots__ = ("_buf", "_pos", "max_frame_size", "verify_checksum")
+    __slots__ = ("_buf", "_pos", "_template", "max_frame_size", "verify_checksum")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_MESSAGE_SIZE + FRAME_OVERHEAD, verify_checksum: bool = True):
         self._buf = bytearray()
         self._pos = 0
+        # The last MESSAGE read field by field, for the next ones of its run (see MessageTemplate).
+        self._template: MessageTemplate | None = None
         self.max_frame_size = max_frame_size
         self.verify_checksum = verify_checksum
 
@@ -185,6 +253,7 @@ class FrameDecoder:
             append = frames.append
             limit = self.max_frame_size
             verify = self.verify_checksum
+            template = self._template
             # Frames are decoded off one view of the buffer: no copy of a whole frame on the way.
             with memoryview(buf) as view:
                 while end - pos >= 4:
@@ -194,7 +263,16 @@ class FrameDecoder:
                     stop = pos + 4 + total
                     if stop > end:
                         break
-                    append(_decode(view, pos + 4, stop, verify, messages))
+                    if messages and template is not None and buf.startswith(template.head, pos + 4):
+                        frame = template.frame(buf, view, pos + 4, stop, verify)
+                        if frame is not None:
+                            append(frame)
+                            pos = stop
+                            continue
+                    frame = _decode(view, pos + 4, stop, verify, messages)
+                    if messages and type(frame) is MessageFrame:
+                        template = self._template = message_template(view, pos + 4, stop)
+                    append(frame)
                     pos = stop
         # Compact once the consumed prefix dominates, so memory stays bounded by one frame.
         if pos > 65536 and pos * 2 > end:

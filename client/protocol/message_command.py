@@ -31,6 +31,13 @@ MessageFields = tuple[int, int, int, int, list[int]]
 def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> MessageFields | None:
     """(consumer id, ledger id, entry id, redelivery count, ack_set) of the serialized CommandMessage
     in ``buf[pos:end]``, read off the bytes; None for anything the generated class should read.
+    See :func:`read_message_at`."""
+    read = read_message_at(buf, pos, end)
+    return None if read is None else read[0]
+
+
+def read_message_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[MessageFields, int, int] | None:
+    """(the fields :func:`read_message` gives, where the entry id's varint starts, where it ends).
 
     Ids and ack_set words come back as :func:`signed64` gives them (the varints read here stay
     below 2**63, where both agree). None means: a field other than those the
@@ -39,6 +46,7 @@ def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> Mes
     a varint of ten bytes, a missing required field, or bytes that do not parse.
     """
     consumer_id = ledger = entry = -1
+    entry_at = entry_end = 0
     redelivery = 0
     ack_set: list[int] = []
     command_end = end
@@ -66,6 +74,7 @@ def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> Mes
             pos += 10  # -1: not needed (the consumer knows its partition), and ten bytes long
             continue
         value = shift = 0
+        value_at = pos
         while True:  # a varint, up to nine bytes (2**63 and above take ten: left to protobuf)
             if pos >= end or shift > 56:
                 return None
@@ -79,7 +88,7 @@ def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> Mes
             if key == _KEY_LEDGER:
                 ledger = value
             elif key == _KEY_ENTRY:
-                entry = value
+                entry, entry_at, entry_end = value, value_at, pos
             elif key != _KEY_PARTITION:  # the partition is not needed: the consumer knows it
                 return None
         elif key == _KEY_CONSUMER_ID:
@@ -92,4 +101,4 @@ def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> Mes
             return None
     if consumer_id < 0 or ledger < 0:
         return None
-    return consumer_id, ledger, entry, redelivery, ack_set
+    return (consumer_id, ledger, entry, redelivery, ack_set), entry_at, entry_end

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import struct
+from typing import Any
+
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from airflow_pulsar.client.protocol.frames import FrameDecoder, MessageFrame, message_frame
+from airflow_pulsar.client.protocol import frames as frames_module
+from airflow_pulsar.client.protocol.frames import ChecksumError, FrameDecoder, FrameError, MessageFrame, encode_command, message_frame
 from airflow_pulsar.client.protocol.message_command import read_message
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandMessage, MessageIdData, MessageMetadata
 from airflow_pulsar.client.protocol.wire import U64_MASK, encode_message, signed64
@@ -89,3 +95,106 @@ def test_the_decoder_hands_on_every_message_frame_as_the_generated_classes_read_
     entries = [frame.entry for frame in FrameDecoder().feed(stream)]
     assert all(isinstance(frame, MessageFrame) for frame in frames)
     assert frames == [message_frame(m, entry) for m, entry in zip(messages, entries, strict=True)]
+
+
+def read_generated(stream: bytes) -> list[Any] | type[Exception]:
+    """Every frame of ``stream`` as the generated classes read it (a MESSAGE as its MessageFrame), or the error's type."""
+    try:
+        frames = FrameDecoder().feed(stream)
+    except FrameError as exc:
+        return type(exc)
+    return [message_frame(f.command.message, f.entry) if f.command.type == BaseCommand.MESSAGE else f for f in frames]
+
+
+def read_fast(stream: bytes, cuts: list[int]) -> list[Any] | type[Exception]:
+    """Every frame of ``stream`` as feed_messages reads it, the stream fed in pieces cut at ``cuts``, or the error's type."""
+    decoder = FrameDecoder()
+    frames: list[Any] = []
+    bounds = [0, *sorted(cut % (len(stream) + 1) for cut in cuts), len(stream)]
+    try:
+        for start, stop in itertools.pairwise(bounds):
+            frames += decoder.feed_messages(stream[start:stop])
+    except FrameError as exc:
+        return type(exc)
+    return frames
+
+
+# Entry ids on both sides of a varint's width (one, two and three bytes), where a run's template stops matching.
+ENTRY_IDS = st.sampled_from([0, 1, 126, 127, 128, 129, 16382, 16383, 16384, 2**21 - 1, 2**21, 2**40])
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[bytes]:
+    """MESSAGE frames as brokers deliver them: runs of a consumer's entries, its ids growing or
+    jumping a varint's width, other consumers, ledgers, redelivery counts, batch ack_sets, payloads
+    of any size, and a PING between them."""
+    frames = []
+    for _ in range(draw(st.integers(min_value=1, max_value=12))):
+        if draw(st.integers(min_value=0, max_value=9)) == 0:
+            frames.append(encode_command(BaseCommand(type=BaseCommand.PING)))
+            continue
+        ledger, partition = draw(st.sampled_from([7, 300])), draw(st.sampled_from([-1, 0, 3]))
+        position = MessageIdData(ledgerId=ledger, entryId=draw(ENTRY_IDS), partition=partition)
+        ack_set = draw(st.sampled_from([[], [], [], [5]]))
+        message = CommandMessage(consumer_id=draw(st.sampled_from([0, 1, 200])), message_id=position, ack_set=ack_set)
+        if draw(st.booleans()):
+            message.redelivery_count = draw(st.sampled_from([0, 2]))
+        frames.append(message_bytes(message, draw(st.binary(max_size=30)), draw(st.integers(min_value=0, max_value=1000))))
+    return frames
+
+
+def message_bytes(message: CommandMessage, payload: bytes, sequence_id: int = 1) -> bytes:
+    """A MESSAGE frame of ``message`` and an entry of one message."""
+    metadata = MessageMetadata(producer_name="p", sequence_id=sequence_id, publish_time=2)
+    return payload_frame(BaseCommand(type=BaseCommand.MESSAGE, message=message), metadata, payload)
+
+
+def plain_message(consumer_id: int, ledger_id: int, entry_id: int, payload: bytes) -> bytes:
+    """A MESSAGE frame as our broker writes one for a non-partitioned topic."""
+    position = MessageIdData(ledgerId=ledger_id, entryId=entry_id, partition=-1)
+    return message_bytes(CommandMessage(consumer_id=consumer_id, message_id=position), payload)
+
+
+@given(runs(), st.lists(st.integers(min_value=0), max_size=3))
+@example([plain_message(1, 7, entry, b"x") for entry in (126, 127, 128, 16383, 16384)], [])
+def test_runs_of_messages_are_read_as_the_generated_classes_read_them(frames: list[bytes], cuts: list[int]) -> None:
+    """A run's later frames are read through the template of its first: the same frames, however the stream is cut."""
+    stream = b"".join(frames)
+    assert read_fast(stream, cuts) == read_generated(stream)
+
+
+@given(st.integers(min_value=0), st.integers(min_value=0, max_value=255), ENTRY_IDS)
+def test_a_frame_changed_where_the_template_reads_is_read_as_the_generated_classes_read_it(at: int, byte: int, entry_id: int) -> None:
+    """Any byte of the second frame's command changed (the entry id's continuation bits, a field's
+    key, a size): what the template does not stand for goes the general way, with the same result."""
+    first, second = (plain_message(3, 9, entry, b"payload") for entry in (entry_id, entry_id + 1))
+    (cmd_size,) = struct.unpack_from(">I", second, 4)
+    changed = bytearray(second)
+    changed[8 + at % (cmd_size + 2)] = byte  # the command, or the payload section's magic after it
+    stream = first + bytes(changed)
+    assert read_fast(stream, []) == read_generated(stream)
+
+
+def test_a_templated_frame_with_a_wrong_checksum_is_refused() -> None:
+    """A frame the template reads still has its checksum verified: the connection is not trusted further."""
+    first, second = (plain_message(3, 9, entry, b"payload") for entry in (40, 41))
+    corrupted = second[:-1] + bytes([second[-1] ^ 1])
+    decoder = FrameDecoder()
+    assert len(decoder.feed_messages(first)) == 1
+    with pytest.raises(ChecksumError):
+        decoder.feed_messages(corrupted)
+
+
+def test_a_run_is_read_field_by_field_once_per_varint_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of a run's frames only the first, and the first whose entry id takes a byte more, are read field by field."""
+    read = []
+
+    def counted(buf: Any, pos: int, end: int) -> Any:
+        read.append(pos)
+        return read_message(buf, pos, end)
+
+    monkeypatch.setattr(frames_module, "read_message", counted)
+    stream = b"".join(plain_message(3, 9, entry, b"payload" * (entry % 3)) for entry in range(100, 140))
+    frames = FrameDecoder().feed_messages(stream)
+    assert [frame.entry_id for frame in frames] == list(range(100, 140))
+    assert len(read) == 2  # entry 100, then 128: two bytes
