@@ -92,37 +92,27 @@ class MessageTemplate:
     payload section's magic (a frame with broker entry metadata never matches).
     """
 
-    __slots__ = ("head", "width", "tail", "fields")
+    __slots__ = ("head", "width", "tail", "fields", "least")
 
     def __init__(self, head: bytes, width: int, tail: bytes, fields: MessageFields):
         self.head = head
         self.width = width
         self.tail = tail
         self.fields = fields
+        self.least = len(head) + width + len(tail) + 8  # the bytes of a frame with a checksum and a metadata size
 
     def frame(self, buf: bytearray, view: memoryview, start: int, stop: int, verify_checksum: bool) -> MessageFrame | None:
-        """The MessageFrame in ``buf[start:stop]`` (from its command size on) if it matches the
-        template and its payload section is sound; None means: decode it the general way."""
+        """The MessageFrame in ``buf[start:stop]`` (from its command size on; its head matched) if
+        it matches the rest of the template and its payload section is sound; None means: decode
+        it the general way."""
+        if stop - start < self.least:
+            return None
         at = start + len(self.head)
-        last = at + self.width - 1
-        entry_id = shift = 0
-        while at < last:
-            byte = buf[at]
-            if byte < 0x80:
-                return None
-            entry_id |= (byte & 0x7F) << shift
-            shift += 7
-            at += 1
-        byte = buf[at]
-        if byte >= 0x80:
-            return None
-        entry_id |= byte << shift
+        entry_id = _fixed_varint(buf, at, self.width)
         tail = self.tail
-        if not buf.startswith(tail, at + 1):
+        if entry_id < 0 or not buf.startswith(tail, at + self.width):
             return None
-        at += 1 + len(tail)
-        if stop - at < 8:  # a checksum and a metadata size
-            return None
+        at += self.width + len(tail)
         entry = bytes(view[at + 4 : stop])
         if verify_checksum and crc32c(entry) != _U32.unpack_from(buf, at)[0]:
             return None
@@ -145,6 +135,21 @@ def message_template(view: memoryview, start: int, stop: int) -> MessageTemplate
         return None
     fields, entry_at, entry_end = read
     return MessageTemplate(bytes(view[start:entry_at]), entry_end - entry_at, bytes(view[entry_end : command_end + 2]), fields)
+
+
+def _fixed_varint(buf: bytearray, at: int, width: int) -> int:
+    """The varint of exactly ``width`` bytes at ``buf[at]`` (all within ``buf``); -1 if those bytes are not one."""
+    value = shift = 0
+    last = at + width - 1
+    while at < last:
+        byte = buf[at]
+        if byte < 0x80:
+            return -1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        at += 1
+    byte = buf[at]
+    return -1 if byte >= 0x80 else value | byte << shift
 
 
 def message_frame(message: CommandMessage, entry: bytes) -> MessageFrame:
@@ -235,7 +240,8 @@ class FrameDecoder:
 
     def feed_messages(self, data: bytes) -> list[Frame | MessageFrame | CommandSendReceipt]:
         """As :meth:`feed`, but a MESSAGE frame comes as a :class:`MessageFrame`, read off the bytes
-        when its command holds only what brokers write, else decoded by the generated classes; and a
+        when its command holds only what brokers write (through the last one's template when it
+        differs from it in the entry id alone), else decoded by the generated classes; and a
         SEND_RECEIPT as its CommandSendReceipt, parsed without the BaseCommand around it when that
         holds nothing else."""
         return self._feed(data, True)

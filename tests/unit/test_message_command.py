@@ -103,6 +103,8 @@ def read_generated(stream: bytes) -> list[Any] | type[Exception]:
         frames = FrameDecoder().feed(stream)
     except FrameError as exc:
         return type(exc)
+    if any(f.command.type == BaseCommand.MESSAGE and f.entry is None for f in frames):
+        return FrameError  # a MESSAGE without a payload: refused for the reader thread
     return [message_frame(f.command.message, f.entry) if f.command.type == BaseCommand.MESSAGE else f for f in frames]
 
 
@@ -198,3 +200,13 @@ def test_a_run_is_read_field_by_field_once_per_varint_width(monkeypatch: pytest.
     frames = FrameDecoder().feed_messages(stream)
     assert [frame.entry_id for frame in frames] == list(range(100, 140))
     assert len(read) == 2  # entry 100, then 128: two bytes
+
+
+@given(st.integers(min_value=0, max_value=60))
+def test_a_frame_cut_short_after_a_templated_head_is_read_as_the_generated_classes_read_it(kept: int) -> None:
+    """A frame whose size leaves less than its command says (its head matching the run's) is read
+    as the generated classes read it, or refused as they refuse it: never read past its end."""
+    first, second = (plain_message(3, 9, entry, b"payload") for entry in (40, 41))
+    kept = min(kept, len(second) - 5)
+    cut = struct.pack(">I", kept) + second[4 : 4 + kept]
+    assert read_fast(first + cut, []) == read_generated(first + cut)
