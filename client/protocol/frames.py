@@ -68,7 +68,7 @@ class MessageFrame(NamedTuple):
     ledger_id: int
     entry_id: int
     redelivery_count: int
-    ack_set: list[int]
+    ack_set: tuple[int, ...]
     entry: bytes
 
 
@@ -119,7 +119,7 @@ class MessageTemplate:
         if _U32.unpack_from(entry, 0)[0] > len(entry) - 4:
             return None
         consumer_id, ledger_id, _, redelivery_count, _ = self.fields
-        return _new_message_frame(MessageFrame, (consumer_id, ledger_id, entry_id, redelivery_count, [], entry))
+        return _new_message_frame(MessageFrame, (consumer_id, ledger_id, entry_id, redelivery_count, (), entry))
 
 
 def message_template(view: memoryview, start: int, stop: int) -> MessageTemplate | None:
@@ -156,7 +156,7 @@ def message_frame(message: CommandMessage, entry: bytes) -> MessageFrame:
     """The MessageFrame of a MESSAGE decoded by the generated classes (one the fast path leaves to them)."""
     position = message.message_id
     fields = (message.consumer_id, signed64(position.ledgerId), signed64(position.entryId), message.redelivery_count,
-              list(message.ack_set), entry)
+              tuple(message.ack_set), entry)
     return _new_message_frame(MessageFrame, fields)
 
 

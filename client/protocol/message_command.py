@@ -25,7 +25,7 @@ _U32_MASK = (1 << 32) - 1
 # An int32 -1 (a partition of a non-partitioned topic), as protobuf writes it: ten bytes.
 _MINUS_ONE = varint(U64_MASK)
 
-MessageFields = tuple[int, int, int, int, list[int]]
+MessageFields = tuple[int, int, int, int, tuple[int, ...]]
 
 
 def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> MessageFields | None:
@@ -48,7 +48,7 @@ def read_message_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> 
     consumer_id = ledger = entry = -1
     entry_at = entry_end = 0
     redelivery = 0
-    ack_set: list[int] = []
+    ack_set: tuple[int, ...] = ()  # a tuple: the usual empty one is shared, not a list made per MESSAGE
     command_end = end
     in_id = False  # reading the message id's fields, up to ``end``; then the command's, up to ``command_end``
     while True:
@@ -96,7 +96,7 @@ def read_message_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> 
         elif key == _KEY_REDELIVERY_COUNT:
             redelivery = value & _U32_MASK
         elif key == _KEY_ACK_SET:
-            ack_set.append(value)
+            ack_set += (value,)
         elif key != _KEY_CONSUMER_EPOCH:
             return None
     if consumer_id < 0 or ledger < 0:

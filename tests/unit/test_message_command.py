@@ -25,10 +25,10 @@ U32 = st.integers(min_value=0, max_value=2**32 - 1)
 BROKER_ID = st.integers(min_value=0, max_value=2**63 - 1)
 
 
-def generated(message: CommandMessage) -> tuple[int, int, int, int, list[int]]:
+def generated(message: CommandMessage) -> tuple[int, int, int, int, tuple[int, ...]]:
     """The fields read_message returns, as the generated classes read them."""
     position = message.message_id
-    return message.consumer_id, signed64(position.ledgerId), signed64(position.entryId), message.redelivery_count, list(message.ack_set)
+    return message.consumer_id, signed64(position.ledgerId), signed64(position.entryId), message.redelivery_count, tuple(message.ack_set)
 
 
 @st.composite
@@ -65,7 +65,7 @@ def test_what_brokers_write_is_read_off_the_bytes(consumer_id, ledger_id, entry_
     """Our broker's MESSAGE (partition written, -1 in ten bytes) and Apache Pulsar's never need the generated classes."""
     data = encode_message(consumer_id, ledger_id, entry_id, partition, redelivery_count)[3:]  # the body, past the envelope
     data = data[1:] if data[0] < 0x80 else data[2:]  # and its length
-    assert read_message(data, 0, len(data)) == (consumer_id, ledger_id, entry_id, redelivery_count or 0, [])
+    assert read_message(data, 0, len(data)) == (consumer_id, ledger_id, entry_id, redelivery_count or 0, ())
     message = CommandMessage(consumer_id=consumer_id, message_id=MessageIdData(ledgerId=ledger_id, entryId=entry_id), ack_set=ack_set)
     pulsar = message.SerializeToString()
     assert read_message(pulsar, 0, len(pulsar)) == generated(message)
