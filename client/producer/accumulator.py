@@ -109,8 +109,8 @@ class MessageAccumulator:
             entry = self._entries.plain_entry(content, sequence_id)
             if entry is not None:
                 now = time.monotonic()
-                self._queue(OpSend(sequence_id=sequence_id, highest_sequence_id=sequence_id, num_messages=1, batched=False, entry=entry,
-                                   callbacks=[callback], permits=1, memory=len(content), created=now, deadline=self._deadline(now)))
+                # In OpSend's order: sequence ids (first, highest), messages, batched, entry, callbacks, permits, memory, created, deadline.
+                self._queue(OpSend(sequence_id, sequence_id, 1, False, entry, [callback], 1, len(content), now, self._deadline(now)))
                 return False
         encryptor = self._entries.encryptor
         if encryptor is not None:

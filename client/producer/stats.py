@@ -1,7 +1,8 @@
 """Producer statistics: what was sent, how well it batched and compressed, and how fast it was acked.
 
-Updated once per op (a batch, a message or a chunk), never per message, so the hot path pays
-nothing; latencies are kept for the most recent ops only.
+Updated once per op (a batch, a message or a chunk), never per message of a batch; latencies are
+kept for the most recent ops only. What was written is counted per partition producer, by the one
+thread holding its lock, so an unbatched message's op takes no lock of the statistics' own.
 """
 
 from __future__ import annotations
@@ -11,10 +12,31 @@ import threading
 from collections import deque
 from typing import Any
 
-__all__ = ["ProducerStats"]
+__all__ = ["ProducerStats", "WrittenCounts"]
 
 log = logging.getLogger(__name__)
 _LATENCY_WINDOW = 4096
+
+
+class WrittenCounts:
+    """What one partition producer's ops hold: counted by the thread that holds the partition
+    producer's lock (the only writer, so no lock here), read by :class:`ProducerStats`."""
+
+    __slots__ = ("payload_bytes", "wire_bytes", "batches", "batched_messages")
+
+    def __init__(self) -> None:
+        self.payload_bytes = 0
+        self.wire_bytes = 0
+        self.batches = 0
+        self.batched_messages = 0
+
+    def record(self, num_messages: int, payload_bytes: int, wire_bytes: int, batched: bool) -> None:
+        """An op was built: its uncompressed and compressed sizes."""
+        self.payload_bytes += payload_bytes
+        self.wire_bytes += wire_bytes
+        if batched:
+            self.batches += 1
+            self.batched_messages += num_messages
 
 
 class ProducerStats:
@@ -24,20 +46,35 @@ class ProducerStats:
         self._lock = threading.Lock()
         self.messages_acked = 0
         self.messages_failed = 0
-        self.payload_bytes = 0
-        self.wire_bytes = 0
-        self.batches = 0
-        self.batched_messages = 0
+        self._written: list[WrittenCounts] = []
         self._latencies: deque[float] = deque(maxlen=_LATENCY_WINDOW)
 
-    def record_written(self, num_messages: int, payload_bytes: int, wire_bytes: int, batched: bool) -> None:
-        """An op was built: its uncompressed and compressed sizes."""
+    def written_counts(self) -> WrittenCounts:
+        """The counts of one more partition producer's ops, summed into this producer's figures."""
+        counts = WrittenCounts()
         with self._lock:
-            self.payload_bytes += payload_bytes
-            self.wire_bytes += wire_bytes
-            if batched:
-                self.batches += 1
-                self.batched_messages += num_messages
+            self._written.append(counts)
+        return counts
+
+    @property
+    def payload_bytes(self) -> int:
+        """Uncompressed payload bytes of every op built."""
+        return sum(counts.payload_bytes for counts in self._written)
+
+    @property
+    def wire_bytes(self) -> int:
+        """Payload bytes as written, compressed."""
+        return sum(counts.wire_bytes for counts in self._written)
+
+    @property
+    def batches(self) -> int:
+        """Batch entries built."""
+        return sum(counts.batches for counts in self._written)
+
+    @property
+    def batched_messages(self) -> int:
+        """Messages in those batches."""
+        return sum(counts.batched_messages for counts in self._written)
 
     def record_acked(self, num_messages: int, latency_seconds: float) -> None:
         """An op's receipt arrived ``latency_seconds`` after its first message was sent."""
@@ -58,16 +95,17 @@ class ProducerStats:
 
     def snapshot(self, pending: int) -> dict[str, Any]:
         """A plain dict of the figures; ``pending`` is supplied by the producer."""
+        payload_bytes, wire_bytes, batches, batched_messages = self.payload_bytes, self.wire_bytes, self.batches, self.batched_messages
         with self._lock:
             latencies = sorted(self._latencies)
             return {
                 "messages": self.messages_acked,
                 "failed": self.messages_failed,
-                "bytes": self.payload_bytes,
-                "wire_bytes": self.wire_bytes,
-                "batches": self.batches,
-                "mean_batch_size": self.batched_messages / self.batches if self.batches else 0.0,
-                "compression_ratio": self.wire_bytes / self.payload_bytes if self.payload_bytes else 1.0,
+                "bytes": payload_bytes,
+                "wire_bytes": wire_bytes,
+                "batches": batches,
+                "mean_batch_size": batched_messages / batches if batches else 0.0,
+                "compression_ratio": wire_bytes / payload_bytes if payload_bytes else 1.0,
                 "pending": pending,
                 "latency_ms": {
                     "p50": _percentile(latencies, 0.50),
