@@ -56,25 +56,15 @@ class ProducerStats:
             self._written.append(counts)
         return counts
 
-    @property
-    def payload_bytes(self) -> int:
-        """Uncompressed payload bytes of every op built."""
-        return sum(counts.payload_bytes for counts in self._written)
-
-    @property
-    def wire_bytes(self) -> int:
-        """Payload bytes as written, compressed."""
-        return sum(counts.wire_bytes for counts in self._written)
-
-    @property
-    def batches(self) -> int:
-        """Batch entries built."""
-        return sum(counts.batches for counts in self._written)
-
-    @property
-    def batched_messages(self) -> int:
-        """Messages in those batches."""
-        return sum(counts.batched_messages for counts in self._written)
+    def written(self) -> WrittenCounts:
+        """What every op built so far holds, all partitions summed."""
+        total = WrittenCounts()
+        for counts in list(self._written):
+            total.payload_bytes += counts.payload_bytes
+            total.wire_bytes += counts.wire_bytes
+            total.batches += counts.batches
+            total.batched_messages += counts.batched_messages
+        return total
 
     def record_acked(self, num_messages: int, latency_seconds: float) -> None:
         """An op's receipt arrived ``latency_seconds`` after its first message was sent."""
@@ -95,7 +85,8 @@ class ProducerStats:
 
     def snapshot(self, pending: int) -> dict[str, Any]:
         """A plain dict of the figures; ``pending`` is supplied by the producer."""
-        payload_bytes, wire_bytes, batches, batched_messages = self.payload_bytes, self.wire_bytes, self.batches, self.batched_messages
+        written = self.written()
+        payload_bytes, wire_bytes, batches = written.payload_bytes, written.wire_bytes, written.batches
         with self._lock:
             latencies = sorted(self._latencies)
             return {
@@ -104,7 +95,7 @@ class ProducerStats:
                 "bytes": payload_bytes,
                 "wire_bytes": wire_bytes,
                 "batches": batches,
-                "mean_batch_size": batched_messages / batches if batches else 0.0,
+                "mean_batch_size": written.batched_messages / batches if batches else 0.0,
                 "compression_ratio": wire_bytes / payload_bytes if payload_bytes else 1.0,
                 "pending": pending,
                 "latency_ms": {

@@ -67,7 +67,8 @@ def test_plain_message_entry_carries_name_sequence_id_and_publish_time() -> None
     assert before <= metadata.publish_time <= int(time.time() * 1000)
     assert not metadata.HasField("compression") and not metadata.HasField("uncompressed_size")
     assert not metadata.HasField("num_messages_in_batch") and not metadata.HasField("uuid")
-    assert (stats.payload_bytes, stats.wire_bytes, stats.batches) == (5, 5, 0)
+    written = stats.written()
+    assert (written.payload_bytes, written.wire_bytes, written.batches) == (5, 5, 0)
 
 
 def test_plain_entry_is_the_entry_message_entries_builds() -> None:
@@ -79,7 +80,25 @@ def test_plain_entry_is_the_entry_message_entries_builds() -> None:
     expected, _ = _decode(built)
     expected.publish_time = metadata.publish_time  # both stamp the time they were built
     assert (metadata, payload) == (expected, b"hello")
-    assert (stats.payload_bytes, stats.wire_bytes) == (10, 10)
+    written = stats.written()
+    assert (written.payload_bytes, written.wire_bytes) == (10, 10)
+
+
+def test_the_partitions_counts_add_up_in_the_producers_figures() -> None:
+    """Each partition producer's builder counts on its own; the producer's statistics sum them."""
+    stats = ProducerStats()
+    first, second = EntryBuilder(CompressionType.NONE, False, stats), EntryBuilder(CompressionType.LZ4, False, stats)
+    for builder in (first, second):
+        builder.connected(NAME, MAX_SIZE)
+    first.plain_entry(b"abc", 1)
+    second.message_entries(b"z" * 1000, 1)
+    batch = _batch((b"one", 1, {}), (b"two", 2, {}))
+    second.batch_entry(batch)
+    written = stats.written()
+    assert (written.payload_bytes, written.batches, written.batched_messages) == (3 + 1000 + len(batch.payload), 1, 2)
+    assert written.wire_bytes < written.payload_bytes
+    snapshot = stats.snapshot(pending=0)
+    assert (snapshot["bytes"], snapshot["batches"], snapshot["mean_batch_size"]) == (written.payload_bytes, 1, 2.0)
 
 
 def test_plain_entry_leaves_what_must_be_compressed_encrypted_or_split_to_message_entries() -> None:
@@ -110,7 +129,8 @@ def test_message_payload_is_compressed_with_the_producers_codec(codec: Compressi
     assert (metadata.compression, metadata.uncompressed_size) == (codec, len(content))
     assert payload == content
     assert len(entry.data) < len(content) // 2
-    assert stats.payload_bytes == len(content) and stats.wire_bytes < len(content) // 2
+    written = stats.written()
+    assert written.payload_bytes == len(content) and written.wire_bytes < len(content) // 2
 
 
 def test_batch_entry_holds_each_message_with_its_own_metadata() -> None:
@@ -125,7 +145,8 @@ def test_batch_entry_holds_each_message_with_its_own_metadata() -> None:
     assert [single.sequence_id for _, single in messages] == [10, 11, 12]
     keyed = messages[1][1]
     assert keyed.partition_key == "k" and {p.key: p.value for p in keyed.properties} == {"p": "q"}
-    assert (stats.batches, stats.batched_messages) == (1, 3)
+    written = stats.written()
+    assert (written.batches, written.batched_messages) == (1, 3)
 
 
 def test_batch_of_one_message_has_no_highest_sequence_id() -> None:
@@ -164,7 +185,7 @@ def test_message_over_the_max_size_is_split_into_chunks(codec: CompressionType) 
         compressed += bytes(part)
         total = metadata.total_chunk_msg_size
     # The payload is compressed before it is split: the chunks join into the compressed message.
-    assert total == len(compressed) == stats.wire_bytes
+    assert total == len(compressed) == stats.written().wire_bytes
     assert bytes(decompress(codec, compressed, len(content))) == content
 
 
