@@ -1,0 +1,165 @@
+"""The per-message path, unbatched: each client's CPU per message beside its rate, and the broker's.
+
+Two cases, 100 B messages with batching off, every message its own entry:
+
+- ``produce``: ``send_async(payload, None)`` ``--messages`` times, then ``flush()``;
+- ``consume``: ``receive()`` plus ``acknowledge()`` of a backlog of ``--messages`` unbatched
+  messages (the official producer writes it), receiver queue 1000.
+
+Each client runs in a fresh process per round, the variants in turn: ``official`` (the C++ core),
+``ours`` (this checkout) and, with ``--checkout DIR``, ``checkout`` (our client from another
+checkout of the project, an older commit say, run by the same interpreter). A round reports the
+rate, the CPU the client's process spent per message (its threads, the C++ client's included),
+the CPU of the thread that sends or receives, and the broker process's CPU per message. Rates are
+the best round; CPU figures the median, which a busy machine moves less than rates. Usage::
+
+    python bench/per_message.py [--broker embedded|pulsar] [--messages N] [--rounds R] [--checkout DIR]
+
+Writes bench/results/per_message.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import brokers
+import pulsar
+from consumer import produce_backlog
+
+RESULTS = Path(__file__).parent / "results" / "per_message.json"
+CHECKOUT = Path(__file__).resolve().parents[1]
+TOPIC = "bench-per-message-backlog"
+CASES = ("produce", "consume")
+
+# One round of one client, in a fresh interpreter: prints its figures as JSON.
+_ROUND = r"""
+import json, os, sys, time
+import pulsar
+from airflow_pulsar.client import Client
+case, who, url, topic, subscription = sys.argv[1:6]
+messages = int(sys.argv[6])
+if who == "official":
+    client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+else:
+    client = Client(url, operation_timeout_seconds=30)
+if case == "produce":
+    worker = client.create_producer(topic, batching_enabled=False, max_pending_messages=5000, block_if_queue_full=True,
+                                    send_timeout_millis=60_000)
+    payload = (b"0123456789abcdef" * 7)[:100]
+else:
+    worker = client.subscribe(topic, subscription, receiver_queue_size=1000, initial_position=pulsar.InitialPosition.Earliest)
+start, thread, wall = os.times(), time.thread_time(), time.perf_counter()
+if case == "produce":
+    for _ in range(messages):
+        worker.send_async(payload, None)
+    worker.flush()
+else:
+    for _ in range(messages):
+        worker.acknowledge(worker.receive())
+wall, thread, end = time.perf_counter() - wall, time.thread_time() - thread, os.times()
+process = end.user + end.system - start.user - start.system
+worker.close()
+client.close()
+import airflow_pulsar.client
+print(json.dumps({"rate": messages / wall, "process_us": process / messages * 1e6, "thread_us": thread / messages * 1e6,
+                  "client": airflow_pulsar.client.__file__}))
+"""
+
+
+def package_tree(checkout: Path, into: Path) -> Path:
+    """A directory to put on PYTHONPATH that imports ``airflow_pulsar`` (its client included) from
+    ``checkout``: links to the checkout's ``airflow_pulsar`` entries plus ``client`` where the
+    installed package maps it."""
+    package = into / "airflow_pulsar"
+    package.mkdir(parents=True)
+    for entry in (checkout / "airflow_pulsar").iterdir():
+        (package / entry.name).symlink_to(entry)
+    (package / "client").symlink_to(checkout / "client")
+    return into
+
+
+def broker_cpu(pid: int) -> float:
+    """CPU seconds the process has used (user plus system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_round(case: str, who: str, broker: Any, messages: int, index: int, path: Path | None, cwd: Path) -> dict[str, Any]:
+    """Round ``index`` of one client (a topic of its own to produce to, a subscription of its own to
+    the backlog), run in ``cwd`` (not a checkout, whose package would shadow ``path``); its figures
+    and the broker's CPU per message meanwhile."""
+    name = f"bench-per-message-{who}-{index}"
+    topic = f"persistent://public/default/{TOPIC if case == 'consume' else name}"
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
+    before = broker_cpu(broker.process.pid)
+    command = [sys.executable, "-c", _ROUND, case, who, broker.service_url, topic, name, str(messages)]
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{who} {case} round failed:\n{done.stderr}")
+    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    source = Path(figures.pop("client")).resolve()
+    expected = (CHECKOUT if path is None else path / "airflow_pulsar").joinpath("client").resolve()
+    if who != "official" and not source.is_relative_to(expected):
+        raise RuntimeError(f"{who} ran the client of {source}, not of {expected}")
+    figures["broker_us"] = (broker_cpu(broker.process.pid) - before) / messages * 1e6
+    return figures
+
+
+def measure(broker_kind: str, messages: int, rounds: int, checkout: Path | None) -> dict[str, Any]:
+    """Every round of every variant and case, and a summary row per case and variant."""
+    with tempfile.TemporaryDirectory(prefix="bench-per-message-") as scratch, brokers.running(broker_kind, fsync=False) as broker:
+        variants: dict[str, Path | None] = {"official": None, "ours": None}
+        if checkout is not None:
+            variants["checkout"] = package_tree(checkout.resolve(), Path(scratch) / "checkout")
+        official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        try:
+            produce_backlog(official, messages, f"persistent://public/default/{TOPIC}", batching=False)
+        finally:
+            official.close()
+        runs: dict[str, dict[str, list[dict[str, Any]]]] = {case: {who: [] for who in variants} for case in CASES}
+        for index in range(rounds):
+            for case in CASES:
+                for who, path in variants.items():
+                    runs[case][who].append(run_round(case, who, broker, messages, index, path, Path(scratch)))
+    rows = []
+    for case in CASES:
+        for who, figures in runs[case].items():
+            rows.append({
+                "case": case,
+                "client": who,
+                "rate": round(max(f["rate"] for f in figures)),
+                **{key: round(statistics.median(f[key] for f in figures), 2) for key in ("process_us", "thread_us", "broker_us")},
+            })
+    return {"broker": broker_kind, "messages": messages, "rounds": rounds, "rows": rows, "runs": runs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--broker", choices=brokers.KINDS, default="embedded")
+    parser.add_argument("--messages", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--checkout", type=Path, help="another checkout whose client to run beside this one's")
+    args = parser.parse_args()
+    result = measure(args.broker, args.messages, args.rounds, args.checkout)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2))
+    print(f"{'case':8} {'client':9} {'msg/s':>8} {'ratio':>6} {'client us/msg':>14} {'thread us/msg':>14} {'broker us/msg':>14}")
+    official = {row["case"]: row["rate"] for row in result["rows"] if row["client"] == "official"}
+    for row in result["rows"]:
+        ratio = row["rate"] / official[row["case"]]
+        cpu = "".join(f"{row[key]:15.2f}" for key in ("process_us", "thread_us", "broker_us"))
+        print(f"{row['case']:8} {row['client']:9} {row['rate']:8,} {ratio:6.2f}{cpu}")
+
+
+if __name__ == "__main__":
+    main()
