@@ -75,6 +75,9 @@ class MessageFrame(NamedTuple):
 # Builds a MessageFrame from a plain tuple without NamedTuple's generated ``__new__`` (a Python
 # call per message, on the reader thread).
 _new_message_frame = tuple.__new__
+# The templates a decoder keeps: one per consumer whose runs of MESSAGEs interleave on the connection
+# (a partitioned topic's consumers, say), the newest first.
+MAX_TEMPLATES = 8
 # Where the body of a MESSAGE (or SEND_RECEIPT) starts in its BaseCommand: after the envelope and a one-byte length.
 _MESSAGE_BODY_AT = len(MESSAGE_ENVELOPE) + 1
 _TYPE_KEY, _MESSAGE_TYPE, _MESSAGE_KEY = MESSAGE_ENVELOPE
@@ -135,6 +138,12 @@ def message_template(view: memoryview, start: int, stop: int) -> MessageTemplate
         return None
     fields, entry_at, entry_end = read
     return MessageTemplate(bytes(view[start:entry_at]), entry_end - entry_at, bytes(view[entry_end : command_end + 2]), fields)
+
+
+def _add_template(templates: list[MessageTemplate], template: MessageTemplate | None) -> None:
+    """Put ``template`` first among ``templates`` (in place of one with its head), keeping the newest MAX_TEMPLATES."""
+    if template is not None:
+        templates[:] = [template, *(kept for kept in templates if kept.head != template.head)][:MAX_TEMPLATES]
 
 
 def _fixed_varint(buf: bytearray, at: int, width: int) -> int:
@@ -224,13 +233,13 @@ class FrameDecoder:
     ``max_frame_size`` as soon as its size prefix arrives, before buffering it.
     """
 
-    __slots__ = ("_buf", "_pos", "_template", "max_frame_size", "verify_checksum")
+    __slots__ = ("_buf", "_pos", "_templates", "max_frame_size", "verify_checksum")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_MESSAGE_SIZE + FRAME_OVERHEAD, verify_checksum: bool = True):
         self._buf = bytearray()
         self._pos = 0
-        # The last MESSAGE read field by field, for the next ones of its run (see MessageTemplate).
-        self._template: MessageTemplate | None = None
+        # The last MESSAGEs read field by field, for the next ones of their runs (see MessageTemplate).
+        self._templates: list[MessageTemplate] = []
         self.max_frame_size = max_frame_size
         self.verify_checksum = verify_checksum
 
@@ -259,7 +268,7 @@ class FrameDecoder:
             append = frames.append
             limit = self.max_frame_size
             verify = self.verify_checksum
-            template = self._template
+            templates = self._templates if messages else []
             # Frames are decoded off one view of the buffer: no copy of a whole frame on the way.
             with memoryview(buf) as view:
                 while end - pos >= 4:
@@ -269,15 +278,16 @@ class FrameDecoder:
                     stop = pos + 4 + total
                     if stop > end:
                         break
-                    if messages and template is not None and buf.startswith(template.head, pos + 4):
-                        frame = template.frame(buf, view, pos + 4, stop, verify)
-                        if frame is not None:
-                            append(frame)
-                            pos = stop
-                            continue
-                    frame = _decode(view, pos + 4, stop, verify, messages)
-                    if messages and type(frame) is MessageFrame:
-                        template = self._template = message_template(view, pos + 4, stop)
+                    for template in templates:
+                        if buf.startswith(template.head, pos + 4):
+                            frame = template.frame(buf, view, pos + 4, stop, verify)
+                            break
+                    else:
+                        frame = None
+                    if frame is None:
+                        frame = _decode(view, pos + 4, stop, verify, messages)
+                        if type(frame) is MessageFrame:
+                            _add_template(templates, message_template(view, pos + 4, stop))
                     append(frame)
                     pos = stop
         # Compact once the consumed prefix dominates, so memory stays bounded by one frame.

@@ -210,3 +210,22 @@ def test_a_frame_cut_short_after_a_templated_head_is_read_as_the_generated_class
     kept = min(kept, len(second) - 5)
     cut = struct.pack(">I", kept) + second[4 : 4 + kept]
     assert read_fast(first + cut, []) == read_generated(first + cut)
+
+
+def test_interleaved_runs_keep_a_template_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Consumers whose MESSAGEs alternate on one connection (a partitioned topic's) are each read
+    through their own template; past MAX_TEMPLATES of them, every frame is still read right."""
+    read = []
+
+    def counted(buf: Any, pos: int, end: int) -> Any:
+        read.append(pos)
+        return read_message(buf, pos, end)
+
+    monkeypatch.setattr(frames_module, "read_message", counted)
+    alternating = b"".join(plain_message(consumer_id, 9, entry, b"payload") for entry in range(100, 120) for consumer_id in (1, 2))
+    frames = FrameDecoder().feed_messages(alternating)
+    assert [(frame.consumer_id, frame.entry_id) for frame in frames] == [(c, e) for e in range(100, 120) for c in (1, 2)]
+    assert len(read) == 2
+    many = frames_module.MAX_TEMPLATES + 2
+    stream = b"".join(plain_message(consumer_id, 9, entry, b"payload") for entry in range(100, 110) for consumer_id in range(many))
+    assert read_fast(stream, []) == read_generated(stream)
