@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, cast
 
 from .checksum import crc32c
 from .compression import Buffer
-from .message_command import MessageFields, read_message, read_message_at
+from .message_command import MessageFields, read_message_at
 from .PulsarApi_pb2 import BaseCommand, CommandMessage, CommandSendReceipt, MessageMetadata
 from .wire import MESSAGE_ENVELOPE, RECEIPT_ENVELOPE, signed64
 
@@ -125,25 +125,19 @@ class MessageTemplate:
         return _new_message_frame(MessageFrame, (consumer_id, ledger_id, entry_id, redelivery_count, (), entry))
 
 
-def message_template(view: memoryview, start: int, stop: int) -> MessageTemplate | None:
-    """The template of the MESSAGE frame in ``view[start:stop]`` (from its command size on), None
-    for a frame that :class:`MessageTemplate` cannot stand for."""
-    (cmd_size,) = _U32.unpack_from(view, start)
-    command_end = start + 4 + cmd_size
-    body = start + 4 + _MESSAGE_BODY_AT
-    if view[body - 1] != command_end - body or _U16.unpack_from(view, command_end)[0] != MAGIC_CRC32C:
-        return None
-    read = read_message_at(view, body, command_end)
-    if read is None or read[0][4]:  # an ack_set is the rare redelivery of a batch: not templated
-        return None
+def _message_template(view: memoryview, start: int, command_end: int, read: tuple[MessageFields, int, int]) -> MessageTemplate | None:
+    """The template of the MESSAGE frame whose command size is at ``start``, from its command as
+    :func:`.message_command.read_message_at` read it; None for a frame it cannot stand for."""
     fields, entry_at, entry_end = read
+    # Not for an ack_set (a partly acknowledged batch's redelivery, rare) or broker entry metadata.
+    if fields[4] or _U16.unpack_from(view, command_end)[0] != MAGIC_CRC32C:
+        return None
     return MessageTemplate(bytes(view[start:entry_at]), entry_end - entry_at, bytes(view[entry_end : command_end + 2]), fields)
 
 
-def _add_template(templates: list[MessageTemplate], template: MessageTemplate | None) -> None:
+def _add_template(templates: list[MessageTemplate], template: MessageTemplate) -> None:
     """Put ``template`` first among ``templates`` (in place of one with its head), keeping the newest MAX_TEMPLATES."""
-    if template is not None:
-        templates[:] = [template, *(kept for kept in templates if kept.head != template.head)][:MAX_TEMPLATES]
+    templates[:] = [template, *(kept for kept in templates if kept.head != template.head)][:MAX_TEMPLATES]
 
 
 def _fixed_varint(buf: bytearray, at: int, width: int) -> int:
@@ -285,9 +279,7 @@ class FrameDecoder:
                     else:
                         frame = None
                     if frame is None:
-                        frame = _decode(view, pos + 4, stop, verify, messages)
-                        if type(frame) is MessageFrame:
-                            _add_template(templates, message_template(view, pos + 4, stop))
+                        frame = _decode(view, pos + 4, stop, verify, messages, templates)
                     append(frame)
                     pos = stop
         # Compact once the consumed prefix dominates, so memory stays bounded by one frame.
@@ -309,9 +301,12 @@ def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
         return _decode(view, 0, len(frame), verify_checksum)
 
 
-def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool, messages: bool = False) -> Any:
+def _decode(
+    view: memoryview, start: int, stop: int, verify_checksum: bool, messages: bool = False, templates: list[MessageTemplate] | None = None
+) -> Any:
     """Decode the frame in ``view[start:stop]`` (without its total-size field): a Frame, or with
-    ``messages`` a MessageFrame for a MESSAGE and the CommandSendReceipt of a SEND_RECEIPT."""
+    ``messages`` a MessageFrame for a MESSAGE and the CommandSendReceipt of a SEND_RECEIPT. A
+    MESSAGE read off its bytes adds its template to ``templates``, if given."""
     size = stop - start
     if size < 4:
         raise FrameError(f"frame of {size} bytes has no command size")
@@ -325,9 +320,14 @@ def _decode(view: memoryview, start: int, stop: int, verify_checksum: bool, mess
     ):
         # The body's length is one byte, and the body runs to the command's end: nothing else in the BaseCommand.
         body = start + 4 + _MESSAGE_BODY_AT
-        fields = read_message(view, body, pos) if view[body - 1] == pos - body else None
-        if fields is not None:
-            return _new_message_frame(MessageFrame, (*fields, _entry(view, pos, stop, verify_checksum)[0]))
+        read = read_message_at(view, body, pos) if view[body - 1] == pos - body else None
+        if read is not None:
+            frame = _new_message_frame(MessageFrame, (*read[0], _entry(view, pos, stop, verify_checksum)[0]))
+            if templates is not None:
+                template = _message_template(view, start, pos, read)
+                if template is not None:
+                    _add_template(templates, template)
+            return frame
     if (
         messages and pos == stop and cmd_size > _MESSAGE_BODY_AT
         and view[start + 4] == _TYPE_KEY and view[start + 5] == _RECEIPT_TYPE and view[start + 6] == _RECEIPT_KEY

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from airflow_pulsar.client.protocol import frames as frames_module
 from airflow_pulsar.client.protocol.frames import ChecksumError, FrameDecoder, FrameError, MessageFrame, encode_command, message_frame
-from airflow_pulsar.client.protocol.message_command import read_message
+from airflow_pulsar.client.protocol.message_command import read_message, read_message_at
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandMessage, MessageIdData, MessageMetadata
 from airflow_pulsar.client.protocol.wire import U64_MASK, encode_message, signed64
 from scripted_connection import payload_frame
@@ -193,9 +193,9 @@ def test_a_run_is_read_field_by_field_once_per_varint_width(monkeypatch: pytest.
 
     def counted(buf: Any, pos: int, end: int) -> Any:
         read.append(pos)
-        return read_message(buf, pos, end)
+        return read_message_at(buf, pos, end)
 
-    monkeypatch.setattr(frames_module, "read_message", counted)
+    monkeypatch.setattr(frames_module, "read_message_at", counted)
     stream = b"".join(plain_message(3, 9, entry, b"payload" * (entry % 3)) for entry in range(100, 140))
     frames = FrameDecoder().feed_messages(stream)
     assert [frame.entry_id for frame in frames] == list(range(100, 140))
@@ -219,9 +219,9 @@ def test_interleaved_runs_keep_a_template_each(monkeypatch: pytest.MonkeyPatch) 
 
     def counted(buf: Any, pos: int, end: int) -> Any:
         read.append(pos)
-        return read_message(buf, pos, end)
+        return read_message_at(buf, pos, end)
 
-    monkeypatch.setattr(frames_module, "read_message", counted)
+    monkeypatch.setattr(frames_module, "read_message_at", counted)
     alternating = b"".join(plain_message(consumer_id, 9, entry, b"payload") for entry in range(100, 120) for consumer_id in (1, 2))
     frames = FrameDecoder().feed_messages(alternating)
     assert [(frame.consumer_id, frame.entry_id) for frame in frames] == [(c, e) for e in range(100, 120) for c in (1, 2)]
