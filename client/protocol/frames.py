@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, cast
 
 from .checksum import crc32c
 from .compression import Buffer
-from .message_command import MessageFields, read_message_at
+from .message_command import MessageFields, read_message
 from .PulsarApi_pb2 import BaseCommand, CommandMessage, CommandSendReceipt, MessageMetadata
 from .wire import MESSAGE_ENVELOPE, RECEIPT_ENVELOPE, signed64
 
@@ -127,7 +127,7 @@ class MessageTemplate:
 
 def _message_template(view: memoryview, start: int, command_end: int, read: tuple[MessageFields, int, int]) -> MessageTemplate | None:
     """The template of the MESSAGE frame whose command size is at ``start``, from its command as
-    :func:`.message_command.read_message_at` read it; None for a frame it cannot stand for."""
+    :func:`.message_command.read_message` read it; None for a frame it cannot stand for."""
     fields, entry_at, entry_end = read
     # Not for an ack_set (a partly acknowledged batch's redelivery, rare) or broker entry metadata.
     if fields[4] or _U16.unpack_from(view, command_end)[0] != MAGIC_CRC32C:
@@ -320,7 +320,7 @@ def _decode(
     ):
         # The body's length is one byte, and the body runs to the command's end: nothing else in the BaseCommand.
         body = start + 4 + _MESSAGE_BODY_AT
-        read = read_message_at(view, body, pos) if view[body - 1] == pos - body else None
+        read = read_message(view, body, pos) if view[body - 1] == pos - body else None
         if read is not None:
             frame = _new_message_frame(MessageFrame, (*read[0], _entry(view, pos, stop, verify_checksum)[0]))
             if templates is not None:

@@ -28,16 +28,10 @@ _MINUS_ONE = varint(U64_MASK)
 MessageFields = tuple[int, int, int, int, tuple[int, ...]]
 
 
-def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> MessageFields | None:
-    """(consumer id, ledger id, entry id, redelivery count, ack_set) of the serialized CommandMessage
-    in ``buf[pos:end]``, read off the bytes; None for anything the generated class should read.
-    See :func:`read_message_at`."""
-    read = read_message_at(buf, pos, end)
-    return None if read is None else read[0]
-
-
-def read_message_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[MessageFields, int, int] | None:
-    """(the fields :func:`read_message` gives, where the entry id's varint starts, where it ends).
+def read_message(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[MessageFields, int, int] | None:
+    """((consumer id, ledger id, entry id, redelivery count, ack_set), where the entry id's varint
+    starts, where it ends) of the serialized CommandMessage in ``buf[pos:end]``, read off the bytes;
+    None for anything the generated class should read.
 
     Ids and ack_set words come back as :func:`signed64` gives them (the varints read here stay
     below 2**63, where both agree). None means: a field other than those the

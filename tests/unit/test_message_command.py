@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from airflow_pulsar.client.protocol import frames as frames_module
 from airflow_pulsar.client.protocol.frames import ChecksumError, FrameDecoder, FrameError, MessageFrame, encode_command, message_frame
-from airflow_pulsar.client.protocol.message_command import read_message, read_message_at
+from airflow_pulsar.client.protocol.message_command import read_message
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandMessage, MessageIdData, MessageMetadata
 from airflow_pulsar.client.protocol.wire import U64_MASK, encode_message, signed64
 from scripted_connection import payload_frame
@@ -23,6 +23,18 @@ I32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 U32 = st.integers(min_value=0, max_value=2**32 - 1)
 # What brokers write: ids below 2**63, a small partition or -1, ack_set words of batches under 64 messages.
 BROKER_ID = st.integers(min_value=0, max_value=2**63 - 1)
+
+
+def fields_of(data: bytes) -> tuple[int, int, int, int, tuple[int, ...]] | None:
+    """What read_message reads off ``data``, after checking that the entry id's varint lies where it says."""
+    read = read_message(data, 0, len(data))
+    if read is None:
+        return None
+    fields, entry_at, entry_end = read
+    varint = data[entry_at:entry_end]
+    assert all(byte >= 0x80 for byte in varint[:-1]) and varint[-1] < 0x80
+    assert sum((byte & 0x7F) << 7 * index for index, byte in enumerate(varint)) == fields[2]
+    return fields
 
 
 def generated(message: CommandMessage) -> tuple[int, int, int, int, tuple[int, ...]]:
@@ -52,7 +64,7 @@ def commands(draw: st.DrawFn) -> CommandMessage:
 @example(CommandMessage(consumer_id=1, message_id=MessageIdData(ledgerId=5, entryId=6, partition=-1), ack_set=[-1]))
 def test_a_command_is_read_as_the_generated_class_reads_it_or_left_to_it(message: CommandMessage) -> None:
     data = message.SerializeToString()
-    fields = read_message(data, 0, len(data))
+    fields = fields_of(data)
     if fields is not None:
         assert fields == generated(message)
 
@@ -65,10 +77,10 @@ def test_what_brokers_write_is_read_off_the_bytes(consumer_id, ledger_id, entry_
     """Our broker's MESSAGE (partition written, -1 in ten bytes) and Apache Pulsar's never need the generated classes."""
     data = encode_message(consumer_id, ledger_id, entry_id, partition, redelivery_count)[3:]  # the body, past the envelope
     data = data[1:] if data[0] < 0x80 else data[2:]  # and its length
-    assert read_message(data, 0, len(data)) == (consumer_id, ledger_id, entry_id, redelivery_count or 0, ())
+    assert fields_of(data) == (consumer_id, ledger_id, entry_id, redelivery_count or 0, ())
     message = CommandMessage(consumer_id=consumer_id, message_id=MessageIdData(ledgerId=ledger_id, entryId=entry_id), ack_set=ack_set)
     pulsar = message.SerializeToString()
-    assert read_message(pulsar, 0, len(pulsar)) == generated(message)
+    assert fields_of(pulsar) == generated(message)
 
 
 @given(st.binary(max_size=40))
@@ -78,7 +90,7 @@ def test_what_brokers_write_is_read_off_the_bytes(consumer_id, ledger_id, entry_
 @example(b"\x08\x01\x12\x04\x08\x01\x10\x02\x18\x81\x80\x80\x80\x10")  # a redelivery count past 32 bits
 def test_any_bytes_read_agree_with_the_generated_class(data: bytes) -> None:
     """Bytes read off are bytes the generated class parses to the same, complete, command."""
-    fields = read_message(data, 0, len(data))
+    fields = fields_of(data)
     if fields is None:
         return
     message = CommandMessage.FromString(data)
@@ -193,9 +205,9 @@ def test_a_run_is_read_field_by_field_once_per_varint_width(monkeypatch: pytest.
 
     def counted(buf: Any, pos: int, end: int) -> Any:
         read.append(pos)
-        return read_message_at(buf, pos, end)
+        return read_message(buf, pos, end)
 
-    monkeypatch.setattr(frames_module, "read_message_at", counted)
+    monkeypatch.setattr(frames_module, "read_message", counted)
     stream = b"".join(plain_message(3, 9, entry, b"payload" * (entry % 3)) for entry in range(100, 140))
     frames = FrameDecoder().feed_messages(stream)
     assert [frame.entry_id for frame in frames] == list(range(100, 140))
@@ -219,9 +231,9 @@ def test_interleaved_runs_keep_a_template_each(monkeypatch: pytest.MonkeyPatch) 
 
     def counted(buf: Any, pos: int, end: int) -> Any:
         read.append(pos)
-        return read_message_at(buf, pos, end)
+        return read_message(buf, pos, end)
 
-    monkeypatch.setattr(frames_module, "read_message_at", counted)
+    monkeypatch.setattr(frames_module, "read_message", counted)
     alternating = b"".join(plain_message(consumer_id, 9, entry, b"payload") for entry in range(100, 120) for consumer_id in (1, 2))
     frames = FrameDecoder().feed_messages(alternating)
     assert [(frame.consumer_id, frame.entry_id) for frame in frames] == [(c, e) for e in range(100, 120) for c in (1, 2)]
