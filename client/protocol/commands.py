@@ -23,6 +23,14 @@ _FIELD_BY_TYPE: dict[int, str] = {
 }
 
 
+# The types whose body has required fields, and that body's field.
+_REQUIRED_BODY: dict[int, str] = {
+    number: name
+    for number, name in _FIELD_BY_TYPE.items()
+    if any(field.label == FieldDescriptor.LABEL_REQUIRED for field in BaseCommand.DESCRIPTOR.fields_by_number[number].message_type.fields)
+}
+
+
 def type_name(command_type: int) -> str:
     """The Pulsar name of a command type, e.g. ``SEND``, or its number if unknown."""
     try:
@@ -58,6 +66,15 @@ def make(command_type: int, **fields: Any) -> BaseCommand:
         else:
             setattr(body, name, value)
     return command
+
+
+def missing_body(command: BaseCommand) -> str | None:
+    """The body field ``command``'s type requires and it lacks (None if present, or if the type's
+    body has no required field). Protobuf checks required fields only of bodies that are there;
+    an absent one reads as its defaults, a producer or consumer id 0, and would reach the wrong
+    handler."""
+    name = _REQUIRED_BODY.get(command.type)
+    return name if name is not None and not command.HasField(name) else None  # type: ignore[arg-type]  # a body field's name
 
 
 def body(command: BaseCommand) -> Any:

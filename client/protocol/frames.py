@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from .checksum import crc32c
+from .commands import missing_body
 from .compression import Buffer
 from .message_command import MessageFields, read_message
 from .PulsarApi_pb2 import BaseCommand, CommandMessage, CommandSendReceipt, MessageMetadata
@@ -353,6 +354,9 @@ def _decode(
             raise FrameError("BaseCommand without a known type")
         missing = ", ".join(command.FindInitializationErrors())  # type: ignore[attr-defined]  # in protobuf, not in its stubs
         raise FrameError(f"{BaseCommand.Type.Name(command.type)} is missing required fields: {missing}")
+    absent = missing_body(command)
+    if absent is not None:
+        raise FrameError(f"{BaseCommand.Type.Name(command.type)} without its {absent}")
     if messages and command.type == BaseCommand.MESSAGE:
         if pos == stop:
             raise FrameError("MESSAGE without a payload")

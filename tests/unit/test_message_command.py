@@ -178,6 +178,7 @@ def test_runs_of_messages_are_read_as_the_generated_classes_read_them(frames: li
 
 
 @given(st.integers(min_value=0), st.integers(min_value=0, max_value=255), ENTRY_IDS)
+@example(1, BaseCommand.SEND_RECEIPT, 0)  # the type turned to SEND_RECEIPT: a command without its send_receipt
 def test_a_frame_changed_where_the_template_reads_is_read_as_the_generated_classes_read_it(at: int, byte: int, entry_id: int) -> None:
     """Any byte of the second frame's command changed (the entry id's continuation bits, a field's
     key, a size): what the template does not stand for goes the general way, with the same result."""
@@ -241,3 +242,15 @@ def test_interleaved_runs_keep_a_template_each(monkeypatch: pytest.MonkeyPatch) 
     many = frames_module.MAX_TEMPLATES + 2
     stream = b"".join(plain_message(consumer_id, 9, entry, b"payload") for entry in range(100, 110) for consumer_id in range(many))
     assert read_fast(stream, []) == read_generated(stream)
+
+
+@pytest.mark.parametrize("command_type", [BaseCommand.SEND_RECEIPT, BaseCommand.CLOSE_PRODUCER, BaseCommand.CLOSE_CONSUMER])
+def test_a_command_without_the_body_its_type_requires_is_refused(command_type: int) -> None:
+    """Reading an absent body would give its defaults (producer or consumer id 0): it is a malformed frame instead."""
+    command = BaseCommand(type=command_type, message=CommandMessage(consumer_id=3, message_id=MessageIdData(ledgerId=1, entryId=2)))
+    stream = message_bytes(CommandMessage(consumer_id=3, message_id=MessageIdData(ledgerId=1, entryId=1)), b"x") + encode_command(command)
+    for read in (FrameDecoder().feed, FrameDecoder().feed_messages):
+        with pytest.raises(FrameError, match=f"{BaseCommand.Type.Name(command_type)} without its "):
+            read(stream)
+    pong = encode_command(BaseCommand(type=BaseCommand.PONG))  # a body of no required field may be left out
+    assert FrameDecoder().feed_messages(pong)[0].command.type == BaseCommand.PONG
