@@ -23,14 +23,6 @@ _FIELD_BY_TYPE: dict[int, str] = {
 }
 
 
-# The types whose body has required fields, and that body's field.
-_REQUIRED_BODY: dict[int, str] = {
-    number: name
-    for number, name in _FIELD_BY_TYPE.items()
-    if any(field.label == FieldDescriptor.LABEL_REQUIRED for field in BaseCommand.DESCRIPTOR.fields_by_number[number].message_type.fields)
-}
-
-
 def type_name(command_type: int) -> str:
     """The Pulsar name of a command type, e.g. ``SEND``, or its number if unknown."""
     try:
@@ -108,6 +100,13 @@ def _is_repeated(field: FieldDescriptor) -> bool:
     return bool(field.label == FieldDescriptor.LABEL_REPEATED)
 
 
+def _is_required(field: FieldDescriptor) -> bool:
+    # As _is_repeated: ``is_required`` where ``label`` is gone.
+    if _HAS_IS_REPEATED:
+        return bool(field.is_required)  # type: ignore[attr-defined]  # protobuf >= 6.30; the stubs predate it
+    return bool(field.label == FieldDescriptor.LABEL_REQUIRED)
+
+
 _HAS_IS_REPEATED = hasattr(FieldDescriptor, "is_repeated")
 
 
@@ -118,3 +117,10 @@ def _has_text(descriptor: Descriptor) -> bool:
         or (field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type is not descriptor and _has_text(field.message_type))
         for field in descriptor.fields
     )
+
+# The types whose body has required fields, and that body's field.
+_REQUIRED_BODY: dict[int, str] = {
+    number: name
+    for number, name in _FIELD_BY_TYPE.items()
+    if any(_is_required(field) for field in BaseCommand.DESCRIPTOR.fields_by_number[number].message_type.fields)
+}
