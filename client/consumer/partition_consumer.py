@@ -101,6 +101,11 @@ class PartitionConsumer:
         self.unpacker = EntryUnpacker(topic, partition, self.acks, self.chunks, self.start, message_topic, settings, self.unacked)
         self._seek_pending = False
         self._seek_by_time = False
+        # Clear while a SEEK awaits its answer. Pulsar answers only once it has removed the closed
+        # consumer and reset the cursor; a resubscribe before that, under the same consumer id,
+        # is answered "already created" for the dying consumer, and nothing is ever delivered.
+        self._seek_answered = threading.Event()
+        self._seek_answered.set()
         self._last_taken: Message | MessageId | None = None  # a message taken, or the last id of entries taken
         self.connection_handler = ConnectionHandler(self.consumer_id, self.consumer_name, topic, self._subscribe_once, self._fail)
         # Set when a resubscribe was refused for good; receive() then raises it.
@@ -116,6 +121,8 @@ class PartitionConsumer:
         self.connection_handler.connect(self.client.with_retries)
 
     def _subscribe_once(self, reconnect: bool) -> None:
+        if reconnect:
+            self._seek_answered.wait(self.client.operation_timeout)
         connection = self.client.lookup(self.topic)
         self.epoch += 1
         self._connection_epoch = self.epoch
@@ -359,11 +366,14 @@ class PartitionConsumer:
         self._last_taken = None
         self._seek_pending = True
         self.epoch += 1
+        self._seek_answered.clear()
         try:
             connection.call(T.SEEK, self.client.operation_timeout, consumer_id=self.consumer_id, **fields)
         except PulsarException:
             self._seek_pending = False
             raise
+        finally:
+            self._seek_answered.set()
         self._connection_or_wait()
 
     def get_last_message_id(self) -> tuple[MessageId, MessageId | None]:

@@ -1,5 +1,6 @@
 """A TCP proxy for fault injection: it sits between clients and the broker and, on command, cuts
-connections in the middle of a frame, stalls traffic, drops it, or swallows one kind of command.
+connections in the middle of a frame, stalls traffic, drops it, swallows one kind of command, or
+holds back one kind of command until resumed, letting the rest overtake it.
 
 In ``framed`` mode (the binary protocol port) it forwards whole Pulsar frames, so it can cut a
 connection inside a frame of a chosen command type, and it rewrites lookup answers to point at
@@ -12,7 +13,8 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from airflow_pulsar.client.protocol.frames import encode_command
@@ -88,6 +90,9 @@ class FaultProxy:
         self._pairs: set[_Pair] = set()
         self._orders: list[_CutOrder] = []
         self._swallowed: set[tuple[str, int]] = set()
+        self._held: set[tuple[str, int]] = set()
+        # Frames forwarded, by direction and command type (framed mode).
+        self.forwarded: Counter[tuple[str, int | None]] = Counter()
         self._stalled = False
         self._dropping = False
         self._stopped = False
@@ -170,12 +175,20 @@ class FaultProxy:
             self._swallowed.add((direction, kind))
             self.faults += 1
 
+    def hold(self, direction: str, kind: int) -> None:
+        """Hold back the frames of ``kind`` going ``direction`` until :meth:`resume`, which delivers
+        them; every other frame flows past them meanwhile."""
+        with self._lock:
+            self._held.add((direction, kind))
+            self.faults += 1
+
     def resume(self) -> None:
-        """Forward traffic again (what a stall held is delivered; what was dropped is gone)."""
+        """Forward traffic again (what a stall or hold kept is delivered; what was dropped is gone)."""
         with self._lock:
             self._stalled = False
             self._dropping = False
             self._swallowed.clear()
+            self._held.clear()
             self._resumed.notify_all()
 
     def open_connections(self) -> int:
@@ -213,6 +226,12 @@ class FaultProxy:
 
     def _pump(self, pair: _Pair, source: socket.socket, target: socket.socket, direction: str) -> None:
         buffer = bytearray()
+        sending = threading.Lock()  # held frames go out from their own thread
+
+        def send(frames: list[bytes]) -> None:
+            with sending:
+                target.sendall(b"".join(frames))
+
         try:
             while True:
                 data = source.recv(256 * 1024)
@@ -224,9 +243,9 @@ class FaultProxy:
                     target.sendall(data)
                     continue
                 buffer += data
-                out, cut = self._process(list(split_frames(buffer)), direction)
+                out, cut = self._process(list(split_frames(buffer)), direction, send)
                 if out:
-                    target.sendall(b"".join(out))
+                    send(out)
                 if cut is not None:
                     pair.abort()
                     cut.done.set()
@@ -245,10 +264,15 @@ class FaultProxy:
                 self._resumed.wait()
             return not self._dropping
 
-    def _process(self, frames: list[bytes], direction: str) -> tuple[list[bytes], _CutOrder | None]:
+    def _process(
+        self, frames: list[bytes], direction: str, send: Callable[[list[bytes]], None]
+    ) -> tuple[list[bytes], _CutOrder | None]:
         out: list[bytes] = []
         for frame in frames:
             kind = frame_kind(frame)
+            if (direction, kind) in self._held:
+                threading.Thread(target=self._release_later, args=(direction, kind, frame, send), daemon=True).start()
+                continue
             order = self._take_order(direction, kind)
             if order is not None:
                 out.append(frame[: max(1, len(frame) // 2)])
@@ -257,8 +281,20 @@ class FaultProxy:
                 continue
             if kind == T.LOOKUP_RESPONSE:
                 frame = self._through_proxy(frame)
+            with self._lock:
+                self.forwarded[direction, kind] += 1
             out.append(frame)
         return out, None
+
+    def _release_later(self, direction: str, kind: int | None, frame: bytes, send: Callable[[list[bytes]], None]) -> None:
+        with self._lock:
+            while (direction, kind) in self._held and not self._stopped:
+                self._resumed.wait()
+            self.forwarded[direction, kind] += 1
+        try:
+            send([frame])
+        except OSError:
+            pass  # the connection is gone
 
     def _take_order(self, direction: str, kind: int | None) -> _CutOrder | None:
         with self._lock:

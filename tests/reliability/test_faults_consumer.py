@@ -4,6 +4,7 @@ end every message was received and acknowledged; duplicates are only at-least-on
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -16,6 +17,7 @@ from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import Timeout
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
+from polling import wait_until
 from reliability_checks import stamp
 
 PARTITIONS = 2
@@ -74,6 +76,32 @@ def test_connections_cut_mid_frame_redeliver_and_lose_nothing(
         f"and ACKs), {connections} connections, {stats.reconnects} resubscribes, {COUNT} messages all received, "
         f"{duplicates} at-least-once redeliveries ({drained} after the last new one), backlog 0 after acks"
     )
+
+
+def test_a_seek_resubscribes_only_once_the_broker_answered_it(broker: BrokerProcess, topic_name: str) -> None:
+    """Pulsar closes the consumer, then answers SEEK once it removed it and reset the cursor. A
+    SUBSCRIBE in between, under the same consumer id, is answered "already created" for the dying
+    consumer, which then delivers nothing. Our broker removes it at once, so the proxy holds the
+    answer back to open that window: the consumer must wait for the answer before resubscribing."""
+    with Client(broker.service_url) as client:
+        producer = client.create_producer(topic_name, batching_enabled=False)
+        for i in range(5):
+            producer.send(f"m{i}".encode())
+    with FaultProxy("127.0.0.1", broker.port) as proxy, Client(proxy.service_url) as client:
+        consumer = client.subscribe(topic_name, "seek", initial_position=InitialPosition.Earliest)
+        messages = [consumer.receive(5000) for _ in range(5)]
+        subscribes = proxy.forwarded[TO_BROKER, T.SUBSCRIBE]
+        proxy.hold(TO_CLIENT, T.SUCCESS)
+        seek = threading.Thread(target=consumer.seek, args=(messages[1].message_id(),))
+        seek.start()
+        wait_until(lambda: proxy.forwarded[TO_CLIENT, T.CLOSE_CONSUMER] == 1)
+        time.sleep(1.0)  # several backoff steps of a resubscribe that would not wait
+        assert proxy.forwarded[TO_BROKER, T.SUBSCRIBE] == subscribes
+        proxy.resume()
+        seek.join(10)
+        assert not seek.is_alive()
+        assert proxy.forwarded[TO_BROKER, T.SUBSCRIBE] == subscribes + 1
+        assert consumer.receive(5000).message_id() == messages[2].message_id()
 
 
 def _drain(consumer: Any, received: Counter[bytes]) -> int:
