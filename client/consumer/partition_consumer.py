@@ -31,6 +31,7 @@ from .message import Message
 from .negative_acks import NegativeAcksTracker
 from .permits import Permits
 from .receiver_queue import QueuedRun, ReceiverQueue
+from .seek import PendingSeek
 from .settings import ConsumerSettings, ConsumerType, InitialPosition
 from .stats import ConsumerStats
 from .unacked_tracker import UnackedMessageTracker
@@ -99,13 +100,7 @@ class PartitionConsumer:
         # Messages before the start (or at it, unless inclusive) are dropped: readers, seeks.
         self.start = StartFilter(start_message_id, settings.start_message_id_inclusive)
         self.unpacker = EntryUnpacker(topic, partition, self.acks, self.chunks, self.start, message_topic, settings, self.unacked)
-        self._seek_pending = False
-        self._seek_by_time = False
-        # Clear while a SEEK awaits its answer. Pulsar answers only once it has removed the closed
-        # consumer and reset the cursor; a resubscribe before that, under the same consumer id,
-        # is answered "already created" for the dying consumer, and nothing is ever delivered.
-        self._seek_answered = threading.Event()
-        self._seek_answered.set()
+        self._seek = PendingSeek()
         self._last_taken: Message | MessageId | None = None  # a message taken, or the last id of entries taken
         self.connection_handler = ConnectionHandler(self.consumer_id, self.consumer_name, topic, self._subscribe_once, self._fail)
         # Set when a resubscribe was refused for good; receive() then raises it.
@@ -122,7 +117,7 @@ class PartitionConsumer:
 
     def _subscribe_once(self, reconnect: bool) -> None:
         if reconnect:
-            self._seek_answered.wait(self.client.operation_timeout)
+            self._seek.wait_answer(self.client.operation_timeout)
         connection = self.client.lookup(self.topic)
         self.epoch += 1
         self._connection_epoch = self.epoch
@@ -147,9 +142,8 @@ class PartitionConsumer:
     def _resubscribe_start(self) -> MessageId | None:
         """Where the broker should start: readers resume after their last message, seeks at the target."""
         start = self.start
-        if self._seek_pending:
-            self._seek_pending = False
-            return None if self._seek_by_time else start.message_id
+        if self._seek.take():
+            return None if self._seek.by_time else start.message_id
         if self.settings.durable:
             start.message_id = None  # the durable cursor knows; a seek's filter ends with its reconnect
             return None
@@ -356,24 +350,17 @@ class PartitionConsumer:
         """Move the subscription to a message id or a publish time (ms); the broker reconnects us."""
         self.acks.flush()
         connection = self._connection_or_wait()
-        if isinstance(target, MessageId):
-            fields: dict[str, Any] = {"message_id": id_data(target.ledger_id(), target.entry_id())}
-            self.start.message_id, self._seek_by_time = target, False
-        else:
-            fields = {"message_publish_time": int(target)}
-            self.start.message_id, self._seek_by_time = None, True
+        fields = self._seek.begin(target)
+        self.start.message_id = target if isinstance(target, MessageId) else None
         self.start.inclusive = self.settings.start_message_id_inclusive
         self._last_taken = None
-        self._seek_pending = True
         self.epoch += 1
-        self._seek_answered.clear()
+        ok = False
         try:
             connection.call(T.SEEK, self.client.operation_timeout, consumer_id=self.consumer_id, **fields)
-        except PulsarException:
-            self._seek_pending = False
-            raise
+            ok = True
         finally:
-            self._seek_answered.set()
+            self._seek.answered(ok)
         self._connection_or_wait()
 
     def get_last_message_id(self) -> tuple[MessageId, MessageId | None]:
