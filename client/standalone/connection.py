@@ -136,9 +136,10 @@ class ServerConnection(asyncio.Protocol):
         self._out.append(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_soon(self.flush)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Write what is queued now, ahead of the end of this loop iteration."""
         self._flush_scheduled = False
         if self._out and self.transport is not None and not self._closed:
             self.transport.write(b"".join(self._out))
@@ -151,7 +152,7 @@ class ServerConnection(asyncio.Protocol):
     def close(self) -> None:
         """Flush what is queued and close the connection."""
         if self.transport is not None and not self._closed:
-            self._flush()
+            self.flush()
             self._closed = True
             self.transport.close()
 

@@ -295,6 +295,10 @@ class ConsumerCommands:
             )
         self._write(encode_payload_command(command, entry.data, entry.checksum))
 
+    def flush(self) -> None:
+        """Write the MESSAGEs queued so far now: a read block leaves as it is dispatched."""
+        self.channel.flush()
+
     def close_consumer(self, consumer_id: int) -> None:
         """The broker closes a consumer (seek, unsubscribe by another): tell the client."""
         found = self.consumers.pop(consumer_id, None)

@@ -282,8 +282,16 @@ class Subscription:
                         self.replay.add(entry_id)
                         waiting_owners.add(id(owner))
                 elif not self._send(entry):
+                    self._flush_consumers()
                     return
                 self.read_position = entry_id + 1
+            # As Pulsar writes each read batch as it is dispatched: the consumer starts on it while
+            # the next is read, rather than waiting for every entry its permits allow.
+            self._flush_consumers()
+
+    def _flush_consumers(self) -> None:
+        for consumer in self.consumers:
+            consumer.sink.flush()
 
     def _hold_back(self, entry: StoredEntry) -> bool:
         """Hold back an entry that is not due yet (until its deliver_at_time); False if it is due."""
