@@ -52,6 +52,19 @@ def id_data(ledger: int, entry: int, unacked: int | None = None, batch_size: int
     return data
 
 
+def _in_order(entries: set[Position]) -> dict[int, list[int]]:
+    """Each ledger's entry ids, ledgers and ids ascending: sorting ints, not (ledger, entry) tuples."""
+    by_ledger: dict[int, list[int]] = {}
+    for ledger, entry in entries:
+        ids = by_ledger.get(ledger)
+        if ids is None:
+            by_ledger[ledger] = ids = []
+        ids.append(entry)
+    for ids in by_ledger.values():
+        ids.sort()
+    return dict(sorted(by_ledger.items()))
+
+
 @dataclass
 class PendingAcks:
     """What one flush sends: whole entries, partly acked batches and a cumulative position."""
@@ -66,7 +79,7 @@ class PendingAcks:
     @property
     def individual(self) -> list[MessageIdData]:
         """The ids of the Individual ACK: whole entries, then partly acked batches with their ack_set."""
-        return [id_data(ledger, entry) for ledger, entry in self.entries] + [
+        return [id_data(ledger, entry) for ledger, ids in _in_order(self.entries).items() for entry in ids] + [
             id_data(ledger, entry, mask, size) for (ledger, entry), (mask, size) in self.batches.items()
         ]
 
@@ -82,13 +95,13 @@ class PendingAcks:
             partly = [(ledger, entry, ack_set_words(mask, size), size) for (ledger, entry), (mask, size) in self.batches.items()]
             # In order, as the official clients send them: a broker's cursor then advances its
             # mark-delete position entry by entry instead of holding the acks as gaps.
-            frames = encode_command(encode_ack(consumer_id, CommandAck.Individual, sorted(self.entries), partly))
+            frames = encode_command(encode_ack(consumer_id, CommandAck.Individual, _in_order(self.entries), partly))
         if self.up_to is not None:
             ledger, entry, unacked, size = self.up_to
             if unacked is None:
-                ack = encode_ack(consumer_id, CommandAck.Cumulative, [(ledger, entry)])
+                ack = encode_ack(consumer_id, CommandAck.Cumulative, {ledger: (entry,)})
             else:
-                ack = encode_ack(consumer_id, CommandAck.Cumulative, (), [(ledger, entry, ack_set_words(unacked, size), size)])
+                ack = encode_ack(consumer_id, CommandAck.Cumulative, {}, [(ledger, entry, ack_set_words(unacked, size), size)])
             frames += encode_command(ack)
         return frames
 

@@ -362,17 +362,17 @@ def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: i
 
 
 def encode_ack(
-    consumer_id: int, ack_type: int, entries: Iterable[tuple[int, int]], batches: Iterable[tuple[int, int, list[int], int]] = ()
+    consumer_id: int, ack_type: int, entries: Mapping[int, Iterable[int]], batches: Iterable[tuple[int, int, list[int], int]] = ()
 ) -> bytes:
-    """A serialized ACK of whole ``entries`` (ledger, entry), then of ``batches`` (ledger, entry,
-    ack_set words, batch size): without a MessageIdData object per id."""
+    """A serialized ACK of whole entries, then of ``batches`` (ledger, entry, ack_set words, batch
+    size): without a MessageIdData object per id. ``entries`` maps a ledger to its entry ids
+    acknowledged whole; the ids are written in that order."""
     consumer_key, type_key, id_key = _ACK_HEAD
     parts = [consumer_key, varint(consumer_id), type_key, varint(ack_type)]
-    heads: dict[int, bytes] = {}  # ledger -> the position's bytes before the entry id: one ledger serves many
-    for ledger, entry in entries:
-        head = heads.get(ledger) or heads.setdefault(ledger, _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY)
-        entry_id = varint(entry & U64_MASK)  # below: two keys and two varints, under 128 bytes
-        parts += (id_key, _ONE_BYTE[len(head) + len(entry_id)], head, entry_id)
+    for ledger, entry_ids in entries.items():
+        head = _ID_LEDGER + varint(ledger & U64_MASK) + _ID_ENTRY  # a ledger's ids differ only from here on:
+        prefixes = [id_key + _ONE_BYTE[len(head) + width] + head for width in range(11)]  # one prefix per varint width
+        parts += [prefixes[len(entry_id)] + entry_id for entry_id in map(varint, [entry & U64_MASK for entry in entry_ids])]
     for ledger, entry, words, size in batches:
         fields = [_ID_LEDGER, varint(ledger & U64_MASK), _ID_ENTRY, varint(entry & U64_MASK)]
         fields += [_ID_ACK_SET + varint(word & U64_MASK) for word in words]

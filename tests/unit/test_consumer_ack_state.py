@@ -114,7 +114,9 @@ def test_a_message_acknowledged_twice_stays_acknowledged() -> None:
 
 
 def test_pending_acks_frames_are_the_frames_of_their_commands() -> None:
-    pending = PendingAcks({(1, 2), (1, 3)}, {(1, 4): (0b1010, 4), (2, 0): (0, 2)}, (1, 9, 0b1100, 4))
+    pending = PendingAcks({(3, 1), (1, 300), (1, 2), (1, 3)}, {(1, 4): (0b1010, 4), (2, 0): (0, 2)}, (1, 9, 0b1100, 4))
+    # Whole entries in order, ledger by ledger, as the official clients send them.
+    assert [(i.ledgerId, i.entryId) for i in pending.individual[:4]] == [(1, 2), (1, 3), (1, 300), (3, 1)]
     expected = b"".join(
         encode_command(commands.make(BaseCommand.ACK, consumer_id=7, ack_type=ack_type, message_id=ids))
         for ack_type, ids in pending.commands()

@@ -212,12 +212,16 @@ def test_encode_message_matches_make(consumer_id, ledger_id, entry_id, partition
 )
 @example(1, 0, [], [])
 @example(2**64 - 1, 1, [(-1, -1)], [(2**63 - 1, 0, [-1, 0, 2**63 - 1], 2**31 - 1)])
+@example(1, 0, [(5, 1), (5, 200), (7, -1), (5, 2**20), (5, 2**40), (7, 3)], [])  # one ledger's ids of every width
 def test_encode_ack_matches_make(consumer_id, ack_type, entries, batches):
-    ids = [MessageIdData(ledgerId=ledger % 2**64, entryId=entry % 2**64) for ledger, entry in entries]
+    by_ledger: dict[int, list[int]] = {}
+    for ledger, entry in entries:
+        by_ledger.setdefault(ledger, []).append(entry)
+    ids = [MessageIdData(ledgerId=ledger % 2**64, entryId=entry % 2**64) for ledger, group in by_ledger.items() for entry in group]
     for ledger, entry, words, size in batches:
         ids.append(MessageIdData(ledgerId=ledger % 2**64, entryId=entry % 2**64, ack_set=words, batch_size=size))
     expected = commands.make(T.ACK, consumer_id=consumer_id, ack_type=ack_type, message_id=ids)
-    assert encode_ack(consumer_id, ack_type, entries, batches) == expected.SerializeToString()
+    assert encode_ack(consumer_id, ack_type, by_ledger, batches) == expected.SerializeToString()
 
 
 @given(
