@@ -282,7 +282,6 @@ class Subscription:
                         self.replay.add(entry_id)
                         waiting_owners.add(id(owner))
                 elif not self._send(entry):
-                    self._flush_consumers()
                     return
                 self.read_position = entry_id + 1
             # As Pulsar writes each read batch as it is dispatched: the consumer starts on it while
