@@ -246,9 +246,8 @@ class FrameDecoder:
         """As :meth:`feed`, but a MESSAGE frame comes as a :class:`MessageFrame`, read off the bytes
         when its command holds only what brokers write (through the template of an earlier one of
         its consumer's run when it differs from that one in the entry id alone), else decoded by
-        the generated classes; and a
-        SEND_RECEIPT as its CommandSendReceipt, parsed without the BaseCommand around it when that
-        holds nothing else."""
+        the generated classes; and a SEND_RECEIPT as its CommandSendReceipt, parsed without the
+        BaseCommand around it when that holds nothing else."""
         return self._feed(data, True)
 
     def _feed(self, data: bytes, messages: bool) -> list[Any]:

@@ -136,11 +136,14 @@ class ServerConnection(asyncio.Protocol):
         self._out.append(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            asyncio.get_running_loop().call_soon(self._flush_at_iteration_end)
+
+    def _flush_at_iteration_end(self) -> None:
+        self._flush_scheduled = False
+        self.flush()
 
     def flush(self) -> None:
-        """Write what is queued now, ahead of the end of this loop iteration."""
-        self._flush_scheduled = False
+        """Write what is queued now, ahead of the end of this loop iteration (whose flush stays due)."""
         if self._out and self.transport is not None and not self._closed:
             self.transport.write(b"".join(self._out))
         self._out.clear()
