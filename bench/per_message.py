@@ -7,8 +7,10 @@ Two cases, 100 B messages with batching off, every message its own entry:
   messages (the official producer writes it), receiver queue 1000.
 
 Each client runs in a fresh process per round, the variants in turn: ``official`` (the C++ core),
-``ours`` (this checkout) and, with ``--checkout DIR``, ``checkout`` (our client from another
-checkout of the project, an older commit say, run by the same interpreter). A round reports the
+``ours`` (this checkout), ``bare`` (``bare_client.py``: the least a Python client can do per
+message, so its rate is about the broker's ceiling) and, with ``--checkout DIR``, ``checkout``
+(our client from another checkout of the project, an older commit say, run by the same
+interpreter). The ``ceiling`` column is a rate as a share of the bare client's. A round reports the
 rate, the CPU the client's process spent per message (its threads, the C++ client's included),
 the CPU of the thread that sends or receives, and the broker process's CPU per message. Rates are
 the best round; CPU figures the median, which a busy machine moves less than rates. Usage::
@@ -27,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,8 @@ import pulsar
 from consumer import produce_backlog
 
 RESULTS = Path(__file__).parent / "results" / "per_message.json"
-CHECKOUT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+CHECKOUT = BENCH.parent
 TOPIC = "bench-per-message-backlog"
 CASES = ("produce", "consume")
 
@@ -46,31 +50,44 @@ import pulsar
 from airflow_pulsar.client import Client
 case, who, url, topic, subscription = sys.argv[1:6]
 messages = int(sys.argv[6])
-if who == "official":
-    client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+payload = (b"0123456789abcdef" * 7)[:100]
+if who == "bare":
+    sys.path.append(sys.argv[7])
+    import bare_client as source
+    if case == "produce":
+        worker = source.BareProducer(url, topic)
+        run = lambda: worker.produce(messages, payload)
+    else:
+        worker = source.BareConsumer(url, topic, subscription)
+        run = lambda: worker.consume(messages)
+    closes = [worker.close]
 else:
-    client = Client(url, operation_timeout_seconds=30)
-if case == "produce":
-    worker = client.create_producer(topic, batching_enabled=False, max_pending_messages=5000, block_if_queue_full=True,
-                                    send_timeout_millis=60_000)
-    payload = (b"0123456789abcdef" * 7)[:100]
-else:
-    worker = client.subscribe(topic, subscription, receiver_queue_size=1000, initial_position=pulsar.InitialPosition.Earliest)
+    import airflow_pulsar.client as source
+    if who == "official":
+        client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    else:
+        client = Client(url, operation_timeout_seconds=30)
+    if case == "produce":
+        worker = client.create_producer(topic, batching_enabled=False, max_pending_messages=5000, block_if_queue_full=True,
+                                        send_timeout_millis=60_000)
+        def run():
+            for _ in range(messages):
+                worker.send_async(payload, None)
+            worker.flush()
+    else:
+        worker = client.subscribe(topic, subscription, receiver_queue_size=1000, initial_position=pulsar.InitialPosition.Earliest)
+        def run():
+            for _ in range(messages):
+                worker.acknowledge(worker.receive())
+    closes = [worker.close, client.close]
 start, thread, wall = os.times(), time.thread_time(), time.perf_counter()
-if case == "produce":
-    for _ in range(messages):
-        worker.send_async(payload, None)
-    worker.flush()
-else:
-    for _ in range(messages):
-        worker.acknowledge(worker.receive())
+run()
 wall, thread, end = time.perf_counter() - wall, time.thread_time() - thread, os.times()
 process = end.user + end.system - start.user - start.system
-worker.close()
-client.close()
-import airflow_pulsar.client
+for close in closes:
+    close()
 print(json.dumps({"rate": messages / wall, "process_us": process / messages * 1e6, "thread_us": thread / messages * 1e6,
-                  "client": airflow_pulsar.client.__file__}))
+                  "client": source.__file__}))
 """
 
 
@@ -102,23 +119,39 @@ def run_round(case: str, who: str, broker: Any, messages: int, index: int, path:
     if path is not None:
         env["PYTHONPATH"] = str(path)
     before = broker_cpu(broker.process.pid)
-    command = [sys.executable, "-c", _ROUND, case, who, broker.service_url, topic, name, str(messages)]
+    command = [sys.executable, "-c", _ROUND, case, who, broker.service_url, topic, name, str(messages), str(BENCH)]
     done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"{who} {case} round failed:\n{done.stderr}")
     figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     source = Path(figures.pop("client")).resolve()
     expected = (CHECKOUT if path is None else path / "airflow_pulsar").joinpath("client").resolve()
+    if who == "bare":
+        expected = BENCH
     if who != "official" and not source.is_relative_to(expected):
         raise RuntimeError(f"{who} ran the client of {source}, not of {expected}")
     figures["broker_us"] = (broker_cpu(broker.process.pid) - before) / messages * 1e6
+    if case == "consume":
+        expect_acknowledged(broker, name)
     return figures
+
+
+def expect_acknowledged(broker: Any, subscription: str) -> None:
+    """A consume round counts only if the broker took its acknowledgements: the subscription's
+    backlog (the whole topic's messages, one round's worth) drains to 0 within a few seconds."""
+    backlog = None
+    for _ in range(50):
+        backlog = broker.topic_stats(TOPIC)["subscriptions"][subscription]["msgBacklog"]
+        if backlog == 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{subscription} left {backlog} messages unacknowledged")
 
 
 def measure(broker_kind: str, messages: int, rounds: int, checkout: Path | None) -> dict[str, Any]:
     """Every round of every variant and case, and a summary row per case and variant."""
     with tempfile.TemporaryDirectory(prefix="bench-per-message-") as scratch, brokers.running(broker_kind, fsync=False) as broker:
-        variants: dict[str, Path | None] = {"official": None, "ours": None}
+        variants: dict[str, Path | None] = {"official": None, "ours": None, "bare": None}
         if checkout is not None:
             variants["checkout"] = package_tree(checkout.resolve(), Path(scratch) / "checkout")
         official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
@@ -153,12 +186,13 @@ def main() -> None:
     result = measure(args.broker, args.messages, args.rounds, args.checkout)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2))
-    print(f"{'case':8} {'client':9} {'msg/s':>8} {'ratio':>6} {'client us/msg':>14} {'thread us/msg':>14} {'broker us/msg':>14}")
-    official = {row["case"]: row["rate"] for row in result["rows"] if row["client"] == "official"}
+    columns = ("client us/msg", "thread us/msg", "broker us/msg")
+    print(f"{'case':8} {'client':9} {'msg/s':>8} {'ratio':>6} {'ceiling':>8}" + "".join(f"{column:>15}" for column in columns))
+    rates = {(row["case"], row["client"]): row["rate"] for row in result["rows"]}
     for row in result["rows"]:
-        ratio = row["rate"] / official[row["case"]]
+        ratio, ceiling = (row["rate"] / rates[row["case"], peer] for peer in ("official", "bare"))
         cpu = "".join(f"{row[key]:15.2f}" for key in ("process_us", "thread_us", "broker_us"))
-        print(f"{row['case']:8} {row['client']:9} {row['rate']:8,} {ratio:6.2f}{cpu}")
+        print(f"{row['case']:8} {row['client']:9} {row['rate']:8,} {ratio:6.2f} {ceiling:8.2f}{cpu}")
 
 
 if __name__ == "__main__":

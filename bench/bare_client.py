@@ -1,0 +1,136 @@
+"""A bare client: the least a Python process can do per unbatched message, to show a broker's ceiling.
+
+It speaks the protocol over one blocking socket with the project's frame codec and nothing else:
+no receiver queue, no Message objects, no threads, no timers. The consumer counts each MESSAGE,
+returns permits as the official clients do (half the receiver queue at a time) and acknowledges
+individually, 1,000 ids or 100 ms at a time. The producer writes SENDs as its window of pending
+receipts allows and counts the receipts. What a real client reaches, as a share of what this one
+reaches on the same broker, says how much of the broker's rate the client leaves on the table.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import defaultdict
+
+from airflow_pulsar.client.protocol import commands
+from airflow_pulsar.client.protocol.checksum import crc32c
+from airflow_pulsar.client.protocol.commands import PROTOCOL_VERSION
+from airflow_pulsar.client.protocol.frames import FrameDecoder, MessageFrame, encode_command, encode_entry, encode_payload_command
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandAck, CommandSendReceipt, CommandSubscribe
+from airflow_pulsar.client.protocol.wire import PlainMetadata, SendEncoder, encode_ack
+
+_RECV_SIZE = 256 * 1024
+_ACK_IDS = 1000
+_ACK_DELAY = 0.1
+
+
+class BareConnection:
+    """One connection: commands out, frames in, requests answered in order."""
+
+    def __init__(self, service_url: str):
+        host, _, port = service_url.removeprefix("pulsar://").rpartition(":")
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.decoder = FrameDecoder()
+        self.send(BaseCommand.CONNECT, client_version="bare", protocol_version=PROTOCOL_VERSION)
+        self.expect(BaseCommand.CONNECTED)
+
+    def send(self, command_type: int, **fields: object) -> None:
+        """Write one simple command."""
+        self.sock.sendall(encode_command(commands.make(command_type, **fields)))
+
+    def expect(self, command_type: int) -> None:
+        """Read frames until one of ``command_type``; any other answer to a request is an error."""
+        while True:
+            for frame in self.decoder.feed(self.sock.recv(_RECV_SIZE)):
+                if frame.command.type == command_type:
+                    return
+                if frame.command.type == BaseCommand.ERROR:
+                    raise RuntimeError(f"the broker refused: {frame.command.error}")
+
+    def frames(self) -> list[object]:
+        """The frames of the next read, MESSAGEs and receipts as the fast decoder gives them; PINGs answered."""
+        data = self.sock.recv(_RECV_SIZE)
+        if not data:
+            raise ConnectionError("the broker closed the connection")
+        frames = self.decoder.feed_messages(data)
+        for frame in frames:
+            if type(frame) not in (MessageFrame, CommandSendReceipt) and frame.command.type == BaseCommand.PING:  # type: ignore[union-attr]
+                self.send(BaseCommand.PONG)
+        return frames
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class BareConsumer:
+    """An exclusive subscription from the earliest position, with one connection of its own."""
+
+    def __init__(self, service_url: str, topic: str, subscription: str, receiver_queue_size: int = 1000):
+        self.connection = BareConnection(service_url)
+        self.connection.send(BaseCommand.SUBSCRIBE, topic=topic, subscription=subscription, subType=CommandSubscribe.Exclusive,
+                             consumer_id=1, request_id=1, initialPosition=CommandSubscribe.Earliest)
+        self.connection.expect(BaseCommand.SUCCESS)
+        self.receiver_queue_size = receiver_queue_size
+
+    def consume(self, messages: int) -> None:
+        """Receive and acknowledge ``messages``, permits returned half a receiver queue at a time."""
+        connection = self.connection
+        connection.send(BaseCommand.FLOW, consumer_id=1, messagePermits=self.receiver_queue_size)
+        half = self.receiver_queue_size // 2
+        received = permitted = pending = 0
+        acks: defaultdict[int, list[int]] = defaultdict(list)
+        acked_at = time.monotonic()
+        while received < messages:
+            for frame in connection.frames():
+                if type(frame) is MessageFrame:
+                    acks[frame.ledger_id].append(frame.entry_id)
+                    received += 1
+                    pending += 1
+            if received - permitted >= half:
+                returned = (received - permitted) // half * half
+                connection.send(BaseCommand.FLOW, consumer_id=1, messagePermits=returned)
+                permitted += returned
+            if received >= messages or pending >= _ACK_IDS or time.monotonic() - acked_at >= _ACK_DELAY:
+                connection.sock.sendall(encode_command(encode_ack(1, CommandAck.Individual, acks)))
+                acks, pending, acked_at = defaultdict(list), 0, time.monotonic()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class BareProducer:
+    """A producer with one connection of its own."""
+
+    def __init__(self, service_url: str, topic: str, max_pending_messages: int = 5000):
+        self.connection = BareConnection(service_url)
+        name = f"bare-{time.time_ns()}"
+        self.connection.send(BaseCommand.PRODUCER, topic=topic, producer_id=1, request_id=1, producer_name=name)
+        self.connection.expect(BaseCommand.PRODUCER_SUCCESS)
+        self.send, self.metadata = SendEncoder(1), PlainMetadata(name)
+        self.max_pending_messages = max_pending_messages
+
+    def produce(self, messages: int, payload: bytes) -> None:
+        """Publish ``messages`` unbatched, as many as the window of pending receipts allows in each
+        write, and wait for every receipt."""
+        sent = receipts = 0
+        while receipts < messages:
+            window = min(messages, receipts + self.max_pending_messages)
+            if sent < window:
+                now = int(time.time() * 1000)
+                frames = []
+                for sequence_id in range(sent, window):
+                    entry = encode_entry(self.metadata.encode(sequence_id, now), payload)
+                    frames.append(encode_payload_command(self.send.encode(sequence_id), entry, crc32c(entry)))
+                self.connection.sock.sendall(b"".join(frames))
+                sent = window
+            for frame in self.connection.frames():
+                if type(frame) is CommandSendReceipt:
+                    receipts += 1
+                elif type(frame) is not MessageFrame and frame.command.type == BaseCommand.SEND_ERROR:  # type: ignore[attr-defined]
+                    raise RuntimeError(f"the broker failed a send: {frame.command.send_error.message}")  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.connection.close()
