@@ -10,9 +10,9 @@ Each message gets the entry's id with its index in the batch.
 
 from __future__ import annotations
 
+from ..protocol.batch import read_batch
 from ..protocol.message_id import MessageId, MessagePosition
 from ..protocol.PulsarApi_pb2 import MessageMetadata
-from ..protocol.wire import read_batch
 from .message import Delivery, Message
 
 __all__ = ["MessageBatch"]

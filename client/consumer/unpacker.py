@@ -21,12 +21,11 @@ import logging
 from typing import NamedTuple, Protocol
 
 from ..crypto import ConsumerCryptoFailureAction, KeyReader, MessageDecryptor
-from ..protocol.batch import unacked_mask
+from ..protocol.batch import BatchFormatError, read_batch, unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
 from ..protocol.frames import FrameError, MessageFrame, entry_metadata, split_entry
 from ..protocol.message_id import MessageId
 from ..protocol.PulsarApi_pb2 import MessageMetadata
-from ..protocol.wire import BatchFormatError, read_batch
 from .ack_grouping import AckGroupingTracker, UnackedIndexes
 from .chunks import ChunkedMessageCollector
 from .message import Delivery, DeliveryOwner, Message
@@ -49,7 +48,7 @@ class ReceivedEntry(NamedTuple):
     and decompressed, but not split into messages.
 
     ``batch_size`` is 0 for an entry that is one message, its payload the message's; a batch's
-    payload splits with :func:`~airflow_pulsar.client.protocol.wire.read_batch`, which leaves out
+    payload splits with :func:`~airflow_pulsar.client.protocol.batch.read_batch`, which leaves out
     what compaction emptied and, when ``wanted`` is not None, the indexes whose bit is clear in
     it (acknowledged before, or before a reader's start).
     """

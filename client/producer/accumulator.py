@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from ..crypto import MessageEncryptor
-from ..protocol.wire import single_header, single_header_with
+from ..protocol.batch import single_header, single_header_with
 from .batch_container import BatchContainer, SendCallback
 from .config import ProducerConfig
 from .delivery import Delivery

@@ -12,7 +12,7 @@ from airflow_pulsar.client import MessageId
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, InitialPosition, ReceivedEntry, create_reader
 from airflow_pulsar.client.exceptions import InvalidConfiguration
-from airflow_pulsar.client.protocol.wire import read_batch
+from airflow_pulsar.client.protocol.batch import read_batch
 from consumer_helpers import backlog, produce
 
 

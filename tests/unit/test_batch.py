@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_pulsar.client.protocol.batch import ack_set_words, unacked_mask
+from airflow_pulsar.client.protocol.batch import BatchFormatError, ack_set_words, encode_single, parse_single, read_batch, unacked_mask
 from airflow_pulsar.client.protocol.compression import CompressionType, compress, decompress
-from airflow_pulsar.client.protocol.wire import BatchFormatError, encode_single, parse_single, read_batch
 
 
 def batch_of(*payloads: bytes) -> bytes:

@@ -7,12 +7,12 @@ import pytest
 from airflow_pulsar.client.consumer.ack_grouping import AckGroupingTracker
 from airflow_pulsar.client.consumer.chunks import ChunkedMessageCollector
 from airflow_pulsar.client.consumer.unpacker import EntryUnpacker, StartFilter, entry_permits
-from airflow_pulsar.client.protocol.batch import ack_set_words
+from airflow_pulsar.client.protocol.batch import ack_set_words, encode_single
 from airflow_pulsar.client.protocol.compression import CompressionType, compress
 from airflow_pulsar.client.protocol.frames import encode_entry, message_frame
 from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandMessage, MessageIdData, MessageMetadata
-from airflow_pulsar.client.protocol.wire import encode_plain_metadata, encode_single
+from airflow_pulsar.client.protocol.wire import encode_plain_metadata
 from airflow_pulsar.client.timer import Timer
 
 LEDGER = 7

@@ -21,11 +21,11 @@ from airflow_pulsar.client.producer.batch_container import BatchContainer
 from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.entry_builder import EntryBuilder
 from airflow_pulsar.client.producer.stats import ProducerStats
+from airflow_pulsar.client.protocol.batch import single_header
 from airflow_pulsar.client.protocol.compression import CompressionType, decompress
 from airflow_pulsar.client.protocol.frames import encode_entry, message_frame, split_entry
 from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandMessage, EncryptionKeys, MessageIdData, MessageMetadata
-from airflow_pulsar.client.protocol.wire import single_header
 from airflow_pulsar.client.timer import Timer
 from security_helpers import write_key_pair
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from airflow_pulsar.client.consumer import ReceivedEntry
+from airflow_pulsar.client.protocol.batch import encode_single
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, MessageMetadata, SingleMessageMetadata
-from airflow_pulsar.client.protocol.wire import encode_single
 from airflow_pulsar.spark.job import entry_messages as module
 from airflow_pulsar.spark.job.entry_messages import EntryColumns, MessageColumns, entry_columns
 

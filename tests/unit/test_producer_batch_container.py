@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from airflow_pulsar.client.producer.batch_container import BatchContainer
-from airflow_pulsar.client.protocol.wire import parse_single, read_batch, single_header
+from airflow_pulsar.client.protocol.batch import parse_single, read_batch, single_header
 
 
 def _noop(result: object, message_id: object) -> None:

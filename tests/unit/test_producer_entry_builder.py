@@ -16,11 +16,12 @@ from airflow_pulsar.client.producer.delivery import LOCAL_CLUSTER, Delivery
 from airflow_pulsar.client.producer.entry_builder import Entry, EntryBuilder
 from airflow_pulsar.client.producer.pending import OpSend
 from airflow_pulsar.client.producer.stats import ProducerStats
+from airflow_pulsar.client.protocol.batch import parse_single, read_batch, single_header, single_header_with
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.compression import CompressionType, decompress
 from airflow_pulsar.client.protocol.frames import decode_frame, split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata
-from airflow_pulsar.client.protocol.wire import SendEncoder, parse_single, read_batch, single_header, single_header_with
+from airflow_pulsar.client.protocol.wire import SendEncoder
 
 NAME = "standalone-0-7"
 MAX_SIZE = 5 * 1024 * 1024

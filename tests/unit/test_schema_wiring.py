@@ -16,9 +16,9 @@ from airflow_pulsar.client.producer.accumulator import MessageAccumulator
 from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.pending import OpSend
 from airflow_pulsar.client.producer.stats import ProducerStats
+from airflow_pulsar.client.protocol.batch import parse_single, read_batch
 from airflow_pulsar.client.protocol.frames import split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata, Schema, SingleMessageMetadata
-from airflow_pulsar.client.protocol.wire import parse_single, read_batch
 
 VERSION = struct.pack(">q", 3)
 KV_SEPARATED = our_schema.KeyValueSchema(

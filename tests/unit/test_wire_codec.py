@@ -1,4 +1,5 @@
-"""The hand-coded protobuf codec (``protocol/wire.py``), cross-checked against the generated classes on random inputs."""
+"""The hand-coded protobuf codec (``protocol/wire.py``, and the batch framing in ``protocol/batch.py``), cross-checked
+against the generated classes on random inputs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from airflow_pulsar.client.protocol import PulsarApi_pb2, commands, wire
+from airflow_pulsar.client.protocol import PulsarApi_pb2, batch, commands, wire
+from airflow_pulsar.client.protocol.batch import (
+    BatchFormatError,
+    encode_single,
+    parse_single,
+    read_batch,
+    single_header,
+    single_header_with,
+)
 from airflow_pulsar.client.protocol.frames import decode_frame, encode_command
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
@@ -21,7 +30,6 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
 )
 from airflow_pulsar.client.protocol.wire import (
     U64_MASK,
-    BatchFormatError,
     PlainMetadata,
     SendEncoder,
     encode_ack,
@@ -29,12 +37,7 @@ from airflow_pulsar.client.protocol.wire import (
     encode_plain_metadata,
     encode_send,
     encode_send_receipt,
-    encode_single,
-    parse_single,
-    read_batch,
     signed64,
-    single_header,
-    single_header_with,
     tag,
     varint,
 )
@@ -370,9 +373,14 @@ def test_encoded_commands_decode_to_their_ids(client_id, sequence_id, ledger_id,
     assert (send.producer_id, send.sequence_id, send.num_messages) == (client_id, sequence_id, 3)
 
 
-def test_every_fast_path_is_listed_with_tests_that_exist():
-    """The codec's docstring names each public fast path and tests of this file that prove it."""
-    doc = wire.__doc__
-    assert all(f"`{name}`" in doc for name in wire.__all__ if name != "BatchFormatError")
+@pytest.mark.parametrize(
+    ("module", "fast_paths"),
+    [(wire, wire.__all__), (batch, ["single_header", "single_header_with", "encode_single", "read_batch", "parse_single"])],
+    ids=["wire", "batch"],
+)
+def test_every_fast_path_is_listed_with_tests_that_exist(module, fast_paths):
+    """Each hand-coded module's docstring names its public fast paths and tests of this file that prove them."""
+    doc = module.__doc__
+    assert all(f"`{name}`" in doc for name in fast_paths)
     named = re.findall(r"``(test_\w+)``", doc)
     assert named and all(callable(globals().get(name)) for name in named)

@@ -30,8 +30,9 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_pulsar.client.consumer import ReceivedEntry
+from airflow_pulsar.client.protocol.batch import BatchFormatError, read_batch
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, SingleMessageMetadata
-from airflow_pulsar.client.protocol.wire import BatchFormatError, read_batch, tag
+from airflow_pulsar.client.protocol.wire import tag
 
 log = logging.getLogger(__name__)
 
