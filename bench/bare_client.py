@@ -18,7 +18,13 @@ from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.commands import PROTOCOL_VERSION
 from airflow_pulsar.client.protocol.frames import FrameDecoder, MessageFrame, encode_command, encode_entry, encode_payload_command
-from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandAck, CommandSendReceipt, CommandSubscribe
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
+    BaseCommand,
+    CommandAck,
+    CommandLookupTopicResponse,
+    CommandSendReceipt,
+    CommandSubscribe,
+)
 from airflow_pulsar.client.protocol.wire import PlainMetadata, SendEncoder, encode_ack
 
 _RECV_SIZE = 256 * 1024
@@ -41,14 +47,22 @@ class BareConnection:
         """Write one simple command."""
         self.sock.sendall(encode_command(commands.make(command_type, **fields)))
 
-    def expect(self, command_type: int) -> None:
+    def expect(self, command_type: int) -> BaseCommand:
         """Read frames until one of ``command_type``; any other answer to a request is an error."""
         while True:
             for frame in self.decoder.feed(self.sock.recv(_RECV_SIZE)):
                 if frame.command.type == command_type:
-                    return
+                    return frame.command
                 if frame.command.type == BaseCommand.ERROR:
                     raise RuntimeError(f"the broker refused: {frame.command.error}")
+
+    def look_up(self, topic: str) -> None:
+        """Have the broker load ``topic``'s namespace bundle (Pulsar serves a topic only after a
+        lookup); a one-broker setup answers with itself, anything else is not for a bare client."""
+        self.send(BaseCommand.LOOKUP, topic=topic, request_id=0)
+        answer = self.expect(BaseCommand.LOOKUP_RESPONSE).lookupTopicResponse
+        if answer.response != CommandLookupTopicResponse.Connect:
+            raise RuntimeError(f"lookup of {topic} did not answer Connect: {answer}")
 
     def frames(self) -> list[object]:
         """The frames of the next read, MESSAGEs and receipts as the fast decoder gives them; PINGs answered."""
@@ -70,6 +84,7 @@ class BareConsumer:
 
     def __init__(self, service_url: str, topic: str, subscription: str, receiver_queue_size: int = 1000):
         self.connection = BareConnection(service_url)
+        self.connection.look_up(topic)
         self.connection.send(BaseCommand.SUBSCRIBE, topic=topic, subscription=subscription, subType=CommandSubscribe.Exclusive,
                              consumer_id=1, request_id=1, initialPosition=CommandSubscribe.Earliest)
         self.connection.expect(BaseCommand.SUCCESS)
@@ -106,6 +121,7 @@ class BareProducer:
 
     def __init__(self, service_url: str, topic: str, max_pending_messages: int = 5000):
         self.connection = BareConnection(service_url)
+        self.connection.look_up(topic)
         name = f"bare-{time.time_ns()}"
         self.connection.send(BaseCommand.PRODUCER, topic=topic, producer_id=1, request_id=1, producer_name=name)
         self.connection.expect(BaseCommand.PRODUCER_SUCCESS)
