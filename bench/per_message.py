@@ -6,7 +6,8 @@ Two cases, 100 B messages with batching off, every message its own entry:
 - ``consume``: ``receive()`` plus ``acknowledge()`` of a backlog of ``--messages`` unbatched
   messages (the official producer writes it), receiver queue 1000.
 
-Each client runs in a fresh process per round, the variants in turn: ``official`` (the C++ core),
+Each client runs in a fresh process per round, the variants in turn (the first moving on by one
+each round, see ``rounds.py``): ``official`` (the C++ core),
 ``ours`` (this checkout), ``bare`` (``bare_client.py``: the least a Python client can do per
 message, so its rate is about the broker's ceiling) and, with ``--checkout DIR``, ``checkout``
 (our client from another checkout of the project, an older commit say, run by the same
@@ -36,6 +37,7 @@ from typing import Any
 import brokers
 import pulsar
 from consumer import produce_backlog
+from rounds import in_turn
 
 RESULTS = Path(__file__).parent / "results" / "per_message.json"
 BENCH = Path(__file__).resolve().parent
@@ -162,8 +164,8 @@ def measure(broker_kind: str, messages: int, rounds: int, checkout: Path | None)
         runs: dict[str, dict[str, list[dict[str, Any]]]] = {case: {who: [] for who in variants} for case in CASES}
         for index in range(rounds):
             for case in CASES:
-                for who, path in variants.items():
-                    runs[case][who].append(run_round(case, who, broker, messages, index, path, Path(scratch)))
+                for who in in_turn(list(variants), index):
+                    runs[case][who].append(run_round(case, who, broker, messages, index, variants[who], Path(scratch)))
     rows = []
     for case in CASES:
         for who, figures in runs[case].items():
