@@ -1,7 +1,8 @@
 """A bare client: the least a Python process can do per unbatched message, to show a broker's ceiling.
 
 It speaks the protocol over one blocking socket with the project's frame codec and nothing else:
-no receiver queue, no Message objects, no threads, no timers. The consumer counts each MESSAGE,
+no receiver queue, no Message objects, no threads, no timers. The consumer counts each MESSAGE
+(or, told to build them, makes each into the Message a ``receive()`` returns, and no more),
 returns permits as the official clients do (half the receiver queue at a time) and acknowledges
 individually, 1,000 ids or 100 ms at a time. The producer writes SENDs as its window of pending
 receipts allows and counts the receipts. What a real client reaches, as a share of what this one
@@ -14,10 +15,18 @@ import socket
 import time
 from collections import defaultdict
 
+from airflow_pulsar.client.consumer.message import Delivery, Message
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.commands import PROTOCOL_VERSION
-from airflow_pulsar.client.protocol.frames import FrameDecoder, MessageFrame, encode_command, encode_entry, encode_payload_command
+from airflow_pulsar.client.protocol.frames import (
+    FrameDecoder,
+    MessageFrame,
+    encode_command,
+    encode_entry,
+    encode_payload_command,
+    entry_metadata,
+)
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
     CommandAck,
@@ -90,8 +99,9 @@ class BareConsumer:
         self.connection.expect(BaseCommand.SUCCESS)
         self.receiver_queue_size = receiver_queue_size
 
-    def consume(self, messages: int) -> None:
-        """Receive and acknowledge ``messages``, permits returned half a receiver queue at a time."""
+    def consume(self, messages: int, build: bool = False) -> None:
+        """Receive and acknowledge ``messages``, permits returned half a receiver queue at a time;
+        with ``build``, each one made into the Message a ``receive()`` returns (see :func:`message_of`)."""
         connection = self.connection
         connection.send(BaseCommand.FLOW, consumer_id=1, messagePermits=self.receiver_queue_size)
         half = self.receiver_queue_size // 2
@@ -101,7 +111,8 @@ class BareConsumer:
         while received < messages:
             for frame in connection.frames():
                 if type(frame) is MessageFrame:
-                    acks[frame.ledger_id].append(frame.entry_id)
+                    position = message_of(frame).delivery if build else frame
+                    acks[position.ledger_id].append(position.entry_id)
                     received += 1
                     pending += 1
             if received - permitted >= half:
@@ -114,6 +125,15 @@ class BareConsumer:
 
     def close(self) -> None:
         self.connection.close()
+
+
+def message_of(frame: MessageFrame) -> Message:
+    """The least a client's ``receive()`` does for an unbatched entry: its metadata parsed, the
+    Delivery and the Message that carry it (the consumer's own fast path, without its checks for
+    batches, compression, encryption, chunks and duplicates)."""
+    metadata, payload_at = entry_metadata(frame.entry)
+    delivery = Delivery(None, 0, frame.ledger_id, frame.entry_id, -1, 0, metadata, "", frame.redelivery_count)
+    return Message(delivery, -1, frame.entry[payload_at:], None)
 
 
 class BareProducer:

@@ -7,14 +7,21 @@ Two cases, 100 B messages with batching off, every message its own entry:
   messages (the official producer writes it), receiver queue 1000.
 
 Each client runs in a fresh process per round, the variants in turn (the first moving on by one
-each round, see ``rounds.py``): ``official`` (the C++ core),
-``ours`` (this checkout), ``bare`` (``bare_client.py``: the least a Python client can do per
-message, so its rate is about the broker's ceiling) and, with ``--checkout DIR``, ``checkout``
-(our client from another checkout of the project, an older commit say, run by the same
-interpreter). The ``ceiling`` column is a rate as a share of the bare client's. A round reports the
-rate, the CPU the client's process spent per message (its threads, the C++ client's included),
-the CPU of the thread that sends or receives, and the broker process's CPU per message. Rates are
-the best round; CPU figures the median, which a busy machine moves less than rates. Usage::
+each round, see ``rounds.py``):
+
+- ``official``: the official client (its C++ core);
+- ``ours``: the client of this checkout;
+- ``bare`` (``bare_client.py``): the least a Python client can do per message, so its rate is
+  about the broker's ceiling;
+- ``built``, for consume: the bare client making each message into the Message a ``receive()``
+  returns, and no more, the least a client that hands messages over can spend;
+- ``checkout``, with ``--checkout DIR``: our client from another checkout of the project (an
+  older commit, say), run by the same interpreter.
+
+A round reports the rate, the CPU the client's process spent per message (its threads, the C++
+client's included), the CPU of the thread that sends or receives, and the broker process's CPU
+per message. Rates are the best round; CPU figures the median, which a busy machine moves less
+than rates. The ``ceiling`` column is a rate as a share of the bare client's. Usage::
 
     python bench/per_message.py [--broker embedded|pulsar] [--messages N] [--rounds R] [--checkout DIR]
 
@@ -53,7 +60,7 @@ from airflow_pulsar.client import Client
 case, who, url, topic, subscription = sys.argv[1:6]
 messages = int(sys.argv[6])
 payload = (b"0123456789abcdef" * 7)[:100]
-if who == "bare":
+if who in ("bare", "built"):
     sys.path.append(sys.argv[7])
     import bare_client as source
     if case == "produce":
@@ -61,7 +68,7 @@ if who == "bare":
         run = lambda: worker.produce(messages, payload)
     else:
         worker = source.BareConsumer(url, topic, subscription)
-        run = lambda: worker.consume(messages)
+        run = lambda: worker.consume(messages, build=who == "built")
     closes = [worker.close]
 else:
     import airflow_pulsar.client as source
@@ -128,7 +135,7 @@ def run_round(case: str, who: str, broker: Any, messages: int, index: int, path:
     figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     source = Path(figures.pop("client")).resolve()
     expected = (CHECKOUT if path is None else path / "airflow_pulsar").joinpath("client").resolve()
-    if who == "bare":
+    if who in ("bare", "built"):
         expected = BENCH
     if who != "official" and not source.is_relative_to(expected):
         raise RuntimeError(f"{who} ran the client of {source}, not of {expected}")
@@ -153,7 +160,7 @@ def expect_acknowledged(broker: Any, subscription: str) -> None:
 def measure(broker_kind: str, messages: int, rounds: int, checkout: Path | None) -> dict[str, Any]:
     """Every round of every variant and case, and a summary row per case and variant."""
     with tempfile.TemporaryDirectory(prefix="bench-per-message-") as scratch, brokers.running(broker_kind, fsync=False) as broker:
-        variants: dict[str, Path | None] = {"official": None, "ours": None, "bare": None}
+        variants: dict[str, Path | None] = {"official": None, "ours": None, "bare": None, "built": None}
         if checkout is not None:
             variants["checkout"] = package_tree(checkout.resolve(), Path(scratch) / "checkout")
         official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
@@ -161,10 +168,12 @@ def measure(broker_kind: str, messages: int, rounds: int, checkout: Path | None)
             produce_backlog(official, messages, f"persistent://public/default/{TOPIC}", batching=False)
         finally:
             official.close()
-        runs: dict[str, dict[str, list[dict[str, Any]]]] = {case: {who: [] for who in variants} for case in CASES}
+        # "built" differs from "bare" only in what it does per message received.
+        clients = {case: [who for who in variants if case == "consume" or who != "built"] for case in CASES}
+        runs: dict[str, dict[str, list[dict[str, Any]]]] = {case: {who: [] for who in clients[case]} for case in CASES}
         for index in range(rounds):
             for case in CASES:
-                for who in in_turn(list(variants), index):
+                for who in in_turn(clients[case], index):
                     runs[case][who].append(run_round(case, who, broker, messages, index, variants[who], Path(scratch)))
     rows = []
     for case in CASES:
