@@ -17,7 +17,6 @@ from collections import defaultdict
 
 from airflow_pulsar.client.consumer.message import Delivery, Message
 from airflow_pulsar.client.protocol import commands
-from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.commands import PROTOCOL_VERSION
 from airflow_pulsar.client.protocol.frames import (
     FrameDecoder,
@@ -119,7 +118,7 @@ class BareConsumer:
                 returned = (received - permitted) // half * half
                 connection.send(BaseCommand.FLOW, consumer_id=1, messagePermits=returned)
                 permitted += returned
-            if received >= messages or pending >= _ACK_IDS or time.monotonic() - acked_at >= _ACK_DELAY:
+            if pending and (received >= messages or pending >= _ACK_IDS or time.monotonic() - acked_at >= _ACK_DELAY):
                 connection.sock.sendall(encode_command(encode_ack(1, CommandAck.Individual, acks)))
                 acks, pending, acked_at = defaultdict(list), 0, time.monotonic()
 
@@ -159,7 +158,7 @@ class BareProducer:
                 frames = []
                 for sequence_id in range(sent, window):
                     entry = encode_entry(self.metadata.encode(sequence_id, now), payload)
-                    frames.append(encode_payload_command(self.send.encode(sequence_id), entry, crc32c(entry)))
+                    frames.append(encode_payload_command(self.send.encode(sequence_id), entry))
                 self.connection.sock.sendall(b"".join(frames))
                 sent = window
             for frame in self.connection.frames():

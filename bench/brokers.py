@@ -67,13 +67,14 @@ def warm_up(broker: Broker) -> None:
     client, so that the JVM has compiled its publish and dispatch paths before the first round: a
     cold JVM ran the first rounds at a quarter to a half of the later ones' rate (2026-11-28)."""
     client = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    payload = b"w" * 100
     try:
         for batching in (False, True):
             topic = f"persistent://public/default/bench-warm-up-{'batched' if batching else 'unbatched'}"
             consumer = client.subscribe(topic, "warm-up", initial_position=pulsar.InitialPosition.Earliest)
             producer = client.create_producer(topic, batching_enabled=batching, max_pending_messages=5000, block_if_queue_full=True)
             for _ in range(WARM_UP_MESSAGES):
-                producer.send_async(b"w" * 100, None)
+                producer.send_async(payload, None)
             producer.flush()
             for _ in range(WARM_UP_MESSAGES):
                 consumer.acknowledge(consumer.receive(30_000))

@@ -51,6 +51,7 @@ BENCH = Path(__file__).resolve().parent
 CHECKOUT = BENCH.parent
 TOPIC = "bench-per-message-backlog"
 CASES = ("produce", "consume")
+BARE_CLIENTS = ("bare", "built")  # run from bench/bare_client.py
 
 # One round of one client, in a fresh interpreter: prints its figures as JSON.
 _ROUND = r"""
@@ -134,9 +135,10 @@ def run_round(case: str, who: str, broker: Any, messages: int, index: int, path:
         raise RuntimeError(f"{who} {case} round failed:\n{done.stderr}")
     figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     source = Path(figures.pop("client")).resolve()
-    expected = (CHECKOUT if path is None else path / "airflow_pulsar").joinpath("client").resolve()
-    if who in ("bare", "built"):
+    if who in BARE_CLIENTS:
         expected = BENCH
+    else:
+        expected = (CHECKOUT if path is None else path / "airflow_pulsar").joinpath("client").resolve()
     if who != "official" and not source.is_relative_to(expected):
         raise RuntimeError(f"{who} ran the client of {source}, not of {expected}")
     figures["broker_us"] = (broker_cpu(broker.process.pid) - before) / messages * 1e6
