@@ -9,7 +9,8 @@ trigger reads the topic through the ``pulsar_default`` connection. It is watched
 ``airflow_pulsar.examples.shop_events.is_alert``, and every accepted message becomes an asset event
 that schedules this DAG. The message is acknowledged once its asset event is stored, and a
 message the filter raises on is negatively acknowledged and redelivered. The DAG's task reads
-the alerts from the triggering asset events.
+the alerts from the triggering asset events. Airflow may hand an alert that arrives while the
+previous one still waits for its run to the run of the next alert instead (see the README).
 """
 
 from __future__ import annotations

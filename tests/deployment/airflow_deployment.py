@@ -195,6 +195,10 @@ class AirflowDeployment:
         path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"
         return self.api("GET", path, params={"deserialize": True})["value"]
 
+    def queued_asset_events(self, dag_id: str) -> int:
+        """How many of the DAG's assets have an event waiting for the scheduler to make a run of it."""
+        return self.api("GET", f"/dags/{dag_id}/assets/queuedEvents")["total_entries"]
+
     def asset_events(self, asset_name: str) -> list[dict[str, Any]]:
         assets = self.api("GET", "/assets", params={"name_pattern": asset_name})["assets"]
         (asset,) = [asset for asset in assets if asset["name"] == asset_name]
