@@ -91,7 +91,8 @@ class PeekedMessage:
     ``message_id`` is Pulsar's ``ledger:entry`` text; ``publish_time_ms`` is milliseconds since the
     epoch; ``data`` is the entry's payload (a whole batch when ``batch_size`` is set). ``index`` is
     the broker entry index (PIP-90): the 0-based position of the entry's last message among all
-    messages of the topic, None when the broker does not append it.
+    messages of the topic, None when the broker does not append it. ``partition_key`` is the
+    entry's key, for a batch its first message's (what Key_Shared dispatches the entry by).
     """
 
     topic: str
@@ -100,6 +101,7 @@ class PeekedMessage:
     data: bytes = field(repr=False)
     batch_size: int | None = None
     index: int | None = None
+    partition_key: str | None = None
 
 
 def _publish_time_ms(text: str) -> int:
@@ -128,6 +130,7 @@ def peek_decoder(topic: str) -> Callable[[httpx.Response], PeekedMessage]:
             data=response.content,
             batch_size=int(batch) if batch and batch.isdigit() else None,
             index=int(index) if index and index.lstrip("-").isdigit() else None,
+            partition_key=headers.get("X-Pulsar-partition-key"),
         )
 
     return decode

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 
 from ..crypto import MessageEncryptor
 from ..protocol.batch import single_header, single_header_with
-from .batch_container import BatchContainer, SendCallback
-from .config import ProducerConfig
+from .batch_container import BatchContainer, KeyBasedBatchContainer, SendCallback
+from .config import BatchingType, ProducerConfig
 from .delivery import Delivery
 from .entry_builder import EntryBuilder
 from .pending import OpSend
@@ -58,9 +58,10 @@ class MessageAccumulator:
         self._entries = EntryBuilder(config.compression_type, config.chunking_enabled, stats, config.key_value_separated, encryptor)
         # Partition keys are base64 (the keys of a SEPARATED key/value schema).
         self._key_b64 = config.key_value_separated
-        self._batch = (
-            BatchContainer(config.batching_max_messages, config.batching_max_allowed_size_in_bytes) if config.batching_enabled else None
-        )
+        self._batch: BatchContainer | KeyBasedBatchContainer | None = None
+        if config.batching_enabled:
+            container = KeyBasedBatchContainer if config.batching_type == BatchingType.KeyBased else BatchContainer
+            self._batch = container(config.batching_max_messages, config.batching_max_allowed_size_in_bytes)
         # The delivery of the batch's messages (their replicate_to), None for none; plain messages
         # joining a plain batch pass with one identity test.
         self._batch_delivery: Delivery | None = None
@@ -136,7 +137,8 @@ class MessageAccumulator:
             if not batch.has_space(len(header) + size):
                 self.flush()
             # Past its max delay the batch goes now, from the sender's thread, rather than on the timer's.
-            if batch.add(header, content, callback, sequence_id) or flush or time.monotonic() - batch.first_added >= self.batch_delay:
+            full = batch.add(header, content, callback, sequence_id, partition_key, ordering_key)
+            if full or flush or time.monotonic() - batch.first_added >= self.batch_delay:
                 self.flush()
                 return False
             return True
@@ -168,26 +170,29 @@ class MessageAccumulator:
         return False
 
     def flush(self) -> None:
-        """Queue the batch as one op, if it holds any message."""
+        """Queue the batch as one op (one per key for key-based batching), if it holds any message."""
         batch = self._batch
         if batch is None or not len(batch):
             return
-        drained = batch.drain()
-        count = drained.num_messages
-        self._queue(
-            OpSend(
-                sequence_id=drained.first_sequence_id,
-                highest_sequence_id=drained.last_sequence_id,
-                num_messages=count,
-                batched=True,
-                entry=self._entries.batch_entry(drained, _replicate_to(self._batch_delivery)),
-                callbacks=drained.callbacks,
-                permits=count,
-                memory=drained.payload_bytes,
-                created=drained.first_added,
-                deadline=self._deadline(drained.first_added),
+        replicate_to = _replicate_to(self._batch_delivery)
+        ranged = not isinstance(batch, KeyBasedBatchContainer)
+        for drained in batch.drain_all():
+            count = drained.num_messages
+            self._queue(
+                OpSend(
+                    sequence_id=drained.first_sequence_id,
+                    highest_sequence_id=drained.last_sequence_id,
+                    num_messages=count,
+                    batched=True,
+                    entry=self._entries.batch_entry(drained, replicate_to),
+                    callbacks=drained.callbacks,
+                    permits=count,
+                    memory=drained.payload_bytes,
+                    created=drained.first_added,
+                    deadline=self._deadline(drained.first_added),
+                    ranged=ranged,
+                )
             )
-        )
 
     def _joins_batch(self, delivery: Delivery | None) -> bool:
         """Whether a message with ``delivery`` goes into the batch: not when delayed (it leaves as its

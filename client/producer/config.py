@@ -33,7 +33,8 @@ class ProducerAccessMode(enum.IntEnum):
 
 
 class BatchingType(enum.IntEnum):
-    """How messages are grouped into batches; only ``Default`` (arrival order) is implemented."""
+    """How messages are grouped into batches: ``Default`` in arrival order, one batch for all;
+    ``KeyBased`` one batch per key, for Key_Shared subscriptions."""
 
     Default = 0
     KeyBased = 1
@@ -113,8 +114,6 @@ class ProducerConfig:
         ):
             if name in values:
                 values[name] = to_enum(kind, values[name], name)
-        if values.get("batching_type") == BatchingType.KeyBased:
-            raise ValueError("Argument batching_type KeyBased is not supported; use BatchingType.Default")
         router = values.get("message_router")
         check(router is None or callable(router), "message_router", "callable(message, num_partitions)", router)
         if router is not None:

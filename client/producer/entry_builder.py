@@ -120,8 +120,11 @@ class EntryBuilder:
             # Written only for more than one sequence id, as the official clients do.
             batch.last_sequence_id if batch.last_sequence_id > batch.first_sequence_id else None,
         ) + self._schema_field
-        if replicate_to:
-            metadata += MessageMetadata(replicate_to=replicate_to).SerializePartialToString()
+        if replicate_to or batch.partition_key is not None or batch.ordering_key is not None:
+            # The first message's keys, as the official producers write a batch's metadata.
+            metadata += MessageMetadata(
+                replicate_to=replicate_to, partition_key=batch.partition_key, ordering_key=batch.ordering_key
+            ).SerializePartialToString()
         self._written.record(count, len(batch.payload), len(payload), True)
         return self._sealed(metadata, payload)
 

@@ -44,7 +44,10 @@ class OpSend:
     ``entry`` is kept so the op can be written again, under a new producer id, after a reconnect.
     ``callbacks`` holds one callback per message (empty for all but the last chunk of a chunked
     message), ``permits`` and ``memory`` what completing the op gives back. ``done`` turns true
-    after the op left the queue and its callbacks ran.
+    after the op left the queue and its callbacks ran. ``ranged`` is false for a key-based batch:
+    its SEND names no highest sequence id, as the official clients send it, since the ranges of a
+    flush's key batches interleave and the broker would take every batch after the first for a
+    duplicate of it.
     """
 
     sequence_id: int
@@ -59,6 +62,7 @@ class OpSend:
     deadline: float | None
     chunk: bool = False
     done: bool = False
+    ranged: bool = True
 
     def matches(self, sequence_id: int) -> bool:
         """Whether a receipt for ``sequence_id`` acknowledges this op (any id in a batch's range)."""
@@ -66,7 +70,8 @@ class OpSend:
 
     def frame(self, send: SendEncoder) -> bytes:
         """The SEND frame of this op for the producer id ``send`` encodes."""
-        command = send.encode(self.sequence_id, self.num_messages, self.highest_sequence_id if self.batched else None, self.chunk)
+        highest = self.highest_sequence_id if self.batched and self.ranged else None
+        command = send.encode(self.sequence_id, self.num_messages, highest, self.chunk)
         entry = self.entry
         return encode_payload_command(command, entry.data, entry.checksum)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -10,10 +11,12 @@ from typing import Any
 import pulsar
 import pytest
 
+from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.hashing import java_string_hash
-from airflow_pulsar.client.producer import CompressionType
-from interop_helpers import assert_nothing_more, data_of, receive_n
+from airflow_pulsar.client.producer import BatchingType, CompressionType
+from interop_helpers import assert_nothing_more, data_of, read_n, receive_n
+from polling import wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -110,3 +113,70 @@ def test_keyed_messages_on_four_partitions_keep_order_and_java_hash(
     for values in by_partition.values():
         assert values == sorted(values), "per-partition order must be send order"
     assert len(by_partition) > 1
+
+
+# Partition keys in send order, None for a message without one.
+KEYED_SENDS = ["k1", "k2", "k1", None, "k3", "k2", None, "k1"]
+
+
+def _entries_as_sent(producer: Any, admin: PulsarAdmin, topic: str) -> list[tuple[str | None, int | None]]:
+    """Send :data:`KEYED_SENDS` within one batching delay, then flush; each entry written, in
+    order, as (its partition key, its messages)."""
+    ids: list[Any] = []
+    for index, key in enumerate(KEYED_SENDS):
+        keyed = {} if key is None else {"partition_key": key}
+        producer.send_async(b"m%d" % index, lambda result, message_id: ids.append(message_id), **keyed)
+    producer.flush()
+    wait_until(lambda: len(ids) == len(KEYED_SENDS), "every send's callback")
+    entries = sorted({(message_id.ledger_id(), message_id.entry_id()) for message_id in ids})
+    peeked = [admin.get_message_by_id(topic, ledger, entry) for ledger, entry in entries]
+    return [(entry.partition_key, entry.batch_size) for entry in peeked]
+
+
+@pytest.mark.parametrize("batching", ["Default", "KeyBased"])
+def test_batch_entries_carry_the_keys_the_official_producer_writes(
+    broker: Any, our_client: Client, official: pulsar.Client, topic_name: str, batching: str
+) -> None:
+    """A Key_Shared subscription dispatches a whole entry by its metadata's key: the first
+    message's, as both producers write it; key-based batching makes an entry per key."""
+    settings: dict[str, Any] = {"batching_enabled": True, "batching_max_publish_delay_ms": 60_000}
+    theirs = official.create_producer(f"{topic_name}-official", batching_type=getattr(pulsar.BatchingType, batching), **settings)
+    ours = our_client.create_producer(f"{topic_name}-ours", batching_type=BatchingType[batching], **settings)
+    with PulsarAdmin(broker.web_url) as admin:
+        written = _entries_as_sent(theirs, admin, f"{topic_name}-official")
+        assert _entries_as_sent(ours, admin, f"{topic_name}-ours") == written
+    assert written == {
+        "Default": [("k1", 8)],
+        # One entry per key, in the order of each key's first message.
+        "KeyBased": [("k1", 3), ("k2", 2), (None, 2), ("k3", 1)],
+    }[batching]
+
+
+def test_key_based_batches_are_all_stored_on_a_topic_with_deduplication(
+    broker: Any, our_client: Client, official: pulsar.Client
+) -> None:
+    """The key batches of one flush have interleaved sequence ids: sent as the official producer
+    sends them, none is taken for a duplicate of the one before it."""
+    namespace = f"public/key-based-{uuid.uuid4().hex[:10]}"
+    stored = {}
+    with PulsarAdmin(broker.web_url) as admin:
+        admin.create_namespace(namespace)
+        admin.set_namespace_deduplication(namespace, True)
+        for name, client, batching_type in (
+            ("official", official, pulsar.BatchingType.KeyBased),
+            ("ours", our_client, BatchingType.KeyBased),
+        ):
+            topic = f"persistent://{namespace}/{name}"
+            admin.create_topic(topic)
+            wait_until(lambda topic=topic: admin.topic_stats(topic).get("deduplicationStatus") == "Enabled", f"deduplication on {topic}")
+            producer = client.create_producer(
+                topic, batching_enabled=True, batching_type=batching_type, batching_max_publish_delay_ms=60_000
+            )
+            for index, key in enumerate(["a", "b", "a", "b", "a", "c"]):
+                producer.send_async(b"m%d" % index, None, partition_key=key)
+            producer.flush()
+            reader = official.create_reader(topic, pulsar.MessageId.earliest)
+            stored[name] = data_of(read_n(reader, 6))
+            assert_nothing_more(reader.read_next)
+    # Each key's batch in the order of its first message.
+    assert stored["ours"] == stored["official"] == [b"m0", b"m2", b"m4", b"m1", b"m3", b"m5"]

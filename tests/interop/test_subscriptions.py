@@ -7,15 +7,23 @@ import re
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 
 import pulsar
 import pytest
 
+from airflow_pulsar.client import BatchingType, Client
 from airflow_pulsar.client.standalone.process import BrokerProcess
 from broker_rules import failover_active
 from interop_helpers import OfficialFactory, assert_nothing_more, create_partitioned, data_of, receive_n, wait_backlog
 
 pytestmark = pytest.mark.interop
+
+
+@pytest.fixture
+def our_client(broker: BrokerProcess) -> Iterator[Client]:
+    with Client(broker.service_url) as made:
+        yield made
 
 
 # A Failover subscription's new active consumer gets nothing for a second (Pulsar's
@@ -152,12 +160,16 @@ def test_failover_consumer_joining_with_a_higher_rank_takes_over(
 
 
 @pytest.mark.parametrize(
-    "batching",
-    [{"batching_enabled": False}, {"batching_enabled": True, "batching_type": pulsar.BatchingType.KeyBased}],
-    ids=["batching-off", "key-based-batching"],
+    ("producer_client", "batching"),
+    [
+        ("official", {"batching_enabled": False}),
+        ("official", {"batching_enabled": True, "batching_type": pulsar.BatchingType.KeyBased}),
+        ("ours", {"batching_enabled": True, "batching_type": BatchingType.KeyBased}),
+    ],
+    ids=["batching-off", "key-based-batching", "our-key-based-batching"],
 )
 def test_key_shared_keeps_each_key_on_one_consumer(
-    official_factory: OfficialFactory, topic_name: str, batching: dict[str, object]
+    our_client: Client, official_factory: OfficialFactory, topic_name: str, producer_client: str, batching: dict[str, object]
 ) -> None:
     client = official_factory()
     consumers = [
@@ -170,7 +182,8 @@ def test_key_shared_keeps_each_key_on_one_consumer(
         )
         for i in range(2)
     ]
-    producer = client.create_producer(topic_name, batching_max_publish_delay_ms=20, **batching)
+    producer_of = client if producer_client == "official" else our_client
+    producer = producer_of.create_producer(topic_name, batching_max_publish_delay_ms=20, **batching)
     keys = [f"key-{i}" for i in range(20)]
     sent = [(keys[i % len(keys)], i) for i in range(200)]
     for key, index in sent:

@@ -11,7 +11,7 @@ import pytest
 from airflow_pulsar.client.exceptions import MessageTooBig
 from airflow_pulsar.client.producer.accumulator import MessageAccumulator
 from airflow_pulsar.client.producer.batch_container import BatchContainer
-from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.producer.config import BatchingType, ProducerConfig
 from airflow_pulsar.client.producer.delivery import LOCAL_CLUSTER, Delivery
 from airflow_pulsar.client.producer.entry_builder import Entry, EntryBuilder
 from airflow_pulsar.client.producer.pending import OpSend
@@ -324,3 +324,69 @@ def test_a_batch_holds_only_messages_bound_for_the_same_clusters() -> None:
         ([LOCAL_CLUSTER], [b"m3"]),
         ([], [b"m4", b"m5"]),
     ]
+
+
+def _send_keyed(
+    accumulator: MessageAccumulator, content: bytes, sequence_id: int, partition_key: str | None, ordering_key: bytes | None = None
+) -> bool:
+    return accumulator.add(content, None, sequence_id, None, partition_key, ordering_key, None, False)
+
+
+def _keyed_entries(ops: list[OpSend]) -> list[tuple[int, int, str | None, bytes | None, list[bytes]]]:
+    """Each op as (first and highest sequence id, the entry's partition and ordering key, its payloads)."""
+    entries = []
+    for op in ops:
+        metadata, payload = _decode(op.entry)
+        partition_key = metadata.partition_key if metadata.HasField("partition_key") else None
+        ordering_key = metadata.ordering_key if metadata.HasField("ordering_key") else None
+        payloads = [data for data, _ in _batch_messages(metadata, payload)]
+        entries.append((op.sequence_id, op.highest_sequence_id, partition_key, ordering_key, payloads))
+    return entries
+
+
+def test_a_batch_entry_carries_the_keys_of_its_first_message() -> None:
+    """As the official producers write a batch: Key_Shared dispatches the whole entry by them."""
+    accumulator, ops = _accumulator(batching_max_publish_delay_ms=60_000)
+    _send_keyed(accumulator, b"a", 0, "k1", b"o1")
+    _send_keyed(accumulator, b"b", 1, "k2")
+    accumulator.flush()
+    _send_keyed(accumulator, b"c", 2, None)
+    _send_keyed(accumulator, b"d", 3, "k3")
+    accumulator.flush()
+    assert _keyed_entries(ops) == [(0, 1, "k1", b"o1", [b"a", b"b"]), (2, 3, None, None, [b"c", b"d"])]
+
+
+def test_key_based_batching_makes_an_entry_per_key_in_the_order_of_their_first_messages() -> None:
+    accumulator, ops = _accumulator(batching_type=BatchingType.KeyBased, batching_max_publish_delay_ms=60_000)
+    sends = [("b", None), ("a", None), ("b", None), (None, None), ("a", b"o"), ("c", b"o"), (None, None)]
+    for sequence_id, (partition_key, ordering_key) in enumerate(sends):
+        assert _send_keyed(accumulator, b"m%d" % sequence_id, sequence_id, partition_key, ordering_key)
+    assert not ops and len(accumulator) == len(sends)
+    accumulator.flush()
+    assert _keyed_entries(ops) == [
+        (0, 2, "b", None, [b"m0", b"m2"]),
+        (1, 1, "a", None, [b"m1"]),
+        (3, 6, None, None, [b"m3", b"m6"]),
+        # The ordering key decides the batch, before the partition key.
+        (4, 5, "a", b"o", [b"m4", b"m5"]),
+    ]
+    assert [(op.num_messages, op.permits, op.batched) for op in ops] == [(2, 2, True), (1, 1, True), (2, 2, True), (2, 2, True)]
+    assert len(accumulator) == 0 and accumulator.flush_if_due() is None
+
+
+def test_key_based_batching_counts_the_limits_over_all_keys() -> None:
+    accumulator, ops = _accumulator(
+        batching_type=BatchingType.KeyBased, batching_max_messages=3, batching_max_publish_delay_ms=60_000
+    )
+    assert _send_keyed(accumulator, b"a", 0, "x") and _send_keyed(accumulator, b"b", 1, "y")
+    assert not _send_keyed(accumulator, b"c", 2, "z"), "the third message fills the container: every key goes"
+    assert [entry[2:] for entry in _keyed_entries(ops)] == [("x", None, [b"a"]), ("y", None, [b"b"]), ("z", None, [b"c"])]
+    # Bytes too: a message that would pass the size flushes every key's batch first.
+    accumulator, ops = _accumulator(
+        batching_type=BatchingType.KeyBased, batching_max_allowed_size_in_bytes=100, batching_max_publish_delay_ms=60_000
+    )
+    _send_keyed(accumulator, b"x" * 30, 0, "x")
+    _send_keyed(accumulator, b"y" * 30, 1, "y")
+    assert not ops
+    _send_keyed(accumulator, b"z" * 30, 2, "x")
+    assert [entry[:3] for entry in _keyed_entries(ops)] == [(0, 0, "x"), (1, 1, "y")]
