@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_pulsar.client.admin import AdminError, PulsarAdmin
-from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.producer.config import BatchingType, ProducerConfig
 from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.routers import PartitionsRoutingMode, hash_function
 from airflow_pulsar.client.topic_name import TopicName
@@ -76,6 +76,12 @@ def check_producer_settings(settings: Mapping[str, Any]) -> None:
         raise ValueError(
             "producer_settings must not set 'skip_full_partitions': the operator sends each message to the same "
             "partition on every try, whichever partition is busy"
+        )
+    if settings.get("batching_type") == BatchingType.KeyBased:
+        raise ValueError(
+            "producer_settings must not set 'batching_type' to KeyBased: the key batches of a flush interleave their "
+            "sequence ids, and the broker keeps the first id of the last batch it stored, so a retry could not tell "
+            "which messages an earlier try stored"
         )
     if settings.get("send_timeout_millis"):
         raise ValueError(

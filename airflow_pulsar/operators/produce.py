@@ -117,7 +117,7 @@ class PulsarProduceOperator(TemplatedArguments):
         values may be given by name, e.g. ``{"compression_type": "LZ4"}``. Batching is on
         unless turned off here. The operator sets ``producer_name``, ``initial_sequence_id``,
         ``block_if_queue_full`` and ``send_timeout_millis`` itself (and refuses
-        ``skip_full_partitions``); a ``message_router`` must choose the same partition for a
+        ``skip_full_partitions`` and key-based batching); a ``message_router`` must choose the same partition for a
         message on every try.
     :param delivery_callback: Called with each send receipt as ``callback(result, message_id)``, the
         arguments of the client's ``send_async`` callback: a ``Result`` and, once stored, the

@@ -29,7 +29,7 @@ import pytest
 from airflow.configuration import conf as airflow_conf
 
 from airflow_helpers import run_dag
-from airflow_pulsar.client import Client, MessageId
+from airflow_pulsar.client import BatchingType, Client, MessageId
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.produce import PulsarProduceOperator
 from airflow_test_env import DAGS_FOLDER
@@ -208,6 +208,8 @@ def test_producer_name_is_the_task_instance_s(broker_admin: PulsarAdmin, topic_n
         ({"initial_sequence_id": 5}, "must not set 'initial_sequence_id'"),
         ({"block_if_queue_full": False}, "must not set 'block_if_queue_full' to False"),
         ({"skip_full_partitions": True}, "must not set 'skip_full_partitions'"),
+        ({"batching_type": "KeyBased"}, "must not set 'batching_type' to KeyBased"),
+        ({"batching_type": BatchingType.KeyBased}, "must not set 'batching_type' to KeyBased"),
         ({"send_timeout_millis": 30_000}, "must not set 'send_timeout_millis': the operator sends without a timeout"),
     ],
 )
