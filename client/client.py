@@ -20,6 +20,7 @@ from .exceptions import RETRYABLE, AlreadyClosed, PulsarException, Result, excep
 from .factories import ClientFactories
 from .failover import AutoClusterFailover, ClusterFailoverProvider
 from .loggers import ConsoleLogger, FileLogger, LogRoute
+from .partition_watch import PartitionWatch
 from .producer.limits import MemoryLimit
 from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
 from .schema import SchemaInfo
@@ -71,6 +72,7 @@ class Client(ClientFactories):
         *,
         memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
         keep_alive_interval_seconds: float = 30,
+        partitions_update_interval_seconds: float = 60,
     ):
         check_type((str, AutoClusterFailover, ServiceInfoProvider), service_url, "service_url")
         if not isinstance(service_url, str) and authentication is not None:
@@ -106,6 +108,8 @@ class Client(ClientFactories):
         ):
             check_type_or_none(str, text, name)
         check_type_or_none(int, memory_limit_bytes, "memory_limit_bytes")
+        check_type((int, float), partitions_update_interval_seconds, "partitions_update_interval_seconds")
+        check(partitions_update_interval_seconds >= 0, "partitions_update_interval_seconds", ">= 0", partitions_update_interval_seconds)
         self._log_route = LogRoute(logger) if logger is not None else None
         self.operation_timeout = float(operation_timeout_seconds)
         self.connection_timeout = connection_timeout_ms / 1000
@@ -126,6 +130,7 @@ class Client(ClientFactories):
             check_type(ServiceInfo, initial, "initial_service_info()")
             self._use_service(initial)
         self.timer = Timer()
+        self.partition_watch = PartitionWatch(self.partition_count, float(partitions_update_interval_seconds))
         self._pool: dict[tuple[str, int], Connection] = {}
         self._pool_lock = threading.Lock()
         self._handlers: list[TrackedHandler] = []
@@ -299,6 +304,7 @@ class Client(ClientFactories):
 
     def _release(self) -> None:
         self._closed = True
+        self.partition_watch.close()
         if self._provider is not None:
             self._provider.close()
         with self._pool_lock:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     # Type-only: the producer package imports this module for its own annotations.
     from .connection import Connection
     from .consumer.settings import InitialPosition
+    from .partition_watch import PartitionWatch
     from .producer.limits import MemoryLimit
     from .protocol.message_id import MessageId
     from .timer import Timer
@@ -80,6 +81,11 @@ class ClientServices(Protocol):
     @property
     def memory_limit(self) -> MemoryLimit:
         """Uncompressed payload bytes shared by every producer of the client (``memory_limit_bytes``)."""
+        ...
+
+    @property
+    def partition_watch(self) -> PartitionWatch:
+        """The client's one thread that opens producers and consumers on partitions added to their topics."""
         ...
 
     def lookup(self, topic: str) -> Connection:

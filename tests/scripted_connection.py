@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from airflow_pulsar.client.connection import Connection
 from airflow_pulsar.client.exceptions import ConnectError
+from airflow_pulsar.client.partition_watch import PartitionWatch
 from airflow_pulsar.client.producer.limits import MemoryLimit
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.frames import Frame, FrameDecoder
@@ -151,6 +152,7 @@ class FakeServices:
         self.timer = timer
         self.operation_timeout = operation_timeout
         self.memory_limit = MemoryLimit(0)
+        self.partition_watch = PartitionWatch(self.partition_count, 0)  # never asks: no topic here has partitions
         self.connections = [ScriptedConnection(timer)]
         self.registered: list[Closeable] = []
 

@@ -1,4 +1,5 @@
-"""``airflow-pulsar topics create|list|stats|delete``: topic administration over the admin REST API."""
+"""``airflow-pulsar topics create|update-partitions|list|stats|delete``: topic administration over the
+admin REST API."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_pulsar.client.admin import MessageBacklog, PulsarAdmin
-from airflow_pulsar.client.standalone.command_line import CommandParser, non_negative_int
+from airflow_pulsar.client.standalone.command_line import CommandParser, non_negative_int, positive_int
 
 from .endpoints import add_endpoint_arguments, open_admin
 
@@ -22,6 +23,12 @@ def _parser() -> CommandParser:
     create.add_argument(
         "--partitions", type=non_negative_int, default=0, help="number of partitions; 0 for a non-partitioned topic"
     )
+
+    update = commands.add_parser(
+        "update-partitions", help="raise a partitioned topic's partition count (open clients take the new partitions)"
+    )
+    update.add_argument("topic")
+    update.add_argument("--partitions", type=positive_int, required=True, help="the new number of partitions")
 
     listing = commands.add_parser("list", help="list the topics of a namespace")
     listing.add_argument("--namespace", default="public/default", help="tenant/namespace")
@@ -38,7 +45,7 @@ def _parser() -> CommandParser:
     delete.add_argument("topic")
     delete.add_argument("--force", action="store_true", help="delete even with producers or consumers attached")
 
-    for sub in (create, listing, stats, delete):
+    for sub in (create, update, listing, stats, delete):
         add_endpoint_arguments(sub, service=False)
     return parser
 
@@ -49,6 +56,11 @@ def _create(admin: PulsarAdmin, args: argparse.Namespace) -> str:
         return f"created {args.topic} with {args.partitions} partitions"
     admin.create_topic(args.topic)
     return f"created {args.topic}"
+
+
+def _update_partitions(admin: PulsarAdmin, args: argparse.Namespace) -> str:
+    admin.update_partitioned_topic(args.topic, args.partitions)
+    return f"{args.topic} now has {args.partitions} partitions"
 
 
 def _list(admin: PulsarAdmin, args: argparse.Namespace) -> str:
@@ -105,7 +117,7 @@ def _delete(admin: PulsarAdmin, args: argparse.Namespace) -> str:
     return f"deleted {args.topic}"
 
 
-ACTIONS = {"create": _create, "list": _list, "stats": _stats, "delete": _delete}
+ACTIONS = {"create": _create, "update-partitions": _update_partitions, "list": _list, "stats": _stats, "delete": _delete}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

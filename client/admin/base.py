@@ -98,6 +98,7 @@ class AdminBase:
     create_topic = AdminMethod(operations.create_topic)
     delete_topic = AdminMethod(operations.delete_topic)
     create_partitioned_topic = AdminMethod(operations.create_partitioned_topic)
+    update_partitioned_topic = AdminMethod(operations.update_partitioned_topic)
     partition_count = AdminMethod(operations.partition_count)
     topic_deduplication = AdminMethod(operations.topic_deduplication)
     set_topic_deduplication = AdminMethod(operations.set_topic_deduplication)

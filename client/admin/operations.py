@@ -110,10 +110,20 @@ def delete_topic(topic: str, force: bool = False) -> Operation[None]:
 
 def create_partitioned_topic(topic: str, partitions: int) -> Operation[None]:
     """Create a partitioned topic with ``partitions`` partitions."""
+    return (yield _partitions_call("create_partitioned_topic", "PUT", topic, partitions))
+
+
+def update_partitioned_topic(topic: str, partitions: int) -> Operation[None]:
+    """Raise a partitioned topic's partition count to ``partitions`` (it never goes down). The
+    broker gives the new partitions the topic's subscriptions, at their end; open producers and
+    consumers take the new partitions within the client's ``partitions_update_interval_seconds``."""
+    return (yield _partitions_call("update_partitioned_topic", "POST", topic, partitions))
+
+
+def _partitions_call(operation: str, method: str, topic: str, partitions: int) -> AdminCall:
     if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions <= 0:
         raise ValueError(f"partitions must be a positive int, got {partitions!r}")
-    path = topic_path(topic_name(topic), "partitions")
-    return (yield AdminCall("create_partitioned_topic", "PUT", path, body=partitions, decode=decode_nothing))
+    return AdminCall(operation, method, topic_path(topic_name(topic), "partitions"), body=partitions, decode=decode_nothing)
 
 
 def partitions_of(name: TopicName, operation: str) -> Operation[int]:

@@ -40,7 +40,11 @@ class Consumer:
         self._topic_label = topic_label
         self._settings = settings
         self._queue = ReceiverQueue()
+        # Replaced, never changed in place: a thread iterating it keeps a whole snapshot while
+        # the client's partition watch adds partitions.
         self._children: dict[str, PartitionConsumer] = {}
+        self._children_lock = threading.Lock()
+        self._closing = False  # set first thing by a close: no child is added after
         self._closed = False
         self._listener_thread: threading.Thread | None = None
         self._listener_paused = threading.Event()
@@ -64,7 +68,17 @@ class Consumer:
 
     def _add_child(self, child: PartitionConsumer) -> None:
         child.connect()
-        self._children[child.topic] = child
+        with self._children_lock:
+            if not self._closing:
+                self._children = {**self._children, child.topic: child}
+                return
+        child.close()
+
+    def _closing_children(self) -> list[PartitionConsumer]:
+        """The children to close, once no more may be added."""
+        with self._children_lock:
+            self._closing = True
+            return list(self._children.values())
 
     def _start(self) -> None:
         """Called once the children are subscribed: register with the client, start any listener."""
@@ -274,7 +288,7 @@ class Consumer:
     def unsubscribe(self) -> None:
         """Delete the subscription on the broker and close this consumer."""
         self.check_open()
-        for child in list(self._children.values()):
+        for child in self._closing_children():
             child.unsubscribe()
         self._finish_close()
 
@@ -282,7 +296,7 @@ class Consumer:
         """Flush pending acks and close (idempotent)."""
         if self._closed:
             return
-        for child in list(self._children.values()):
+        for child in self._closing_children():
             child.close()
         self._finish_close()
 
@@ -290,7 +304,7 @@ class Consumer:
         """Close at once, as ``Client.shutdown`` does: pending acks are dropped, nothing is sent to the broker."""
         if self._closed:
             return
-        for child in list(self._children.values()):
+        for child in self._closing_children():
             child.close(graceful=False)
         self._finish_close()
 

@@ -3,7 +3,8 @@
 Every partition gets its own PartitionConsumer, all feeding one receiver queue, so ``receive``
 merges them as they arrive. Each partition's queue is ``min(receiver_queue_size,
 max_total_receiver_queue_size_across_partitions / partitions)``. A pattern consumer looks for new
-matching topics every ``pattern_auto_discovery_period`` seconds and subscribes to them.
+matching topics every ``pattern_auto_discovery_period`` seconds and subscribes to them; the
+client's partition watch subscribes to the partitions a topic gains.
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ T = BaseCommand.Type
 
 def partitions_of(client: ClientServices, topic: str) -> list[tuple[str, int]]:
     """(topic name, partition index) of each partition, or [(topic, -1)] when not partitioned."""
+    return _targets(topic, client.partition_count(topic))
+
+
+def _targets(topic: str, count: int) -> list[tuple[str, int]]:
+    """(topic name, partition index) of each of ``count`` partitions, or [(topic, its own index)]
+    for a topic that is not partitioned (``count`` 0)."""
     name = TopicName.parse(topic)
-    count = client.partition_count(str(name))
     if count == 0:
         return [(str(name), name.partition)]
     return [(str(name.partition_name(i)), i) for i in range(count)]
@@ -53,10 +59,13 @@ class MultiTopicsConsumer(Consumer):
         self._pattern = topics if isinstance(topics, re.Pattern) else None
         self._start_message_id = start_message_id
         self._stop = threading.Event()
+        # Each topic subscribed to, with its partitions (0: not partitioned); pattern discovery and
+        # the partition watch change it on their threads, one at a time.
+        self._partition_counts: dict[str, int] = {}
+        self._topics_lock = threading.Lock()
         names = self._matching_topics() if isinstance(topics, re.Pattern) else list(topics)
-        self._topics = set(names)
         try:
-            self._subscribe_partitions([p for topic in names for p in partitions_of(client, topic)])
+            self._subscribe_topics(names)
         except BaseException:
             for child in self._children.values():
                 child.close()
@@ -64,6 +73,13 @@ class MultiTopicsConsumer(Consumer):
         if self._pattern is not None:
             threading.Thread(target=self._discover, name=f"pulsar-pattern-{label}", daemon=True).start()
         self._start()
+        client.partition_watch.watch(self)
+
+    def _subscribe_topics(self, names: list[str]) -> None:
+        counts = {topic: self._client.partition_count(topic) for topic in names}
+        partitions = [target for topic, count in counts.items() for target in _targets(topic, count)]
+        self._subscribe_partitions(partitions)
+        self._partition_counts.update(counts)
 
     def _subscribe_partitions(self, partitions: list[tuple[str, int]]) -> None:
         settings = self._settings
@@ -98,16 +114,34 @@ class MultiTopicsConsumer(Consumer):
     def _discover(self) -> None:
         while not self._stop.wait(self._settings.pattern_auto_discovery_period):
             try:
-                new = [t for t in self._matching_topics() if t not in self._topics]
-                if new:
-                    log.info("pattern %s: subscribing to new topics %s", self._topic_label, new)
-                    self._subscribe_partitions([p for topic in new for p in partitions_of(self._client, topic)])
-                    self._topics.update(new)
+                with self._topics_lock:
+                    new = [t for t in self._matching_topics() if t not in self._partition_counts]
+                    if new:
+                        log.info("pattern %s: subscribing to new topics %s", self._topic_label, new)
+                        self._subscribe_topics(new)
             except PulsarException as exc:
                 log.warning("pattern %s: topic discovery failed: %s", self._topic_label, exc)
 
+    # ---- partitions added to a topic ----
+
+    def partition_counts(self) -> dict[str, int]:
+        """Each partitioned topic subscribed to, with its partitions, for the client's partition watch."""
+        with self._topics_lock:
+            return {} if self._closing else {topic: count for topic, count in self._partition_counts.items() if count}
+
+    def add_partitions(self, topic: str, partitions: int) -> None:
+        """Subscribe to the partitions ``topic`` gained (the broker gave them the subscription when
+        it added them, so they hold every message since)."""
+        with self._topics_lock:
+            known = self._partition_counts[topic]
+            name = TopicName.parse(topic)
+            self._subscribe_partitions([(str(name.partition_name(i)), i) for i in range(known, partitions)])
+            self._partition_counts[topic] = partitions
+        self._wait_hook = None  # the zero-queue hook is for a consumer of one partition only
+
     def _finish_close(self) -> None:
         self._stop.set()
+        self._client.partition_watch.unwatch(self)
         super()._finish_close()
 
 

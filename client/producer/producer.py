@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import timedelta
@@ -83,21 +84,17 @@ class Producer:
         self._route_unkeyed = router.choose_unkeyed if isinstance(router, KeyHashRouter) else None
         self._interceptors = config.interceptors
         self._closed = False
-        started: list[PartitionProducer] = []
-        try:
-            for partition in self._partitions:
-                partition.start()
-                started.append(partition)
-        except BaseException:
-            for partition in started:
-                partition.close()
-            raise
+        # Held to close, and to add the partitions the topic gained: neither misses the other's.
+        self._lock = threading.Lock()
+        _start_all(self._partitions)
         self._stats_handle = (
             client.timer.call_every(config.stats_log_interval_seconds, self.log_stats)
             if config.stats_log_interval_seconds
             else None
         )
         client.register(self)
+        if count:
+            client.partition_watch.watch(self)
 
     def _make_router(self) -> MessageRouter:
         config = self._config
@@ -310,11 +307,8 @@ class Producer:
 
     def close(self) -> None:
         """Flush, then close every partition producer."""
-        if self._closed:
+        if not self._mark_closed():
             return
-        self._closed = True
-        if self._stats_handle is not None:
-            self._stats_handle.cancel()
         try:
             for partition in self._partitions:
                 partition.close()
@@ -323,14 +317,48 @@ class Producer:
 
     def shutdown(self) -> None:
         """Close at once, as ``Client.shutdown`` does: pending messages fail with AlreadyClosed, unflushed."""
-        if self._closed:
+        if not self._mark_closed():
             return
-        self._closed = True
-        if self._stats_handle is not None:
-            self._stats_handle.cancel()
         for partition in self._partitions:
             partition.close(graceful=False)
         self._client.unregister(self)
+
+    def _mark_closed(self) -> bool:
+        """Turn closed, stopping the stats line and the partition watch; False if it already was."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+        if self._stats_handle is not None:
+            self._stats_handle.cancel()
+        self._client.partition_watch.unwatch(self)
+        return True
+
+    # ---- partitions added to the topic ----
+
+    def partition_counts(self) -> dict[str, int]:
+        """The partitioned topic and the partitions produced to, for the client's partition watch."""
+        return {self._topic: self._num_partitions} if self._num_partitions and not self._closed else {}
+
+    def add_partitions(self, topic: str, partitions: int) -> None:
+        """Start a partition producer on each partition the topic gained; messages are routed over
+        them once all are connected (as the official producers add them)."""
+        config = self._config
+        name = TopicName.parse(self._topic)
+        per_partition = max(1, min(config.max_pending_messages, config.max_pending_messages_across_partitions // partitions))
+        added = [
+            PartitionProducer(self._client, str(name.partition_name(i)), i, config, PendingLimit(per_partition), self._stats)
+            for i in range(self._num_partitions, partitions)
+        ]
+        _start_all(added)
+        with self._lock:
+            if not self._closed:
+                # The list grows before the count: a send reading the count finds its partition.
+                self._partitions.extend(added)
+                self._num_partitions = partitions
+                return
+        for partition in added:
+            partition.close(graceful=False)
 
     def topic(self) -> str:
         """The topic (the partitioned topic's name, not a partition's)."""
@@ -397,6 +425,19 @@ class _Waiter:
     def wait(self) -> MessageId:
         """Block until resolved; raise the send's exception on failure."""
         return self.future.result()
+
+
+def _start_all(partitions: list[PartitionProducer]) -> None:
+    """Connect each partition producer; if one fails, close those started and raise."""
+    started: list[PartitionProducer] = []
+    try:
+        for partition in partitions:
+            partition.start()
+            started.append(partition)
+    except BaseException:
+        for partition in started:
+            partition.close()
+        raise
 
 
 def _ignore(result: Result, message_id: MessageId | None) -> None:

@@ -170,6 +170,22 @@ class BrokerService:
         await self.storage.set_partitions(key, partitions)
         for index in range(partitions):
             await self.get_topic(name.partition_name(index))
+        if old:
+            await self._subscribe_new_partitions(name, old, partitions)
+
+    async def _subscribe_new_partitions(self, name: TopicName, old: int, partitions: int) -> None:
+        """As Pulsar does when a topic gains partitions: the durable subscriptions of its first
+        partition, each created at the end of every new partition, so that a consumer joining a new
+        partition later finds every message published there since."""
+        first = await self.get_topic(name.partition_name(0))
+        subscriptions = [sub.cursor.name for sub in first.subscriptions.values() if sub.cursor.durable]
+        for index in range(old, partitions):
+            topic = await self.get_topic(name.partition_name(index))
+            for subscription in subscriptions:
+                if subscription not in topic.subscriptions:
+                    saved = topic.subscription(subscription, 0, True, None).persist()
+                    if saved is not None:
+                        await saved
 
     async def delete_topic(self, name: TopicName, force: bool = False) -> None:
         """Delete a topic, or every partition of a partitioned one, with its data.

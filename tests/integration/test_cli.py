@@ -34,6 +34,11 @@ def test_topics_lifecycle(broker: BrokerProcess, topic_name: str) -> None:
 
     stats = json.loads(run(broker, "topics", "stats", topic_name, "--json").stdout)
     assert len(stats["partitions"]) == 3
+    grown = run(broker, "topics", "update-partitions", topic_name, "--partitions", "5")
+    assert grown.returncode == 0 and f"{topic_name} now has 5 partitions" in grown.stdout
+    assert len(json.loads(run(broker, "topics", "stats", topic_name, "--json").stdout)["partitions"]) == 5
+    fewer = run(broker, "topics", "update-partitions", topic_name, "--partitions", "2")
+    assert fewer.returncode == 1 and "can't be less than the current partitions" in fewer.stderr, fewer.stderr
 
     assert run(broker, "topics", "delete", topic_name).returncode == 0
     assert run(broker, "topics", "delete", f"{topic_name}-plain").returncode == 0
