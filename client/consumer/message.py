@@ -114,6 +114,13 @@ class MessageFields(NamedTuple):
 _new_fields = tuple.__new__
 
 
+def text(value: str | bytes) -> str:
+    """A string field of message metadata as protobuf gives it: a str, or the raw bytes where they
+    are not UTF-8 (proto2 does not check; a producer may send any bytes), decoded as Java decodes
+    a String, each malformed sequence as U+FFFD."""
+    return value if type(value) is str else value.decode("utf-8", "replace")
+
+
 @final  # consumers tell a Message from a MessageId by ``type(x) is Message``, the cheapest test
 class Message:
     """A received message: payload, keys, properties, timestamps and its id.
@@ -153,12 +160,13 @@ class Message:
         return owner.settings.schema.decode_message(self)
 
     def properties(self) -> dict[str, str]:
-        """The application-defined properties."""
-        return {kv.key: kv.value for kv in self._source().properties}
+        """The application-defined properties (bytes that are not UTF-8 read as :func:`text` reads them)."""
+        return {text(kv.key): text(kv.value) for kv in self._source().properties}
 
     def partition_key(self) -> str:
-        """The key used for routing and Key_Shared dispatch, or ``""``."""
-        return self._source().partition_key
+        """The key used for routing and Key_Shared dispatch, or ``""`` (bytes that are not UTF-8
+        read as :func:`text` reads them; :meth:`key_bytes` gives them as they are)."""
+        return text(self._source().partition_key)
 
     def key_bytes(self) -> bytes | None:
         """The partition key as bytes, base64-decoded when the producer encoded it so (a SEPARATED
@@ -166,8 +174,11 @@ class Message:
         source = self._source()
         if not source.HasField("partition_key"):
             return None
+        key = source.partition_key
+        if type(key) is bytes:  # not UTF-8, so not base64 either: the bytes the producer sent
+            return key
         if not source.partition_key_b64_encoded:
-            return source.partition_key.encode("utf-8")
+            return key.encode("utf-8")
         try:
             return base64.b64decode(source.partition_key, validate=True)
         except binascii.Error as exc:
@@ -232,14 +243,14 @@ class Message:
         delivery = self.delivery
         properties = source.properties
         return _new_fields(MessageFields, (
-            source.partition_key,
+            text(source.partition_key),
             None if source.null_value else self._data,
             delivery.ledger_id,
             delivery.entry_id,
             self.batch_index,
             delivery.metadata.publish_time,
             source.event_time,
-            [(kv.key, kv.value) for kv in properties] if properties else (),
+            [(text(kv.key), text(kv.value)) for kv in properties] if properties else (),
             delivery.redelivery_count,
         ))
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 import pulsar
 import pytest
 
+from airflow_pulsar.client import Client, InitialPosition
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.frames import encode_command, encode_entry, encode_payload_command
@@ -151,3 +152,33 @@ def test_send_with_good_checksum_is_stored(
     assert receipt.send_receipt.sequence_id == 0
     reader = official.create_reader(topic_name, pulsar.MessageId.earliest)
     assert reader.read_next(timeout_millis=5000).data() == b"payload"
+
+
+def test_a_key_and_a_property_that_are_not_utf8_read_as_java_reads_them(
+    broker: BrokerProcess, raw: Callable[[], RawConnection], official: pulsar.Client, topic_name: str
+) -> None:
+    """Protobuf does not check proto2 strings, so a producer may send any bytes as a key or a
+    property. Our consumer reads each malformed sequence as U+FFFD and keeps the key's bytes; the
+    official client raises on reading them."""
+    topic = f"persistent://public/default/{topic_name}"
+    theirs = official.subscribe(topic, "theirs", initial_position=pulsar.InitialPosition.Earliest)
+    connection = raw()
+    connection.handshake()
+    connection.request(T.PRODUCER, T.PRODUCER_SUCCESS, topic=topic, producer_id=1, request_id=1)
+    metadata = MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1).SerializeToString()
+    # A property (field 4) "k" = ff fe, and the partition key (field 6) ff fe.
+    metadata += b"\x22\x07\x0a\x01k\x12\x02\xff\xfe" + b"\x32\x02\xff\xfe"
+    send = commands.make(T.SEND, producer_id=1, sequence_id=0)
+    connection.send(encode_payload_command(send, encode_entry(metadata, b"payload")))
+    connection.reply(T.SEND_RECEIPT)
+
+    with Client(broker.service_url) as client:
+        ours = client.subscribe(topic, "ours", initial_position=InitialPosition.Earliest)
+        message = ours.receive(10_000)
+        assert (message.data(), message.partition_key(), message.key_bytes()) == (b"payload", "\ufffd\ufffd", b"\xff\xfe")
+        assert message.properties() == {"k": "\ufffd\ufffd"}
+        ours.acknowledge(message)
+    official_message = theirs.receive(10_000)
+    assert official_message.data() == b"payload"
+    with pytest.raises(UnicodeDecodeError):
+        official_message.partition_key()

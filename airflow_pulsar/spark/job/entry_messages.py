@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_pulsar.client.consumer import ReceivedEntry
+from airflow_pulsar.client.consumer.message import text
 from airflow_pulsar.client.protocol.batch import BatchFormatError, read_batch
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, SingleMessageMetadata
 from airflow_pulsar.client.protocol.wire import tag
@@ -87,13 +88,30 @@ def message_columns(
     """The columns of messages given as Python lists (converted by Arrow and numpy, in C)."""
     return MessageColumns(
         np.array(indexes, np.int32),
-        pa.array(keys, pa.string()),
+        _strings(keys),
         pa.array(values, pa.binary()),
         np.array(event_times, np.uint64),
         np.array(property_counts, np.int64),
-        pa.array(property_keys, pa.string()),
-        pa.array(property_values, pa.string()),
+        _strings(property_keys),
+        _strings(property_values),
     )
+
+
+def _strings(values: Sequence[str | bytes]) -> pa.Array:
+    """A string column of metadata text; protobuf gives the bytes of text that is not UTF-8
+    (proto2 does not check), which reads as the consumer's :func:`text` reads it."""
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([text(value) for value in values], pa.string())
+
+
+def _as_text(values: pa.Array) -> pa.Array:
+    """A binary column of metadata text as strings, read as :func:`_strings` reads them."""
+    try:
+        return values.cast(pa.string())
+    except pa.ArrowInvalid:  # rare: a producer sent bytes that are not UTF-8
+        return _strings(values.to_pylist())
 
 
 class EntryColumns(NamedTuple):
@@ -365,12 +383,12 @@ class _CommonBatches:
         key_start, key_end, value_start, value_end = self._pairs
         return MessageColumns(
             (np.arange(self._rows) - first_row[self._owner]).astype(np.int32),
-            self._cut(*self._keys).cast(pa.string()),
+            _as_text(self._cut(*self._keys)),
             self._cut(*self._values),
             self._event_times,
             self._property_counts,
-            self._cut(key_start, key_end).cast(pa.string()),
-            self._cut(value_start, value_end).cast(pa.string()),
+            _as_text(self._cut(key_start, key_end)),
+            _as_text(self._cut(value_start, value_end)),
         )
 
     def _cut(self, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
