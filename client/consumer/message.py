@@ -118,7 +118,7 @@ def text(value: str | bytes) -> str:
     """A string field of message metadata as protobuf gives it: a str, or the raw bytes where they
     are not UTF-8 (proto2 does not check; a producer may send any bytes), decoded as Java decodes
     a String, each malformed sequence as U+FFFD."""
-    return value if type(value) is str else value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
 @final  # consumers tell a Message from a MessageId by ``type(x) is Message``, the cheapest test
