@@ -10,7 +10,7 @@ crash (the table holds it, the plan log does not say so) adds nothing:
   (the plan log that held it lost) replaces what an earlier attempt wrote.
 - Iceberg: every append puts the batch id in its snapshot's summary
   (``snapshot-property.airflow-pulsar.batch-id``); a batch whose id a snapshot of the table
-  already carries is not written again.
+  already carries, or whose partition holds rows (its snapshot expired), is not written again.
 """
 
 from __future__ import annotations
@@ -55,17 +55,21 @@ def write_delta(rows: DataFrame, spec: IngestJobSpec, merge_schema: bool = False
 
 
 def iceberg_holds_batch(spark: SparkSession, table: str, batch_id: str) -> bool:
-    """Whether a snapshot of the Iceberg table was written by batch ``batch_id``."""
+    """Whether batch ``batch_id`` is in the Iceberg table: a snapshot of the table was written by
+    it, or, where table maintenance has expired that snapshot since (a newer one, such as a
+    compaction's, made it old), rows of the batch's partition are there."""
     qualified = table if "." in table else f"default.{table}"
     snapshots = spark.read.table(f"{qualified}.snapshots")
-    return bool(snapshots.where(F.col("summary")[SNAPSHOT_BATCH_ID] == batch_id).limit(1).count())
+    if snapshots.where(F.col("summary")[SNAPSHOT_BATCH_ID] == batch_id).limit(1).count():
+        return True
+    return bool(spark.read.table(qualified).where(F.col(BATCH_ID) == batch_id).limit(1).count())
 
 
 def write_iceberg(spark: SparkSession, rows: DataFrame, spec: IngestJobSpec) -> None:
-    """Append the batch to an Iceberg table unless a snapshot of it says the batch is in already."""
+    """Append the batch to an Iceberg table unless the table holds it already."""
     plan = spec.plan
     if iceberg_holds_batch(spark, plan.table, plan.batch_id):
-        log.info("batch %s is in %s already (a snapshot carries its id): not writing it again", plan.batch_id, plan.table)
+        log.info("batch %s is in %s already: not writing it again", plan.batch_id, plan.table)
         return
     rows.writeTo(plan.table).option(f"snapshot-property.{SNAPSHOT_BATCH_ID}", plan.batch_id).append()
 
