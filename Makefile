@@ -105,14 +105,14 @@ SPARK_CDS := $(JVM_CACHE)/spark-driver.jsa
 spark-cds: $(SPARK_CDS)
 
 $(SPARK_CDS): $(STAMP) jvm/spark_cds.py jvm/class_sharing.py | java
-	$(PY) jvm/spark_cds.py
+	$(PY) -m jvm.spark_cds
 
 # The same for Apache Pulsar standalone (jvm/pulsar_cds.py): one standalone trained and stopped.
 PULSAR_CDS := $(JVM_CACHE)/pulsar.jsa
 pulsar-cds: $(PULSAR_CDS)
 
 $(PULSAR_CDS): $(PULSAR_CLASSPATH) jvm/pulsar_cds.py jvm/class_sharing.py | $(STAMP) java
-	$(PY) jvm/pulsar_cds.py
+	$(PY) -m jvm.pulsar_cds
 
 $(JVM_CACHE)/lakehouse-%.jars: jvm/lakehouse/pom.xml
 	@mkdir -p $(JVM_CACHE)
@@ -139,7 +139,7 @@ $(CONNECTOR_JARS): jvm/pulsar-spark-connector/pom.xml jvm/pulsar_spark_port.py
 
 # Apache Pulsar standalone in the foreground, on free ports; prints its URLs.
 pulsar: install
-	$(PY) jvm/apache_pulsar.py
+	$(PY) -m jvm.apache_pulsar
 
 # Spark needs Java 17 or newer; install Debian's JRE when it is missing or too old.
 java:
@@ -152,7 +152,7 @@ java:
 # loadgroup: one worker runs the cluster tier, so one cluster starts (tests/conftest.py groups it).
 # The slowest tests are listed at the end, to keep the suite's wall time in view.
 test: install $(SPARK_CDS) $(PULSAR_CDS)
-	$(PY) -m compileall -q client airflow_pulsar dags  # the project's own bytecode, as above
+	$(PY) -m compileall -q client broker airflow_pulsar dags  # the project's own bytecode, as above
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 demo: install
@@ -163,34 +163,37 @@ bench: install connector-jar
 	$(PY) bench/suite.py $(if $(FULL),--full)
 
 # Style and correctness checks of every Python file (rules in pyproject.toml's [tool.ruff]), then
-# the type check of client/ and airflow_pulsar/ ([tool.mypy]). Prerequisites, not a sub-make, so
+# the type check of client/, broker/ and airflow_pulsar/ ([tool.mypy]). Prerequisites, not a sub-make, so
 # `make -o .venv/.installed lint` holds for both.
 lint: ruff mypy
 
 ruff: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-# mypy checks client/ and airflow_pulsar/ as the one package airflow_pulsar. The installed mapping
-# of client/ to airflow_pulsar.client (package-dir) is an import hook that mypy cannot see, so mypy
-# reads a tree of relative symlinks in the git-ignored .cache/typecheck: airflow_pulsar/'s entries
-# plus airflow_pulsar/client -> client/. Findings are printed with the checkout's own paths.
+# mypy checks client/, broker/ and airflow_pulsar/ as the one package airflow_pulsar. The installed
+# mapping of client/ and broker/ to airflow_pulsar.client and airflow_pulsar.broker (package-dir) is
+# an import hook that mypy cannot see, so mypy reads a tree of relative symlinks in the git-ignored
+# .cache/typecheck: airflow_pulsar/'s entries plus airflow_pulsar/client -> client/ and
+# airflow_pulsar/broker -> broker/, and jvm -> jvm/ (the demo's launchers). Findings are printed
+# with the checkout's own paths.
 # FILES="client/auth.py airflow_pulsar/hooks" reports on those files and folders only.
 TYPECHECK_TREE := .cache/typecheck
 TYPECHECK_PKG := $(TYPECHECK_TREE)/airflow_pulsar
 FILES ?=
-in_typecheck_tree = $(patsubst client%,$(TYPECHECK_PKG)/client%,$(patsubst airflow_pulsar%,$(TYPECHECK_PKG)%,$(1)))
+in_typecheck_tree = $(patsubst broker%,$(TYPECHECK_PKG)/broker%,$(patsubst client%,$(TYPECHECK_PKG)/client%,$(patsubst airflow_pulsar%,$(TYPECHECK_PKG)%,$(1))))
 
 # Links are only added (or dropped when their target is gone), so runs side by side share the tree.
 mypy: $(STAMP)
 	@mkdir -p $(TYPECHECK_PKG)
+	@[ -L $(TYPECHECK_TREE)/jvm ] || ln -sn ../../jvm $(TYPECHECK_TREE)/jvm
 	@cd $(TYPECHECK_PKG) && find . -maxdepth 1 -type l ! -exec test -e {} \; -delete && \
-		for entry in ../../../airflow_pulsar/* ../../../client; do \
+		for entry in ../../../airflow_pulsar/* ../../../client ../../../broker; do \
 			name=$${entry##*/}; \
 			[ "$$name" = __pycache__ ] || ln -sn "$$entry" "$$name" 2>/dev/null || [ -L "$$name" ]; \
 		done
 	@out=$$($(VENV)/bin/mypy $(if $(FILES),--follow-imports=silent $(call in_typecheck_tree,$(FILES)),-p airflow_pulsar) 2>&1); \
 		status=$$?; \
-		printf '%s\n' "$$out" | sed -e 's#^$(TYPECHECK_PKG)/client/#client/#' -e 's#^$(TYPECHECK_PKG)/#airflow_pulsar/#'; \
+		printf '%s\n' "$$out" | sed -e 's#^$(TYPECHECK_PKG)/client/#client/#' -e 's#^$(TYPECHECK_PKG)/broker/#broker/#' -e 's#^$(TYPECHECK_PKG)/#airflow_pulsar/#'; \
 		exit $$status
 
 # The protobuf module users import, then its type stubs (mypy-protobuf, a dev dependency).

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Protocol
 
 import airflow_pulsar.client as pulsar
+from airflow_pulsar.broker.process import BrokerProcess
+from airflow_pulsar.cli.command_line import CommandParser
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.command_line import CommandParser
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.examples.shop_events import TABLE_FORMAT_ENV, TABLE_FORMATS
 from airflow_pulsar.spark.table_formats import session_conf, with_local_catalog
 
@@ -140,7 +140,7 @@ def _start_broker(kind: str) -> DemoBroker:
     """The embedded broker, or Apache Pulsar standalone (``jvm/apache_pulsar.py`` of the checkout)."""
     if kind == "embedded":
         return BrokerProcess(DEMO_DIR / "broker").start()
-    from apache_pulsar import PulsarStandalone
+    from jvm.apache_pulsar import PulsarStandalone
 
     return PulsarStandalone((DEMO_DIR / "pulsar").resolve(), log_level="warn").start()
 
@@ -154,8 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (DAGS_DIR / f"{DAG_ID}.py").exists():
         print(f"airflow-pulsar demo: the example DAGs are not at {DAGS_DIR}: run it from a checkout of the project", file=sys.stderr)
         return 1
-    sys.path.insert(0, str(CHECKOUT / "jvm"))  # the checkout's JVM helpers, beside its cache
-    from lakehouse_jars import LakehouseJarsMissing, lakehouse_jars
+    try:  # the checkout's JVM helpers, beside its cache: importable from the checkout's root
+        from jvm.lakehouse_jars import LakehouseJarsMissing, lakehouse_jars
+    except ModuleNotFoundError as missing:
+        if missing.name != "jvm":
+            raise
+        print(f"airflow-pulsar demo: run it from the checkout's root ({CHECKOUT}): make demo", file=sys.stderr)
+        return 1
 
     try:
         jars = lakehouse_jars(args.format)

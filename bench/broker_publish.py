@@ -21,7 +21,7 @@ import pulsar
 from rounds import DEFAULT_ROUNDS, best_of_rounds
 
 import airflow_pulsar.client as ours
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
 
 PAYLOAD = b"x" * 100
 PRODUCER_SETTINGS: dict[str, Any] = {

@@ -17,10 +17,10 @@ from typing import Any, Protocol
 import httpx
 import pulsar
 
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jvm"))
-from apache_pulsar import PulsarStandalone  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout root, for its jvm package
+from jvm.apache_pulsar import PulsarStandalone  # noqa: E402
 
 KINDS = ("embedded", "pulsar")
 LABELS = {"embedded": "our broker", "pulsar": "Apache Pulsar"}

@@ -147,7 +147,7 @@ def write_backlog(broker: Any, topic: str, messages: int, size: int) -> None:
 
 def measure(limit_mib: int, queue: int, stall: float, backlog: int) -> list[dict[str, Any]]:
     """Run both memory figures for both clients; one row per figure."""
-    from airflow_pulsar.client.standalone.process import BrokerProcess
+    from airflow_pulsar.broker.process import BrokerProcess
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as data_dir:

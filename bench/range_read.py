@@ -119,7 +119,7 @@ def run_variant(service_url: str, variant: str, checkout: Path) -> dict[str, Any
 
 def measure(messages: int, repeat: int, checkout: Path | None = None) -> dict[str, Any]:
     """Every variant's CPU per message, ``repeat`` alternating reads each, on one broker; saved as JSON."""
-    from airflow_pulsar.client.standalone.process import BrokerProcess
+    from airflow_pulsar.broker.process import BrokerProcess
 
     variants = {"entries": CHECKOUT, "messages": CHECKOUT}
     if checkout is not None:

@@ -53,9 +53,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job.columns import row_ddl
 from airflow_pulsar.spark.job.plan import IngestPlan
 from airflow_pulsar.spark.job.profiling import PROFILE_DIR_ENV

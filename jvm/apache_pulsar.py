@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from class_sharing import JVM_CACHE, sharing_options
+from jvm.class_sharing import JVM_CACHE, sharing_options
 
 PULSAR_VERSION = "4.2.4"
 CLASSPATH_FILE = JVM_CACHE / "pulsar.classpath"

@@ -4,7 +4,7 @@ which the demo and the tests pass to the ingest operator as ``jars``."""
 
 from __future__ import annotations
 
-from class_sharing import JVM_CACHE
+from jvm.class_sharing import JVM_CACHE
 
 #: Where spark-submit resolves ``--packages`` (``spark.jars.ivy``) when a test leaves the choice
 #: of the format's jars to the operator: in the checkout's cache, not the user's home.

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 import airflow_pulsar.client as pulsar
-from apache_pulsar import CLASS_ARCHIVE, PulsarStandalone
-from class_sharing import dump_archive
+from jvm.apache_pulsar import CLASS_ARCHIVE, PulsarStandalone
+from jvm.class_sharing import dump_archive
 
 
 def exercise(service_url: str, standalone: PulsarStandalone) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from apache_pulsar import (
+from jvm.apache_pulsar import (
     BOOKIE_CONFIG,
     BROKER_CONFIG,
     PULSAR_VERSION,

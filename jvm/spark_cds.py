@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from class_sharing import JVM_CACHE, dump_archive, sharing_options
+from jvm.class_sharing import JVM_CACHE, dump_archive, sharing_options
 
 # The Makefile's $(SPARK_CDS).
 ARCHIVE = JVM_CACHE / "spark-driver.jsa"

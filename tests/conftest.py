@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,12 +24,10 @@ from typing import Any, Protocol
 import httpx
 import pytest
 
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
+from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
+from jvm.spark_cds import QUICK_JVM_OPTIONS
 from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jvm"))
-from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
-from spark_cds import QUICK_JVM_OPTIONS  # noqa: E402
 
 # Every spark-submit of the session starts its JVM (in client mode, the driver) with the quick
 # options, in this process and in those the tests start (Airflow's components, the demo).

@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.frames import FrameDecoder, encode_command
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand
-from airflow_pulsar.client.standalone.process import BrokerProcess
 
 T = BaseCommand.Type
 

@@ -26,10 +26,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from airflow_pulsar.client.standalone.password_hashes import apr1_md5_crypt, des_crypt
-from airflow_pulsar.client.standalone.process import BrokerProcess
-from airflow_pulsar.client.standalone.token_keys import create_secret_key
-from airflow_pulsar.client.standalone.tokens import create_token
+from airflow_pulsar.broker.password_hashes import apr1_md5_crypt, des_crypt
+from airflow_pulsar.broker.process import BrokerProcess
+from airflow_pulsar.broker.token_keys import create_secret_key
+from airflow_pulsar.broker.tokens import create_token
 
 CLIENT_CN = "tls-user"
 

@@ -1,7 +1,7 @@
 """The ``airflow-pulsar`` command line: one module per sub-command, loaded on demand.
 
 Every failure is one line on stderr naming its cause, with exit status 1; ``--debug`` (anywhere on
-the line) shows the traceback instead (``client/standalone/command_line.py``).
+the line) shows the traceback instead (``airflow_pulsar/cli/command_line.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ PROG = "airflow-pulsar"  # also the name of the distribution the script comes wi
 # name -> (module with a ``main(argv) -> int``, one-line help). Modules import lazily so that
 # ``airflow-pulsar standalone`` never pays for importing Airflow.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "standalone": ("airflow_pulsar.client.standalone.server", "run the embedded Pulsar broker"),
+    "standalone": ("airflow_pulsar.broker.server", "run the embedded Pulsar broker"),
     "tokens": ("airflow_pulsar.cli.tokens", "make and check authentication tokens and secret keys"),
     "topics": ("airflow_pulsar.cli.topics", "create, list, inspect (stats) and delete topics"),
     "subscriptions": ("airflow_pulsar.cli.subscriptions", "create, list, reset (seek) and delete subscriptions"),
@@ -52,7 +52,7 @@ def version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to a sub-command, which parses its own options; failures are one line, exit 1."""
     try:  # the client refuses, as it loads, a dependency outside its supported range
-        from airflow_pulsar.client.standalone.command_line import FAILED, run_command, split_debug_flag
+        from airflow_pulsar.cli.command_line import FAILED, run_command, split_debug_flag
     except ImportError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from airflow_pulsar.cli.command_line import CommandParser, non_negative_int, positive_float
 from airflow_pulsar.client import ConsumerType, InitialPosition, Message, Timeout
-from airflow_pulsar.client.standalone.command_line import CommandParser, non_negative_int, positive_float
 
 from .endpoints import add_endpoint_arguments, open_client
 from .progress import Counter

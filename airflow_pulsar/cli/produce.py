@@ -7,8 +7,8 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
+from airflow_pulsar.cli.command_line import CommandParser, non_negative_int
 from airflow_pulsar.client import CompressionType, MessageId, PulsarException, Result
-from airflow_pulsar.client.standalone.command_line import CommandParser, non_negative_int
 
 from .endpoints import add_endpoint_arguments, open_client
 from .progress import Counter

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from airflow_pulsar import arguments, subscriptions
 from airflow_pulsar.arguments import SubscriptionPosition
+from airflow_pulsar.cli.command_line import CommandParser
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.command_line import CommandParser
 
 from .endpoints import add_endpoint_arguments, open_admin
 

@@ -19,15 +19,15 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from airflow_pulsar.client.standalone.command_line import CommandParser
-from airflow_pulsar.client.standalone.token_keys import (
+from airflow_pulsar.broker.token_keys import (
     create_key_pair,
     create_secret_key,
     read_private_key,
     read_public_key,
     read_secret_key,
 )
-from airflow_pulsar.client.standalone.tokens import ALGORITHM_FAMILIES, TokenError, create_token, verify_token
+from airflow_pulsar.broker.tokens import ALGORITHM_FAMILIES, TokenError, create_token, verify_token
+from airflow_pulsar.cli.command_line import CommandParser
 
 # Units of Pulsar's relative times (``--expiry-time 1y``).
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}

@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_pulsar.cli.command_line import CommandParser, non_negative_int, positive_int
 from airflow_pulsar.client.admin import MessageBacklog, PulsarAdmin
-from airflow_pulsar.client.standalone.command_line import CommandParser, non_negative_int, positive_int
 
 from .endpoints import add_endpoint_arguments, open_admin
 

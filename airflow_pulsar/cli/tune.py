@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
+from airflow_pulsar.cli.command_line import CommandParser
 from airflow_pulsar.client import recommend_settings
-from airflow_pulsar.client.standalone.command_line import CommandParser
 
 
 def _parser() -> CommandParser:

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from airflow_pulsar.assets.pulsar import asset_topic
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.examples import shop_events
 
 pytestmark = pytest.mark.embedded_only

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 AIRFLOW = Path(sys.executable).with_name("airflow")

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pulsar
 
-from pulsar_cluster import ClusterBroker, PulsarCluster
+from jvm.pulsar_cluster import ClusterBroker, PulsarCluster
 
 ATTEMPTS = 20
 OPERATION_TIMEOUT = 30

@@ -20,7 +20,7 @@ import pytest
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
 from airflow_test_env import AIRFLOW_HOME, PLUGINS_FOLDER
-from pulsar_cluster import PulsarCluster
+from jvm.pulsar_cluster import PulsarCluster
 
 TESTS = Path(__file__).resolve().parent.parent
 # The Airflow and Spark tiers' helpers and the test DAGs' user functions, importable here too.

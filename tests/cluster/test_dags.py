@@ -18,7 +18,7 @@ from airflow_helpers import run_dag
 from airflow_pulsar.client import Client, InitialPosition, Result, Timeout
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 from cluster_helpers import partitioned_topic_on_every_broker
-from pulsar_cluster import PulsarCluster
+from jvm.pulsar_cluster import PulsarCluster
 from spark_helpers import Catalog, produce_json
 
 pytestmark = pytest.mark.cluster

@@ -11,7 +11,7 @@ import pytest
 
 from airflow_pulsar.client import Client, InitialPosition
 from cluster_helpers import official_client, partitioned_topic_on_every_broker, topic_owned_by
-from pulsar_cluster import PulsarCluster
+from jvm.pulsar_cluster import PulsarCluster
 
 pytestmark = pytest.mark.cluster
 

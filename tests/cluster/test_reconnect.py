@@ -34,7 +34,7 @@ from cluster_helpers import (
     read_subscription,
     topic_owned_by,
 )
-from pulsar_cluster import PulsarCluster
+from jvm.pulsar_cluster import PulsarCluster
 
 pytestmark = pytest.mark.cluster
 

@@ -5,22 +5,18 @@ and crypt DES hashes). Our client and the official one get the same answers from
 from __future__ import annotations
 
 import base64
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pulsar
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import AuthenticationBasic, Client, InitialPosition
 from airflow_pulsar.client.exceptions import AuthenticationError
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
 from security_helpers import write_users_file
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
 
 USERS = {"admin": "admin-pass", "alice": "wonder land"}  # admin's hash is $apr1$ MD5, alice's crypt DES
 

@@ -16,6 +16,7 @@ import httpx
 import pulsar
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import (
     Authentication,
     AuthenticationBasic,
@@ -26,7 +27,6 @@ from airflow_pulsar.client import (
 )
 from airflow_pulsar.client.admin import AdminAuthenticationError, PulsarAdmin
 from airflow_pulsar.client.exceptions import AuthenticationError, ConnectError
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from oauth2_issuer import Oauth2Issuer, RunningIssuer
 from security_helpers import CLIENT_CN, Pki, SecuredBroker, secured_broker, write_users_file
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
 from airflow_pulsar.client.admin import AdminAuthenticationError, PulsarAdmin
 from airflow_pulsar.client.exceptions import AuthenticationError
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from security_helpers import SecuredBroker
 
 OTHER_KEY = b"a key that is not the broker's!!"

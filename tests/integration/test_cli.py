@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
 from security_helpers import Pki, SecuredBroker
 
 

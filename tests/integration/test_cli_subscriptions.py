@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from test_cli import run
 
 MESSAGES = 4

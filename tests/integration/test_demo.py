@@ -5,15 +5,23 @@ This is also the test that runs dags/pulsar_shop_events_ingest.py end to end."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+CHECKOUT = Path(__file__).resolve().parents[2]
+
 
 def test_demo_ingests_every_event_exactly_once_and_empties_the_backlog(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "airflow_pulsar.demo"], cwd=tmp_path, capture_output=True, text=True, timeout=900
+        [sys.executable, "-m", "airflow_pulsar.demo"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(CHECKOUT)},  # the checkout's jvm package, as make demo's cwd gives it
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     out = result.stdout
     assert result.returncode == 0, out + result.stderr

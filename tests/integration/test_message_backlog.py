@@ -9,7 +9,6 @@ broker appends no index. The same scenarios run on both brokers and must give th
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, Message
 from airflow_pulsar.client.admin import (
     AdminError,
@@ -26,10 +26,7 @@ from airflow_pulsar.client.admin import (
     AsyncPulsarAdmin,
     PulsarAdmin,
 )
-from airflow_pulsar.client.standalone.process import BrokerProcess
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
+from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
 
 SUB = "s"
 # 100 messages in batches of 10, then one unbatched: 11 entries, broker entry indexes 9, 19, ... 99, 100.

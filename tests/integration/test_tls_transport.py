@@ -98,7 +98,7 @@ def test_plain_client_on_the_tls_port_fails_clearly(tls_token_broker: SecuredBro
 
 
 def test_broker_will_not_start_with_an_unusable_certificate(tmp_path: Path, pki: Pki) -> None:
-    from airflow_pulsar.client.standalone.process import BrokerProcess
+    from airflow_pulsar.broker.process import BrokerProcess
 
     with pytest.raises(RuntimeError, match="cannot load the TLS certificate .*server.pem with key .*wrong-host-key"):
         BrokerProcess(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pulsar
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from polling import wait_until
 
 OPERATION_TIMEOUT = 10

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
 from interop_helpers import OfficialFactory, assert_nothing_more, data_of, produce, read_n, receive_n, wait_backlog
 
 pytestmark = [pytest.mark.interop, pytest.mark.embedded_only]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
 from interop_helpers import backlog, create_partitioned, full_name, produce, receive_n, wait_backlog, wait_until
 
 pytestmark = pytest.mark.interop

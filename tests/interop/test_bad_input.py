@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 import pulsar
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client, InitialPosition
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.frames import encode_command, encode_entry, encode_payload_command
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata, ServerError
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from raw_connection import RawConnection
 
 pytestmark = pytest.mark.interop

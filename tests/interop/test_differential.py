@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime
 import re
-import sys
 import tempfile
 import threading
 import time
@@ -27,13 +26,11 @@ import httpx
 import pulsar
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from interop_helpers import assert_nothing_more, full_name, read_n, receive_n, wait_until
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import QUICK_JIT, PulsarStandalone  # noqa: E402
+from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
 
 pytestmark = pytest.mark.interop
 
@@ -600,8 +597,8 @@ def test_errors_for_unknown_tenants_and_namespaces_on_the_binary_protocol(broker
 @pytest.fixture(scope="module")
 def token_brokers(our_broker: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], bytes]]:
     """Both brokers requiring tokens signed with one secret key (the module's one extra Pulsar)."""
-    from airflow_pulsar.client.standalone.token_keys import create_secret_key
-    from airflow_pulsar.client.standalone.tokens import create_token
+    from airflow_pulsar.broker.token_keys import create_secret_key
+    from airflow_pulsar.broker.tokens import create_token
 
     work = tmp_path_factory.mktemp("token-brokers")
     secret = create_secret_key()
@@ -627,8 +624,8 @@ def token_brokers(our_broker: BrokerProcess, tmp_path_factory: pytest.TempPathFa
 
 
 def test_wrong_credentials(token_brokers: tuple[dict[str, Any], bytes], topic_name: str) -> None:
-    from airflow_pulsar.client.standalone.token_keys import create_secret_key
-    from airflow_pulsar.client.standalone.tokens import create_token
+    from airflow_pulsar.broker.token_keys import create_secret_key
+    from airflow_pulsar.broker.tokens import create_token
 
     brokers, secret = token_brokers
     credentials = {

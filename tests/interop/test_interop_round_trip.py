@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.hashing import murmur3_32
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from interop_helpers import (
     OfficialFactory,
     assert_nothing_more,

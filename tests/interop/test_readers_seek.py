@@ -7,7 +7,7 @@ import time
 import pulsar
 import pytest
 
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
 from interop_helpers import assert_nothing_more, data_of, id_key, produce, read_n, receive_n
 
 pytestmark = pytest.mark.interop

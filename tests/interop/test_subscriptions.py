@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pulsar
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import BatchingType, Client
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from broker_rules import failover_active
 from interop_helpers import OfficialFactory, assert_nothing_more, create_partitioned, data_of, receive_n, wait_backlog
 

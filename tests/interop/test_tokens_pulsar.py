@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -24,10 +23,8 @@ import pulsar
 import pytest
 
 from airflow_pulsar import cli
-from airflow_pulsar.client.standalone.process import BrokerProcess
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "jvm"))
-from apache_pulsar import QUICK_JIT, PulsarStandalone, classpath, java_executable  # noqa: E402
+from airflow_pulsar.broker.process import BrokerProcess
+from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone, classpath, java_executable
 
 pytestmark = pytest.mark.interop
 

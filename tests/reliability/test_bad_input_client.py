@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.exceptions import InvalidTopicName
 from airflow_pulsar.client.protocol.message_id import MessageId
-from airflow_pulsar.client.standalone.process import BrokerProcess
 
 BAD_NAMES = [
     ("bogus://public/default/x", "domain must be persistent or non-persistent"),

@@ -13,11 +13,11 @@ from typing import Any
 import pulsar
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType
 from airflow_pulsar.client.exceptions import ConsumerBusy, Timeout
-from airflow_pulsar.client.standalone.process import BrokerProcess
 
 CHILD = Path(__file__).with_name("consumer_process.py")
 PARTITIONS = 2

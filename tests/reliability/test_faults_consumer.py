@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import Timeout
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
 from polling import wait_until
 from reliability_checks import stamp

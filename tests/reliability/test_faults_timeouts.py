@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import AdminTimeoutError, PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.exceptions import ConnectError, Timeout
 from airflow_pulsar.client.producer import ProducerAccessMode
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
 
 OPERATION_TIMEOUT = 1.0

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.frames import encode_command
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from fault_proxy import T, frame_kind, split_frames
 from frame_mutations import FrameFuzzer
 from reliability_checks import open_fds, rss_bytes

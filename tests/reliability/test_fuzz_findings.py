@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
 from airflow_pulsar.client.protocol import commands
@@ -25,7 +26,6 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     MessageMetadata,
     ServerError,
 )
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from raw_connection import RawConnection
 
 pytestmark = pytest.mark.embedded_only

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.ledger import DEFAULT_CACHE_BYTES
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import Result, Timeout
-from airflow_pulsar.client.standalone.ledger import DEFAULT_CACHE_BYTES
 from reliability_checks import MemorySampler, stamp, unstamp
 
 SOAK_SECONDS = float(os.environ.get("SOAK_SECONDS", "20"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_pulsar.client.standalone.process import BrokerProcess
+from airflow_pulsar.broker.process import BrokerProcess
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
 from airflow_test_env import AIRFLOW_HOME

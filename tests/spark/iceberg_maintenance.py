@@ -15,7 +15,7 @@ def compact_and_expire(table: str, catalog_properties: dict[str, str]) -> None:
     """Compact ``catalog.database.name`` and expire its older snapshots, in a Spark job of its own."""
     # Imported here: the job that runs this file has neither on its path.
     from airflow_pulsar.spark.table_formats import EXTENSIONS, catalog_conf
-    from lakehouse_jars import lakehouse_jars
+    from jvm.lakehouse_jars import lakehouse_jars
 
     conf = {
         **catalog_conf(table, catalog_properties),

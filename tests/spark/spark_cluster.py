@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from spark_cds import QUICK_JVM_OPTIONS
+from jvm.spark_cds import QUICK_JVM_OPTIONS
 
 SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 

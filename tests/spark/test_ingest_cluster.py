@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.job.faults import FAULT_ENV
 from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from spark_helpers import Catalog, DagRuns, produce_json
 
 pytestmark = pytest.mark.one_broker

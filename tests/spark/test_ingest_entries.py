@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client, CompressionType, ConsumerBatchReceivePolicy, MessageId
 from airflow_pulsar.client.consumer import create_reader
 from airflow_pulsar.client.schema import StringSchema
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job.columns import CORRUPT_RECORD, RowBatchBuilder
 from airflow_pulsar.spark.job.plan import IngestPlan
 from airflow_pulsar.spark.job.source import arrow_schema, read_range_batches

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
 from iceberg_maintenance import compact_and_expire
-from lakehouse_jars import IVY_CACHE, lakehouse_jars
+from jvm.lakehouse_jars import IVY_CACHE, lakehouse_jars
 from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
 from spark_helpers import SEVERAL_JOBS_TIMEOUT, Catalog, DagRuns, assert_exactly_once, produce_json
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from lakehouse_tables import LakehouseTable
 from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster

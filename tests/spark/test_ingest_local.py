@@ -22,9 +22,9 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
 from spark_helpers import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json, run_crashing

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.spark.job import source
 from airflow_pulsar.spark.job.columns import RowBatchBuilder, decode_json, json_parse_schema
 from airflow_pulsar.spark.job.plan import IngestPlan, Position

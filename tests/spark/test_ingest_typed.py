@@ -28,10 +28,10 @@ import pyarrow.dataset as ds
 import pytest
 
 import airflow_pulsar.client as ours
+from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from airflow_pulsar.client.standalone.process import BrokerProcess
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from lakehouse_jars import lakehouse_jars
+from jvm.lakehouse_jars import lakehouse_jars
 from lakehouse_tables import SMALL_TABLES, LakehouseTable
 from spark_helpers import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, Catalog
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from airflow_pulsar.broker.config import BrokerConfig
+from airflow_pulsar.broker.connection import ServerConnection
+from airflow_pulsar.broker.server import StandaloneBroker
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand
-from airflow_pulsar.client.standalone.config import BrokerConfig
-from airflow_pulsar.client.standalone.connection import ServerConnection
-from airflow_pulsar.client.standalone.server import StandaloneBroker
 
 ENTRIES = 250
 READ_BLOCK = 100  # the broker's read batch, as Pulsar's dispatcherMaxReadBatchSize

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_pulsar.client.standalone.ledger import Ledger
+from airflow_pulsar.broker.ledger import Ledger
 
 
 def test_entries_for_counts_whole_entries_up_to_the_permits() -> None:

@@ -7,14 +7,14 @@ from typing import NoReturn
 
 import pytest
 
-from airflow_pulsar.client import Timeout
-from airflow_pulsar.client.standalone.command_line import (
+from airflow_pulsar.cli.command_line import (
     CommandParser,
     non_negative_int,
     port_number,
     run_command,
     split_debug_flag,
 )
+from airflow_pulsar.client import Timeout
 
 
 def failing(error: BaseException) -> NoReturn:

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from airflow_pulsar.broker.cursor import NO_ENTRY, Cursor
 from airflow_pulsar.client.protocol.batch import ack_set_words, unacked_mask
-from airflow_pulsar.client.standalone.cursor import NO_ENTRY, Cursor
 
 
 def ack_words(acked_indexes: set[int], size: int) -> list[int]:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# What the wheel is built from (pyproject.toml maps client/ to airflow_pulsar.client).
-SOURCES = ["pyproject.toml", "README.md", "LICENSE", "NOTICE", "airflow_pulsar", "client"]
+# What the wheel is built from (pyproject.toml maps client/ and broker/ to airflow_pulsar.client and
+# airflow_pulsar.broker).
+SOURCES = ["pyproject.toml", "README.md", "LICENSE", "NOTICE", "airflow_pulsar", "client", "broker"]
 
 
 def _not_shipped(folder: str, names: list[str]) -> list[str]:
@@ -47,7 +48,8 @@ def _metadata(wheel: zipfile.ZipFile) -> Message:
 def test_both_import_packages_ship_their_type_hints(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
     assert {"airflow_pulsar/py.typed", "airflow_pulsar/client/py.typed"} <= names
-    assert "airflow_pulsar/client/standalone/tokens.py" in names  # the client/ mapping, not a link
+    assert "airflow_pulsar/client/producer/producer.py" in names  # the client/ mapping, not a link
+    assert "airflow_pulsar/broker/tokens.py" in names  # the broker/ mapping
 
 
 def test_license_and_notice_travel_with_the_wheel(wheel: zipfile.ZipFile) -> None:

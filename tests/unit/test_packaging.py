@@ -1,4 +1,4 @@
-"""Packaging contracts: the client never imports airflow, and every package folder is shipped."""
+"""Packaging contracts: neither the client nor the broker imports airflow, and every package folder is shipped."""
 
 from __future__ import annotations
 
@@ -6,16 +6,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_client_never_imports_airflow() -> None:
+@pytest.mark.parametrize("folder", ["client", "broker"])
+def test_never_imports_airflow(folder: str) -> None:
     # A fresh interpreter, so nothing imported by pytest or other tests can hide an import.
     modules = sorted(
-        "airflow_pulsar.client." + ".".join(p.relative_to(ROOT / "client").with_suffix("").parts)
-        for p in (ROOT / "client").rglob("*.py")
+        f"airflow_pulsar.{folder}." + ".".join(p.relative_to(ROOT / folder).with_suffix("").parts)
+        for p in (ROOT / folder).rglob("*.py")
         if p.name not in ("__init__.py", "__main__.py")
     )
     code = (
@@ -34,7 +36,7 @@ def test_every_package_folder_is_declared() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     declared = set(config["packages"])
     found = set()
-    for root, prefix in (("airflow_pulsar", "airflow_pulsar"), ("client", "airflow_pulsar.client")):
+    for root, prefix in (("airflow_pulsar", "airflow_pulsar"), ("client", "airflow_pulsar.client"), ("broker", "airflow_pulsar.broker")):
         for init in (ROOT / root).rglob("__init__.py"):
             parts = init.parent.relative_to(ROOT / root).parts
             found.add(".".join((prefix, *parts)))

@@ -10,7 +10,7 @@ import pytest
 from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
 from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
-from airflow_pulsar.client.standalone.password_hashes import (
+from airflow_pulsar.broker.password_hashes import (
     UnsupportedHash,
     apr1_md5_crypt,
     check_hash_format,

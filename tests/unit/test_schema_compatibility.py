@@ -18,11 +18,8 @@ import fastavro
 import pytest
 from google.protobuf import descriptor_pb2, duration_pb2, timestamp_pb2, type_pb2
 
-from airflow_pulsar.client.schema.info import SchemaType
-from airflow_pulsar.client.schema.key_value import pack
-from airflow_pulsar.client.schema.protobuf_native import schema_definition
-from airflow_pulsar.client.standalone.schema_avro import AvroSchemaError, parse_avro, read_error
-from airflow_pulsar.client.standalone.schema_compatibility import (
+from airflow_pulsar.broker.schema_avro import AvroSchemaError, parse_avro, read_error
+from airflow_pulsar.broker.schema_compatibility import (
     IncompatibleSchemaError,
     InvalidSchemaError,
     SchemaCompatibilityStrategy,
@@ -30,6 +27,9 @@ from airflow_pulsar.client.standalone.schema_compatibility import (
     check_compatible,
     validate,
 )
+from airflow_pulsar.client.schema.info import SchemaType
+from airflow_pulsar.client.schema.key_value import pack
+from airflow_pulsar.client.schema.protobuf_native import schema_definition
 
 
 def record(*fields: dict[str, Any], name: str = "Item", **extra: Any) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from pathlib import Path
 import jwt
 import pytest
 
-from airflow_pulsar.client.standalone.token_keys import (
+from airflow_pulsar.broker.token_keys import (
     create_key_pair,
     create_secret_key,
     read_private_key,
     read_public_key,
     read_secret_key,
 )
-from airflow_pulsar.client.standalone.tokens import TokenClaims, TokenError, create_token, verify_token
+from airflow_pulsar.broker.tokens import TokenClaims, TokenError, create_token, verify_token
 
 KEY = bytes(range(32))
 

@@ -12,7 +12,7 @@ import pendulum
 from airflow.sdk import DAG
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from lakehouse_jars import IVY_CACHE
+from jvm.lakehouse_jars import IVY_CACHE
 from lakehouse_tables import SMALL_TABLES
 from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..topic_name import is_valid_name_part
+from airflow_pulsar.client.topic_name import is_valid_name_part
+
 from .admin_resource import NAMESPACE_PATH, AdminResource, error, namespace_of, policy_response
 from .policies import DEDUPLICATION
 from .tenants import CLUSTER

@@ -8,7 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..topic_name import PARTITION_SUFFIX, InvalidTopicNameError, TopicName
+from airflow_pulsar.client.topic_name import PARTITION_SUFFIX, InvalidTopicNameError, TopicName
+
 from .admin_resource import BAD_TOPIC, TOPIC_PATH, AdminResource, error, policy_response, query_flag
 from .policies import DEDUPLICATION
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..topic_name import InvalidTopicNameError, TopicName, is_valid_name_part
+from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName, is_valid_name_part
+
 from .service import BrokerService, TopicNotFoundError
 from .topic import Topic
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from ..protocol import commands
-from ..protocol.PulsarApi_pb2 import ServerError
+from airflow_pulsar.client.protocol import commands
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import ServerError
+
 from .service import BrokerService
 
 

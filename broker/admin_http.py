@@ -18,7 +18,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from ..topic_name import InvalidTopicNameError
+from airflow_pulsar.client.topic_name import InvalidTopicNameError
+
 from .admin_namespaces import Namespaces, Tenants
 from .admin_resource import error
 from .admin_schemas import Schemas

@@ -8,7 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..topic_name import TopicName
+from airflow_pulsar.client.topic_name import TopicName
+
 from .admin_resource import TOPIC_PATH, AdminResource, error, query_flag
 from .entry_response import entry_response
 from .storage import StoredEntry

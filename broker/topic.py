@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..protocol.frames import FrameError, split_entry
-from ..protocol.PulsarApi_pb2 import ProducerAccessMode
-from ..topic_name import TopicName
+from airflow_pulsar.client.protocol.frames import FrameError, split_entry
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import ProducerAccessMode
+from airflow_pulsar.client.topic_name import TopicName
+
 from .cursor import Cursor
 from .ledger import CHECKSUM_HEADER_BYTES, Ledger
 from .rates import RateMeter

@@ -10,17 +10,18 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from ..protocol.checksum import crc32c
-from ..protocol.frames import Frame, FrameError, encode_command
-from ..protocol.PulsarApi_pb2 import (
+from airflow_pulsar.client.protocol.checksum import crc32c
+from airflow_pulsar.client.protocol.frames import Frame, FrameError, encode_command
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
     CommandCloseProducer,
     CommandProducer,
     CommandSend,
     ServerError,
 )
-from ..protocol.wire import U64_MASK, encode_send_receipt, signed64
-from ..topic_name import TopicName
+from airflow_pulsar.client.protocol.wire import U64_MASK, encode_send_receipt, signed64
+from airflow_pulsar.client.topic_name import TopicName
+
 from .channel import Channel, InProgress
 from .schema_registry import schema_from_wire, version_bytes
 from .topic import ServerProducer, Topic

@@ -5,8 +5,9 @@ from __future__ import annotations
 import bisect
 from typing import Protocol
 
-from ..hashing import murmur3_32
-from ..protocol.PulsarApi_pb2 import CommandSubscribe, KeySharedMode
+from airflow_pulsar.client.hashing import murmur3_32
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe, KeySharedMode
+
 from .consumer import ServerConsumer
 from .storage import StoredEntry
 

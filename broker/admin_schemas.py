@@ -21,9 +21,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..schema.info import SchemaType
-from ..schema.key_value import pack
-from ..topic_name import InvalidTopicNameError, TopicName
+from airflow_pulsar.client.schema.info import SchemaType
+from airflow_pulsar.client.schema.key_value import pack
+from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
+
 from .admin_resource import BAD_TOPIC, NAMESPACE_PATH, TOPIC_PATH, AdminResource, error, namespace_of, policy_response, query_flag
 from .policies import AUTO_UPDATE_SCHEMA, NAMESPACE_SCHEMA_STRATEGY, TOPIC_SCHEMA_STRATEGY
 from .schema_compatibility import (

@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..schema.info import SchemaType
-from ..schema.key_value import unpack
+from airflow_pulsar.client.schema.info import SchemaType
+from airflow_pulsar.client.schema.key_value import unpack
+
 from .schema_avro import AvroSchema, AvroSchemaError, parse_avro, read_error
 from .schema_protobuf import ProtobufNativeSchemaError, root_message_name
 

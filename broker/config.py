@@ -6,8 +6,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
-from .command_line import port_number, positive_int
+from airflow_pulsar.cli.command_line import port_number, positive_int
+from airflow_pulsar.client.protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
 
 
 class ConfigError(ValueError):

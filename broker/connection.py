@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..protocol import commands
-from ..protocol.commands import PROTOCOL_VERSION
-from ..protocol.frames import FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command
-from ..protocol.PulsarApi_pb2 import (
+from airflow_pulsar.client.protocol import commands
+from airflow_pulsar.client.protocol.commands import PROTOCOL_VERSION
+from airflow_pulsar.client.protocol.frames import FRAME_OVERHEAD, Frame, FrameDecoder, FrameError, encode_command
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     AuthData,
     BaseCommand,
     CommandAuthResponse,
@@ -27,8 +27,9 @@ from ..protocol.PulsarApi_pb2 import (
     FeatureFlags,
     ServerError,
 )
-from ..protocol.wire import U64_MASK
-from ..topic_name import InvalidTopicNameError
+from airflow_pulsar.client.protocol.wire import U64_MASK
+from airflow_pulsar.client.topic_name import InvalidTopicNameError
+
 from .authentication import REFRESH_CHALLENGE, AuthenticationFailed, AuthenticationService, AuthenticationSession
 from .channel import Rejected
 from .consumer_commands import ConsumerCommands

@@ -20,11 +20,12 @@ import asyncio
 import time
 from typing import Any, Protocol
 
-from ..protocol.batch import ack_set_words
-from ..protocol.frames import split_entry
-from ..protocol.PulsarApi_pb2 import CommandSubscribe, MessageMetadata
-from ..protocol.wire import tag
-from ..topic_name import TopicName
+from airflow_pulsar.client.protocol.batch import ack_set_words
+from airflow_pulsar.client.protocol.frames import split_entry
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe, MessageMetadata
+from airflow_pulsar.client.protocol.wire import tag
+from airflow_pulsar.client.topic_name import TopicName
+
 from .consumer import ServerConsumer
 from .cursor import Cursor
 from .ledger import Ledger

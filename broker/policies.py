@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..topic_name import TopicName
+from airflow_pulsar.client.topic_name import TopicName
+
 from .schema_compatibility import DEFAULT_STRATEGY, SchemaCompatibilityStrategy
 from .storage import Storage
 

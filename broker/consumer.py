@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from ..protocol.PulsarApi_pb2 import CommandSubscribe
-from ..topic_name import TopicName
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe
+from airflow_pulsar.client.topic_name import TopicName
+
 from .rates import RateMeter
 from .storage import StoredEntry
 

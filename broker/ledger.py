@@ -13,8 +13,9 @@ import functools
 from array import array
 from collections.abc import Callable
 
-from ..protocol.PulsarApi_pb2 import BrokerEntryMetadata
-from ..protocol.wire import tag
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import BrokerEntryMetadata
+from airflow_pulsar.client.protocol.wire import tag
+
 from .storage import Commit, Storage, StoredEntry
 
 # Tail entries kept in memory so consumers that keep up never touch the database.

@@ -6,7 +6,8 @@ import asyncio
 import itertools
 import secrets
 
-from ..topic_name import InvalidTopicNameError, TopicName
+from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
+
 from .config import BrokerConfig
 from .data_dir import DataDirLock
 from .ledger import Ledger

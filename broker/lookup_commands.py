@@ -3,7 +3,7 @@ GET_TOPICS_OF_NAMESPACE, and the schema registry's GET_SCHEMA and GET_OR_CREATE_
 
 from __future__ import annotations
 
-from ..protocol.PulsarApi_pb2 import (
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
     CommandGetOrCreateSchema,
     CommandGetSchema,
@@ -14,8 +14,9 @@ from ..protocol.PulsarApi_pb2 import (
     CommandPartitionedTopicMetadataResponse,
     ServerError,
 )
-from ..schema.info import SchemaType
-from ..topic_name import InvalidTopicNameError, TopicName
+from airflow_pulsar.client.schema.info import SchemaType
+from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
+
 from .channel import Channel, Rejected
 from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError
 from .schema_registry import schema_from_wire, schema_id, schema_to_wire, version_bytes, version_from_bytes

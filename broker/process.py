@@ -1,6 +1,6 @@
 """Run the standalone broker as a child process: for tests, benchmarks and the demo.
 
-The process is started with ``python -m airflow_pulsar.client.standalone`` and found ready by its
+The process is started with ``python -m airflow_pulsar.broker`` and found ready by its
 ready line. After the first start it keeps its ports, so a restart (clean or after kill -9) comes
 back at the same URLs and clients reconnect to it.
 """
@@ -39,7 +39,7 @@ class BrokerProcess:
         """Start and wait for the ready line."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
-            sys.executable, "-m", "airflow_pulsar.client.standalone",
+            sys.executable, "-m", "airflow_pulsar.broker",
             "--host", "127.0.0.1", "--port", str(self.port), "--http-port", str(self.http_port),
             "--data-dir", str(self.data_dir), *self.extra_args,
         ]

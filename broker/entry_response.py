@@ -14,9 +14,10 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 
-from ..protocol.compression import decompress
-from ..protocol.frames import split_entry
-from ..protocol.PulsarApi_pb2 import MessageMetadata
+from airflow_pulsar.client.protocol.compression import decompress
+from airflow_pulsar.client.protocol.frames import split_entry
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
+
 from .ledger import stored_size
 from .storage import StoredEntry
 

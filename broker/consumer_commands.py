@@ -10,9 +10,9 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from ..protocol import commands
-from ..protocol.frames import encode_payload_command
-from ..protocol.PulsarApi_pb2 import (
+from airflow_pulsar.client.protocol import commands
+from airflow_pulsar.client.protocol.frames import encode_payload_command
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
     CommandAck,
     CommandCloseConsumer,
@@ -26,9 +26,10 @@ from ..protocol.PulsarApi_pb2 import (
     MessageIdData,
     ServerError,
 )
-from ..protocol.wire import U64_MASK, encode_message, signed64
-from ..schema.info import SchemaType
-from ..topic_name import TopicName
+from airflow_pulsar.client.protocol.wire import U64_MASK, encode_message, signed64
+from airflow_pulsar.client.schema.info import SchemaType
+from airflow_pulsar.client.topic_name import TopicName
+
 from .channel import Channel, InProgress, Rejected
 from .consumer import ServerConsumer
 from .ledger import Ledger

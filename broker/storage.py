@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..protocol.wire import signed64
+from airflow_pulsar.client.protocol.wire import signed64
 
 log = logging.getLogger(__name__)
 

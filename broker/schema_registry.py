@@ -18,10 +18,11 @@ import struct
 import time
 from dataclasses import dataclass
 
-from ..protocol.PulsarApi_pb2 import KeyValue as KeyValuePb
-from ..protocol.PulsarApi_pb2 import Schema as SchemaPb
-from ..schema.info import SchemaType
-from ..topic_name import TopicName
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue as KeyValuePb
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import Schema as SchemaPb
+from airflow_pulsar.client.schema.info import SchemaType
+from airflow_pulsar.client.topic_name import TopicName
+
 from .schema_compatibility import (
     IncompatibleSchemaError,
     InvalidSchemaError,

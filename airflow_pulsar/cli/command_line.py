@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
-from ..exceptions import PulsarException
+from airflow_pulsar.client.exceptions import PulsarException
 
 Number = TypeVar("Number", int, float)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.batch import unacked_mask
+from airflow_pulsar.client.protocol.batch import unacked_mask
 
 NO_ENTRY = -1
 

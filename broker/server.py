@@ -14,9 +14,10 @@ from collections.abc import Iterator, Sequence
 
 from aiohttp import web
 
+from airflow_pulsar.cli.command_line import CommandParser
+
 from .admin_http import AdminApi
 from .authentication_config import authentication_service, trust_client_certificates
-from .command_line import CommandParser
 from .config import BrokerConfig, ConfigError, add_arguments, from_arguments
 from .connection import ServerConnection
 from .service import BrokerService
@@ -105,7 +106,7 @@ async def serve(config: BrokerConfig) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``airflow-pulsar standalone`` and ``python -m airflow_pulsar.client.standalone``;
+    """Entry point of ``airflow-pulsar standalone`` and ``python -m airflow_pulsar.broker``;
     a setting it cannot start with raises :class:`ConfigError` naming the option."""
     parser = CommandParser(prog=PROG, description="Run the embedded Pulsar standalone broker.")
     add_arguments(parser)
