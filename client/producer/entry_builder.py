@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..crypto import MessageEncryptor
@@ -27,7 +26,7 @@ from ..protocol.PulsarApi_pb2 import MessageMetadata
 from ..protocol.wire import PlainMetadata, tag, varint
 from .batch_container import Batch
 from .chunking import chunk_size_for, split_into_chunks
-from .delivery import Delivery
+from .message import OutgoingMessage
 from .stats import ProducerStats
 
 __all__ = ["Entry", "EntryBuilder"]
@@ -139,24 +138,20 @@ class EntryBuilder:
         data = _U32.pack(len(metadata)) + metadata + content
         return _new_entry(Entry, (data, crc32c(data)))
 
-    def message_entries(
-        self,
-        content: bytes,
-        sequence_id: int,
-        properties: Mapping[str, str] | None = None,
-        partition_key: str | None = None,
-        ordering_key: bytes | None = None,
-        event_timestamp: int | None = None,
-        null_value: bool = False,
-        delivery: Delivery | None = None,
-    ) -> list[Entry]:
-        """The entry of one unbatched message, or its chunks in order when it exceeds the max message size.
+    def message_entries(self, message: OutgoingMessage, sequence_id: int) -> list[Entry]:
+        """The entry of one unbatched message numbered ``sequence_id``, or its chunks in order when
+        it exceeds the max message size. A message without content is a null value: an empty
+        payload flagged ``null_value``.
 
         A message that needs chunks always splits into two or more.
 
         Raises:
             MessageTooBig: the compressed message exceeds the max message size and chunking is off.
         """
+        null_value = message.content is None
+        content = b"" if message.content is None else message.content
+        properties, partition_key, event_timestamp, delivery = message.props, message.key, message.event_time, message.delivery
+        ordering_key = None if message.ordering is None else message.ordering.encode()
         compression = self._compression
         payload = compress(compression, content)
         size = len(content)
