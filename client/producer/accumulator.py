@@ -102,8 +102,10 @@ class MessageAccumulator:
             if entry is not None:
                 now = time.monotonic()
                 timeout = self._send_timeout
+                # A send_async(..., None) has nothing to call back: no container to build (nor to collect).
+                callbacks = () if callback is None else (callback,)
                 # In OpSend's order: sequence ids (first, highest), messages, batched, entry, callbacks, permits, memory, created, deadline.
-                self._queue(OpSend(sequence_id, sequence_id, 1, False, entry, [callback], 1, len(content),
+                self._queue(OpSend(sequence_id, sequence_id, 1, False, entry, callbacks, 1, len(content),
                                    now, None if timeout is None else now + timeout))
                 return False
         encryptor = self._entries.encryptor
@@ -152,7 +154,7 @@ class MessageAccumulator:
                     num_messages=1,
                     batched=False,
                     entry=entry,
-                    callbacks=[callback] if done else [],
+                    callbacks=(callback,) if done and callback is not None else (),
                     permits=1 if done else 0,
                     memory=size if done else 0,
                     created=now,

@@ -112,7 +112,7 @@ class EntryBuilder:
         payload = compress(compression, batch.payload)
         metadata = self._plain.encode(
             batch.first_sequence_id,
-            int(time.time() * 1000),
+            time.time_ns() // 1_000_000,
             int(compression),
             len(batch.payload),
             count,
@@ -134,7 +134,7 @@ class EntryBuilder:
         if self._transforms or size > self.max_message_size:
             return None
         self._written.record(1, size, size, False)
-        metadata = self._plain.encode(sequence_id, int(time.time() * 1000)) + self._schema_field
+        metadata = self._plain.encode(sequence_id, time.time_ns() // 1_000_000) + self._schema_field
         data = _U32.pack(len(metadata)) + metadata + content
         return _new_entry(Entry, (data, crc32c(data)))
 
@@ -168,10 +168,10 @@ class EntryBuilder:
             and not null_value
             and delivery is None
         ):
-            metadata = self._plain.encode(sequence_id, int(time.time() * 1000), int(compression), size) + self._schema_field
+            metadata = self._plain.encode(sequence_id, time.time_ns() // 1_000_000, int(compression), size) + self._schema_field
             return [self._sealed(metadata, payload)]
         full = MessageMetadata(
-            producer_name=self.producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
+            producer_name=self.producer_name, sequence_id=sequence_id, publish_time=time.time_ns() // 1_000_000
         )
         if compression != CompressionType.NONE:
             full.compression = WireCompression.ValueType(compression)

@@ -257,8 +257,8 @@ def test_only_the_last_chunk_completes_the_message() -> None:
     _send(accumulator, bytes(range(256)) * 40, 4, callback)
     assert len(ops) > 2
     assert all(op.chunk and op.sequence_id == op.highest_sequence_id == 4 and op.deadline is None for op in ops)
-    assert [(op.callbacks, op.permits, op.memory) for op in ops[:-1]] == [([], 0, 0)] * (len(ops) - 1)
-    assert (ops[-1].callbacks, ops[-1].permits, ops[-1].memory) == ([callback], 1, 10240)
+    assert [(op.callbacks, op.permits, op.memory) for op in ops[:-1]] == [((), 0, 0)] * (len(ops) - 1)
+    assert (ops[-1].callbacks, ops[-1].permits, ops[-1].memory) == ((callback,), 1, 10240)
 
 
 def test_op_frame_is_a_send_around_the_entry() -> None:
