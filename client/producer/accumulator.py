@@ -23,7 +23,7 @@ from .batch_container import BatchContainer, KeyBasedBatchContainer, SendCallbac
 from .config import BatchingType, ProducerConfig
 from .delivery import Delivery
 from .entry_builder import EntryBuilder
-from .message import OutgoingMessage
+from .message import Outgoing, OutgoingMessage
 from .pending import OpSend
 from .stats import ProducerStats
 
@@ -81,9 +81,9 @@ class MessageAccumulator:
         if self._batch is not None:
             self._batch.max_bytes = min(self._max_batch_bytes, max(1, max_message_size - _BATCH_HEADROOM))
 
-    def add(self, message: OutgoingMessage, sequence_id: int, callback: SendCallback | None, flush: bool) -> bool:
-        """Take one message, numbered ``sequence_id``; True when it waits in the batch (the batch
-        timer must be running).
+    def add(self, message: Outgoing, sequence_id: int, callback: SendCallback | None, flush: bool) -> bool:
+        """Take one message (bytes for one of nothing but its content), numbered ``sequence_id``;
+        True when it waits in the batch (the batch timer must be running).
 
         A message without content is a null value: an empty payload flagged ``null_value``.
         ``flush`` sends the batch at once (a sync send has nothing to wait for).
@@ -93,10 +93,15 @@ class MessageAccumulator:
             CryptoError: the producer encrypts and its public keys cannot be read or used.
         """
         batch = self._batch
-        content = message.content
+        if isinstance(message, bytes):
+            content: bytes | None = message
+            properties = partition_key = ordering = event_timestamp = delivery = None
+        else:
+            content, properties, partition_key, ordering = message.content, message.props, message.key, message.ordering
+            event_timestamp, delivery = message.event_time, message.delivery
         if (
-            batch is None and content is not None and message.props is None and message.key is None
-            and message.ordering is None and message.event_time is None and message.delivery is None
+            batch is None and content is not None and properties is None and partition_key is None
+            and ordering is None and event_timestamp is None and delivery is None
         ):  # the common unbatched message, spelled out; None when it needs more than the plain entry
             entry = self._entries.plain_entry(content, sequence_id)
             if entry is not None:
@@ -114,10 +119,8 @@ class MessageAccumulator:
         null_value = content is None
         payload = b"" if content is None else content
         size = len(payload)
-        delivery = message.delivery
         if batch is not None and batch.accepts(size) and (delivery is self._batch_delivery or self._joins_batch(delivery)):
-            properties, partition_key, event_timestamp = message.props, message.key, message.event_time
-            ordering_key = None if message.ordering is None else message.ordering.encode()
+            ordering_key = None if ordering is None else ordering.encode()
             if properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value:
                 header = single_header(size, sequence_id)
             else:
@@ -142,7 +145,7 @@ class MessageAccumulator:
         self.flush()  # keep order: the batch was sent first
         now = time.monotonic()
         deadline = self._deadline(now)
-        entries = self._entries.message_entries(message, sequence_id)
+        entries = self._entries.message_entries(OutgoingMessage(message) if isinstance(message, bytes) else message, sequence_id)
         last = len(entries) - 1
         for index, entry in enumerate(entries):
             # Only the last chunk completes the message: its callback, slot and memory.

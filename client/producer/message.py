@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeAlias
 
 from .delivery import Delivery
 
-__all__ = ["OutgoingMessage"]
+__all__ = ["Outgoing", "OutgoingMessage"]
 
 
 class OutgoingMessage:
     """Content and per-message fields of one ``send``, built once by the producer and handed down
     through routing, interceptors, the partition producer and batching unchanged (never copied).
+    A message of nothing but bytes goes down as those bytes (see :data:`Outgoing`).
 
     The accessor methods are those of the official ``pulsar.Message`` (``data()``,
     ``partition_key()``, ...), so a ``message_router`` written for that client works unchanged;
     the plain attributes are for routers and interceptors of this client, and for its own code.
-    ``sequence_id`` is the one the send asked for until the partition producer gives the message
-    its own (when none was asked for). ``delivery`` holds the delayed delivery and replication
-    fields, None for a message that uses neither.
+    ``sequence_id`` is the one the send asked for, None for the partition's next. ``delivery``
+    holds the delayed delivery and replication fields, None for a message that uses neither.
     """
 
     # Slots and plain attributes: one is built per send, on the fast path too.
@@ -61,3 +62,10 @@ class OutgoingMessage:
     def event_timestamp(self) -> int:
         """Event time in ms, 0 if not set."""
         return self.event_time or 0
+
+
+# What the producer hands its partition producers for one send: the message, or for a message of
+# nothing but its content (no keys, properties, sequence id, event time or delivery, no
+# interceptors) that content itself. An object per send, however lean, costs about 0.15 us
+# (allocation and release), a tenth of what a batched send costs in all: the common send builds none.
+Outgoing: TypeAlias = OutgoingMessage | bytes

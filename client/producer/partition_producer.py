@@ -40,7 +40,7 @@ from ..protocol.wire import SendEncoder, signed64
 from .accumulator import MessageAccumulator
 from .config import ProducerConfig
 from .limits import PendingLimit, SendQuota
-from .message import OutgoingMessage
+from .message import Outgoing
 from .pending import OpSend, PendingQueue, fail_callback
 from .stats import ProducerStats
 
@@ -208,13 +208,18 @@ class PartitionProducer:
 
     # ---- sending ----
 
-    def send_async(self, message: OutgoingMessage, callback: SendCallback | None, flush: bool = False) -> None:
-        """Queue one message; ``callback(result, message_id)`` runs when it completes (None: nobody waits).
+    def send_async(self, message: Outgoing, callback: SendCallback | None, flush: bool = False) -> None:
+        """Queue one message (an :class:`~.message.OutgoingMessage`, or bytes for a message of nothing
+        but its content); ``callback(result, message_id)`` runs when it completes (None: nobody waits).
 
         ``flush`` sends the batch at once (a sync send has nothing to wait for). The message keeps
         the sequence id it asked for, if any; otherwise it gets the partition's next one.
         """
-        content = message.content
+        content: bytes | None
+        if isinstance(message, bytes):
+            content, sequence_id = message, None
+        else:
+            content, sequence_id = message.content, message.sequence_id
         size = 0 if content is None else len(content)
         error = self._quota.reserve(size)
         if error is not None:
@@ -225,7 +230,6 @@ class PartitionProducer:
         try:
             if self._closing or self._failure is not None:
                 raise self._failure or AlreadyClosed(f"producer on {self.topic} is closed")
-            sequence_id = message.sequence_id
             if sequence_id is None:
                 sequence_id = self._next_sequence_id
                 self._next_sequence_id = sequence_id + 1

@@ -151,12 +151,13 @@ class Producer:
             and disable_replication is False
             and not self._interceptors
         ):
-            # The common case, with nothing to check or convert; a custom router goes through _dispatch.
+            # The common case, with nothing to check or convert, goes down as its bytes (see message.Outgoing);
+            # a custom router goes through _dispatch.
             if self._router is None:
-                self._partitions[0].send_async(OutgoingMessage(content), callback)
+                self._partitions[0].send_async(content, callback)
                 return
             if self._route_unkeyed is not None:
-                self._partitions[self._route_unkeyed(self._num_partitions)].send_async(OutgoingMessage(content), callback)
+                self._partitions[self._route_unkeyed(self._num_partitions)].send_async(content, callback)
                 return
         message = self._outgoing(
             content, properties, partition_key, ordering_key, sequence_id,
@@ -463,16 +464,24 @@ def _check_fields(
 ) -> None:
     """Check the per-message arguments: ``ValueError`` for an argument of the wrong type, ``TypeError``
     for a property that is not str to str (the official client's errors). The checks run inline and
-    call :func:`check_type` only to raise: this is on every keyed send's path."""
-    if properties is not None and not (
-        isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
-    ):
-        check_type(Mapping, properties, "properties")
-        raise TypeError(f"properties must be a dict of str to str, got {properties!r}")
+    call :func:`check_type` only to raise: this is on every keyed send's path (a dict passes without
+    the abstract Mapping check, the costliest of them)."""
+    if properties is not None:
+        if type(properties) is not dict and not isinstance(properties, Mapping):
+            check_type(Mapping, properties, "properties")
+        for key, value in properties.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TypeError(f"properties must be a dict of str to str, got {properties!r}")
     if partition_key is not None and not isinstance(partition_key, str):
         check_type(str, partition_key, "partition_key")
     if ordering_key is not None and not isinstance(ordering_key, str):
         check_type(str, ordering_key, "ordering_key")
-    for name, value in (("sequence_id", sequence_id), ("event_timestamp", event_timestamp)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    if sequence_id is not None:
+        _check_count(sequence_id, "sequence_id")
+    if event_timestamp is not None:
+        _check_count(event_timestamp, "event_timestamp")
+
+
+def _check_count(value: int, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")

@@ -214,7 +214,23 @@ def _accumulator(**settings: Any) -> tuple[MessageAccumulator, list[OpSend]]:
 
 
 def _send(accumulator: MessageAccumulator, content: bytes, sequence_id: int, callback: Any = None, flush: bool = False) -> bool:
-    return accumulator.add(OutgoingMessage(content), sequence_id, callback, flush)
+    """A message of nothing but its content, as the producer hands it down: its bytes."""
+    return accumulator.add(content, sequence_id, callback, flush)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"batching_enabled": False}, {"batching_max_messages": 1}, {"batching_enabled": False, "compression_type": CompressionType.LZ4}],
+    ids=["plain", "batched", "compressed"],
+)
+def test_a_message_handed_down_as_its_bytes_is_the_message_of_those_bytes(settings: dict[str, Any]) -> None:
+    (as_bytes, bytes_ops), (as_object, object_ops) = _accumulator(**settings), _accumulator(**settings)
+    assert not as_bytes.add(b"same", 3, None, False) and not as_object.add(OutgoingMessage(b"same"), 3, None, False)
+    (sent,), (expected,) = bytes_ops, object_ops
+    metadata, payload = _decode(sent.entry)
+    expected_metadata, expected_payload = _decode(expected.entry)
+    expected_metadata.publish_time = metadata.publish_time  # both stamp the time they were built
+    assert (metadata, payload, sent.batched, sent.num_messages) == (expected_metadata, expected_payload, expected.batched, 1)
 
 
 def test_batch_becomes_one_op_when_full() -> None:
