@@ -55,7 +55,7 @@ from .producer import (
 )
 from .protocol.message_id import MessageId
 from .schema import BytesSchema
-from .service_info import ServiceInfo, ServiceInfoProvider
+from .service_info import ServiceInfo, ServiceInfoProvider, ServiceUrl
 from .table_view import TableView
 
 __all__ = [
@@ -97,6 +97,7 @@ __all__ = [
     "RegexSubscriptionMode",
     "ServiceInfo",
     "ServiceInfoProvider",
+    "ServiceUrl",
     "TableView",
     "recommend_settings",
     "schema",

@@ -18,7 +18,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from airflow.sdk import Asset
 
-from airflow_pulsar.client.service_info import ServiceUrl
+from airflow_pulsar.client import ServiceUrl
 from airflow_pulsar.client.topic_name import TopicName
 
 if TYPE_CHECKING:

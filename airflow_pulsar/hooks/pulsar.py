@@ -17,7 +17,6 @@ from airflow.sdk import BaseHook
 
 from airflow_pulsar.client import Client, Consumer, MessageId, Producer, Reader
 from airflow_pulsar.client.asyncio import Client as AsyncClient
-from airflow_pulsar.client.services import Closeable
 from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
 from airflow_pulsar.hooks.authentication import ConnectionAuthentication
 
@@ -30,7 +29,7 @@ DEFAULT_ADMIN_PORT = 8080
 DEFAULT_ADMIN_TLS_PORT = 8443
 _PULSAR_SCHEMES = ("pulsar", "pulsar+ssl")
 # A producer, consumer or reader the hook closes on close().
-H = TypeVar("H", bound=Closeable)
+H = TypeVar("H", Producer, Consumer, Reader)
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off", ""}
 
@@ -189,7 +188,7 @@ class PulsarHook(BaseHook):
         self._config: PulsarConnectionConfig | None = None
         self._client: Client | None = None
         self._admin: PulsarAdmin | None = None
-        self._handlers: list[Closeable] = []
+        self._handlers: list[Producer | Consumer | Reader] = []
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:

@@ -13,8 +13,8 @@ from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
 from airflow_pulsar import arguments, subscriptions
+from airflow_pulsar.client import InitialPosition
 from airflow_pulsar.client.admin import AdminNotFoundError
-from airflow_pulsar.client.consumer.settings import InitialPosition
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.templated_arguments import TemplatedArguments
 from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger, missing_subscription
