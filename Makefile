@@ -51,16 +51,16 @@ $(VENV):
 	$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet uv
 
 # Both ends of every declared range, each in a throwaway environment, on the embedded broker: the
-# unit tier, the interop files that touch each dependency (protobuf in every frame, fastavro in the
-# schemas, cryptography in encryption, httpx in the admin client) and the Spark ingestion tier
-# (pyspark, pyarrow, Airflow). Left to the main suite: the rest of interop, the Spark cluster test,
-# the crash-point tests and the 100k-message run, which exercise behaviour and scale rather than
-# versions (the DAG run in test_ingest_dag takes the same read and write path), and the Delta and
-# Iceberg tests, whose jars are built for the pinned Spark minor only, and the typed-column
-# ingests (their Avro decoding and table evolution run here as unit tests); and the generated-code
-# and wheel checks, which need the development environment's protoc and setuptools. The uv cache
-# is shared with the main environment.
-RANGE_TIERS ?= tests/unit \
+# unit and broker tiers, the interop files that touch each dependency (protobuf in every frame,
+# fastavro in the schemas, cryptography in encryption, httpx in the admin client) and the Spark
+# ingestion tier (pyspark, pyarrow, Airflow). Left to the main suite: the rest of interop, the Spark
+# cluster test, the crash-point tests and the 100k-message run, which exercise behaviour and scale
+# rather than versions (the DAG run in test_ingest_dag takes the same read and write path), and the
+# Delta and Iceberg tests, whose jars are built for the pinned Spark minor only, and the
+# typed-column ingests (their Avro decoding and table evolution run here as unit tests); and the
+# generated-code and wheel checks, which need the development environment's protoc and setuptools.
+# The uv cache is shared with the main environment.
+RANGE_TIERS ?= tests/unit tests/broker \
 	tests/interop/test_interop_round_trip.py tests/interop/test_schema_interop.py \
 	tests/interop/test_encryption.py tests/interop/test_producer_interop.py tests/interop/test_admin.py \
 	tests/spark --ignore=tests/spark/test_ingest_cluster.py -k "not crashes and not ingests_100k" \

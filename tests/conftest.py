@@ -27,7 +27,7 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
 from jvm.spark_cds import QUICK_JVM_OPTIONS
-from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
+from tests.support.security import Pki, SecuredBroker, make_pki, secured_broker
 
 # Every spark-submit of the session starts its JVM (in client mode, the driver) with the quick
 # options, in this process and in those the tests start (Airflow's components, the demo).
@@ -187,7 +187,7 @@ def airflow_db() -> None:
     """Airflow's metadata database (SQLite in AIRFLOW_HOME), created once per test process, for dag.test().
 
     For the tiers that run Airflow in this process (tests/airflow, tests/spark, tests/cluster): each
-    sets the Airflow environment in its conftest.py (``airflow_test_env``) before airflow is imported,
+    sets the Airflow environment in its conftest.py (``tests.support.airflow_env``) before airflow is imported,
     so each xdist worker has a home of its own.
     """
     from airflow.utils.db import initdb
@@ -206,7 +206,7 @@ def topic_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    """A test CA and the server certificates it signed (see ``security_helpers.make_pki``), fresh per module."""
+    """A test CA and the server certificates it signed (see ``tests.support.security.make_pki``), fresh per module."""
     return make_pki(tmp_path_factory.mktemp("pki"))
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,24 +12,19 @@ import urllib.parse
 from pathlib import Path
 from urllib.parse import quote
 
+import airflow
 import jsonschema
 import pytest
 from airflow.sdk import Connection
 
-import airflow
 from airflow_pulsar.client import ConsumerType, InitialPosition, MessageId
 from airflow_pulsar.get_provider_info import get_provider_info
 from airflow_pulsar.hooks.pulsar import PulsarConnectionConfig, PulsarHook
-from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV
+from tests.support.airflow_env import AIRFLOW_BIN, AIRFLOW_ENV
+from tests.support.ports import free_port
 
 AIRFLOW_PACKAGE = Path(airflow.__file__).parent
 HOOK_CLASS = "airflow_pulsar.hooks.pulsar.PulsarHook"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _conn(**fields: object) -> Connection:
@@ -242,7 +236,7 @@ def test_connection_test_through_the_task_sdk(broker, pulsar_conn) -> None:
 
 
 def test_connection_test_fails_naming_an_unreachable_admin_url(broker, pulsar_conn) -> None:
-    admin_url = f"http://127.0.0.1:{_free_port()}"
+    admin_url = f"http://127.0.0.1:{free_port()}"
     pulsar_conn(host=broker.service_url, password="tok-admin-down-123456", extra={"admin_url": admin_url})
     ok, message = PulsarHook().test_connection()
     assert not ok
@@ -252,7 +246,7 @@ def test_connection_test_fails_naming_an_unreachable_admin_url(broker, pulsar_co
 
 
 def test_connection_test_fails_clearly_on_a_closed_port(pulsar_conn) -> None:
-    port = _free_port()
+    port = free_port()
     pulsar_conn(host="127.0.0.1", port=port, password="tok-closed-port-123456")
     started = time.monotonic()
     ok, message = PulsarHook().test_connection()
@@ -280,7 +274,7 @@ def test_token_is_masked_and_never_shown(pulsar_conn, caplog: pytest.LogCaptureF
     assert mask_logs(None, "info", {"event": f"header Bearer {token}"})["event"] == "header Bearer ***"
     assert token not in repr(config)
 
-    pulsar_conn(host="127.0.0.1", port=_free_port(), password=token)
+    pulsar_conn(host="127.0.0.1", port=free_port(), password=token)
     caplog.set_level(logging.DEBUG)
     hook = PulsarHook()
     client = hook.get_client()

@@ -16,8 +16,8 @@ from airflow.sdk import Connection
 from airflow_pulsar.client import InitialPosition
 from airflow_pulsar.get_provider_info import PULSAR_CONN_FIELDS
 from airflow_pulsar.hooks.pulsar import PulsarConnectionConfig, PulsarHook
-from oauth2_issuer import Oauth2Issuer, RunningIssuer
-from security_helpers import Pki, SecuredBroker, secured_broker
+from tests.support.oauth2_issuer import Oauth2Issuer, RunningIssuer
+from tests.support.security import Pki, SecuredBroker, secured_broker
 
 USER, PASSWORD = "etl", "basic secret"
 CLIENT_ID, CLIENT_SECRET = "airflow-etl", "oauth2 secret"

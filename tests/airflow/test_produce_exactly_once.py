@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 from airflow.configuration import conf as airflow_conf
 
-from airflow_helpers import run_dag
 from airflow_pulsar.client import BatchingType, Client, MessageId
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.produce import PulsarProduceOperator
-from airflow_test_env import DAGS_FOLDER
-from polling import wait_until
+from tests.support.airflow_env import DAGS_FOLDER
+from tests.support.dag_runs import run_dag
+from tests.support.polling import wait_until
 
 PARTITIONS = 3
 

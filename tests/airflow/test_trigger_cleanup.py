@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from airflow_helpers import subscription_stats
 from airflow_pulsar.client import Client, InitialPosition
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.exceptions import AlreadyClosed
@@ -23,6 +22,7 @@ from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
 from airflow_pulsar.triggers.backlog import PulsarBacklogTrigger
 from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
+from tests.support.dag_runs import subscription_stats
 
 SUBSCRIPTION = "cleanup"
 

@@ -18,15 +18,11 @@ from pathlib import Path
 
 import pytest
 
-# Sets AIRFLOW_HOME and friends before anything imports airflow.
-from airflow_test_env import AIRFLOW_HOME, PLUGINS_FOLDER
 from jvm.pulsar_cluster import PulsarCluster
 
-TESTS = Path(__file__).resolve().parent.parent
-# The Airflow and Spark tiers' helpers and the test DAGs' user functions, importable here too.
-for folder in (TESTS / "airflow", TESTS / "spark", PLUGINS_FOLDER):
-    if str(folder) not in sys.path:
-        sys.path.append(str(folder))
+# Sets AIRFLOW_HOME and friends before anything imports airflow; Airflow then puts the plugins
+# folder (the test DAGs' user functions) on the import path itself.
+from tests.support.airflow_env import AIRFLOW_HOME
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

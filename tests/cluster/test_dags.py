@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from airflow_helpers import run_dag
 from airflow_pulsar.client import Client, InitialPosition, Result, Timeout
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
-from cluster_helpers import partitioned_topic_on_every_broker
 from jvm.pulsar_cluster import PulsarCluster
-from spark_helpers import Catalog, produce_json
+from tests.support.cluster_topics import partitioned_topic_on_every_broker
+from tests.support.dag_runs import run_dag
+from tests.support.spark_ingest import Catalog, produce_json
 
 pytestmark = pytest.mark.cluster
 

@@ -26,7 +26,8 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client import Client, InitialPosition, Result, Timeout
-from cluster_helpers import (
+from jvm.pulsar_cluster import PulsarCluster
+from tests.support.cluster_topics import (
     assert_each_once_in_key_order,
     create_namespace,
     official_client,
@@ -34,7 +35,6 @@ from cluster_helpers import (
     read_subscription,
     topic_owned_by,
 )
-from jvm.pulsar_cluster import PulsarCluster
 
 pytestmark = pytest.mark.cluster
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from airflow_deployment import AirflowDeployment, free_port
 from airflow_pulsar.client.admin import AdminNotFoundError, PulsarAdmin
 from airflow_pulsar.examples.shop_events import ALERTS_TOPIC, TOPIC
+from tests.support.airflow_deployment import AirflowDeployment
+from tests.support.ports import free_port
 
 PROJECT_DAGS = Path(__file__).resolve().parents[2] / "dags"
 

@@ -11,14 +11,8 @@ import sys
 from pathlib import Path
 
 from airflow_pulsar.broker.process import BrokerProcess
-from security_helpers import Pki, SecuredBroker
-
-
-def run(broker: BrokerProcess, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PULSAR_SERVICE_URL": broker.service_url, "PULSAR_ADMIN_URL": broker.web_url}
-    return subprocess.run(
-        [sys.executable, "-m", "airflow_pulsar.cli", *args], env=env, input=stdin, capture_output=True, text=True, timeout=60
-    )
+from tests.support.cli_command import run
+from tests.support.security import Pki, SecuredBroker
 
 
 def test_topics_lifecycle(broker: BrokerProcess, topic_name: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from airflow_pulsar.cli import COMMANDS
-from security_helpers import SecuredBroker
+from tests.support.security import SecuredBroker
 
 FORGED_TOKEN = "{forged_token}"  # a token signed with a key the broker does not know
 

@@ -24,7 +24,7 @@ from airflow_pulsar.client import (
 )
 from airflow_pulsar.client.exceptions import AlreadyClosed, PulsarException, Result, Timeout
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import SingleMessageMetadata
-from polling import wait_until
+from tests.support.polling import wait_until
 
 
 def test_positional_arguments_take_the_official_places(broker: Any) -> None:

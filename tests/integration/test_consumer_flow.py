@@ -7,8 +7,8 @@ import pytest
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
-from consumer_helpers import broker_consumer, data, nothing_more, produce, receive_all
-from polling import wait_until
+from tests.support.consumer_checks import broker_consumer, data, nothing_more, produce, receive_all
+from tests.support.polling import wait_until
 
 
 def test_flow_goes_out_at_half_the_queue(broker, official: pulsar.Client, our_client: Client, topic_name: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from interop_helpers import OPERATION_TIMEOUT, OfficialFactory
+from tests.support.official_client import OPERATION_TIMEOUT, OfficialFactory
 
 
 @pytest.fixture

@@ -29,8 +29,9 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
-from interop_helpers import assert_nothing_more, full_name, read_n, receive_n, wait_until
 from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
+from tests.support.official_client import assert_nothing_more, full_name, read_n, receive_n
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.interop
 

@@ -15,8 +15,8 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.hashing import java_string_hash
 from airflow_pulsar.client.producer import BatchingType, CompressionType
-from interop_helpers import assert_nothing_more, data_of, read_n, receive_n
-from polling import wait_until
+from tests.support.official_client import assert_nothing_more, data_of, read_n, receive_n
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.interop
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
-from reliability_checks import (
+from tests.support.reliability_checks import (
     SendLog,
     check_exactly_once_in_order,
     partition_names,

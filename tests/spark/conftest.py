@@ -16,9 +16,9 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
-from airflow_test_env import AIRFLOW_HOME
-from spark_cluster import StandaloneCluster
-from spark_helpers import Catalog
+from tests.support.airflow_env import AIRFLOW_HOME
+from tests.support.spark_cluster import StandaloneCluster
+from tests.support.spark_ingest import Catalog
 
 VENV_BIN = str(Path(sys.executable).parent)
 DAGS = Path(__file__).parent / "dags"

@@ -13,8 +13,8 @@ from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.job.faults import FAULT_ENV
-from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
-from spark_helpers import SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
+from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
+from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
 
 # Spark's deploy modes, not the broker, are the subject here (see conftest.py).
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]

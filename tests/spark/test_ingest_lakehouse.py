@@ -9,7 +9,7 @@ Here each format writes one kind of table (a Delta location, an Iceberg table of
 catalog; the DAGs are in tests/spark/dags/pulsar_to_lakehouse_dag.py); the operators of
 test_ingest_lakehouse_cluster.py write the Hive metastore's, at the crash the format's own
 idempotence settles. Tables are read back from their logs and metadata
-(lakehouse_tables.py).
+(tests/support/lakehouse_tables.py).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
-from iceberg_maintenance import compact_and_expire
 from jvm.lakehouse_jars import IVY_CACHE, lakehouse_jars
-from lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
-from spark_helpers import SEVERAL_JOBS_TIMEOUT, Catalog, DagRuns, assert_exactly_once, produce_json
+from tests.support.iceberg_maintenance import compact_and_expire
+from tests.support.lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
+from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, Catalog, DagRuns, assert_exactly_once, produce_json
 
 # Delta's and Iceberg's behaviour, not the broker's, is the subject here.
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]

@@ -10,9 +10,9 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from lakehouse_tables import LakehouseTable
-from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
-from spark_helpers import SEVERAL_JOBS_TIMEOUT, Catalog, produce_json, run_crashing
+from tests.support.lakehouse_tables import LakehouseTable
+from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
+from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, Catalog, produce_json, run_crashing
 
 # Spark's deploy modes and the table formats, not the broker, are the subject here.
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]

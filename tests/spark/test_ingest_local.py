@@ -27,7 +27,15 @@ from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
-from spark_helpers import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json, run_crashing
+from tests.support.spark_ingest import (
+    LOCAL_SPARK_CONF,
+    SEVERAL_JOBS_TIMEOUT,
+    VALUE_SCHEMA,
+    Catalog,
+    assert_exactly_once,
+    produce_json,
+    run_crashing,
+)
 
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 

@@ -27,7 +27,7 @@ from airflow_pulsar.client.protocol.frames import encode_entry, message_frame, s
 from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandMessage, EncryptionKeys, MessageIdData, MessageMetadata
 from airflow_pulsar.client.timer import Timer
-from security_helpers import write_key_pair
+from tests.support.security import write_key_pair
 
 # A 1024-bit RSA key made for these vectors only; the official client (pulsar-client 3.13)
 # encrypted the entries below for it under the key name "vector-key".

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from jvm.lakehouse_jars import lakehouse_jars
-from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once
+from tests.support.spark_ingest import LOCAL_SPARK_CONF, VALUE_SCHEMA, Catalog, assert_exactly_once
 
 # Delta rebuilds a table's state from its log in 50 tasks by default: a few suit these tables.
 SMALL_TABLES = {"spark.databricks.delta.snapshotPartitions": "2"}

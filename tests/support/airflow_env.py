@@ -1,8 +1,10 @@
-"""Airflow settings shared by the test folders that run Airflow (tests/airflow, tests/spark).
+"""Airflow settings shared by the test folders that run Airflow (tests/airflow, tests/spark,
+tests/cluster).
 
 Imported by their conftest files before anything imports airflow (it reads its configuration
 once, on import); one module, so every folder in a test process shares one throwaway
-AIRFLOW_HOME with unit-test mode, no examples and the test DAGs folder.
+AIRFLOW_HOME with unit-test mode, no examples, the test DAGs folder and the plugins folder, which
+Airflow puts on the import path when it starts.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import tempfile
 from pathlib import Path
 
 AIRFLOW_HOME = tempfile.mkdtemp(prefix="airflow-home-")
+AIRFLOW_TESTS = Path(__file__).resolve().parents[1] / "airflow"
 # DAG files used by the tests; dag.test() needs them inside the DAGs folder.
-DAGS_FOLDER = Path(__file__).parent / "airflow" / "dags"
+DAGS_FOLDER = AIRFLOW_TESTS / "dags"
 # The test DAGs' user functions. Every Airflow component (the triggerer too) imports from the
 # plugins folder, while only the dag-processor and the workers import from the DAGs folder.
-PLUGINS_FOLDER = Path(__file__).parent / "airflow" / "plugins"
+PLUGINS_FOLDER = AIRFLOW_TESTS / "plugins"
 AIRFLOW_ENV = {
     "AIRFLOW_HOME": AIRFLOW_HOME,
     "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
@@ -32,6 +35,6 @@ os.environ.update(AIRFLOW_ENV)
 if "airflow" in sys.modules:  # pragma: no cover - a guard for unusual collection orders
     import warnings
 
-    warnings.warn("airflow was imported before tests/airflow_test_env.py set AIRFLOW_HOME", stacklevel=1)
+    warnings.warn("airflow was imported before tests/support/airflow_env.py set AIRFLOW_HOME", stacklevel=1)
 
 AIRFLOW_BIN = Path(sys.executable).with_name("airflow")

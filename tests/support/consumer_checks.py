@@ -1,4 +1,4 @@
-"""Helpers of the consumer integration tests (their clients are fixtures of conftest.py).
+"""Helpers of the consumer integration tests (their clients are fixtures of tests/integration/conftest.py).
 
 The official ``pulsar-client`` producer creates the data, so these tests depend on our consumer
 only.

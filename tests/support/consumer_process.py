@@ -1,6 +1,6 @@
 """A consumer process for the crash tests to kill with -9.
 
-    python consumer_process.py SERVICE_URL TOPIC SUBSCRIPTION CONSUMER_TYPE COUNT
+    python tests/support/consumer_process.py SERVICE_URL TOPIC SUBSCRIPTION CONSUMER_TYPE COUNT
 
 It subscribes (from the earliest message), receives COUNT messages, acknowledges every other one
 with a broker receipt (batch index acks on, so a half-acknowledged batch keeps its acked half),

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 
 from jvm.spark_cds import QUICK_JVM_OPTIONS
+from tests.support.ports import free_port
 
 SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 
@@ -39,12 +39,6 @@ CLUSTER_SPARK: dict[str, Any] = {
 # The operator's wait for the job's report once spark-submit returned. In cluster deploy mode that
 # is after the driver ended, which reports before it ends: a crashed driver's missing report shows at once.
 REPORT_TIMEOUT_SECONDS = 5
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class StandaloneCluster:

@@ -1,4 +1,5 @@
-"""Small helpers shared by the interop tests (importable because tests/interop has no __init__)."""
+"""Small helpers shared by the interop tests: the official client (the oracle) producing, receiving and
+reading, and the broker's admin view of what it did."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pulsar
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from polling import wait_until
+from tests.support.polling import wait_until
 
 OPERATION_TIMEOUT = 10
 RECEIVE_TIMEOUT_MS = 5000

@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from airflow_test_env import DAGS_FOLDER
+from tests.support.airflow_env import DAGS_FOLDER
 
 
 @dataclass

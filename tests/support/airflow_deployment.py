@@ -1,11 +1,10 @@
 """An Airflow deployment's processes and a REST client on its api-server (the ``deployment``
-fixture of conftest.py starts one)."""
+fixture of tests/deployment/conftest.py starts one)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from polling import wait_until
+from tests.support.polling import wait_until
 
 AIRFLOW = Path(sys.executable).with_name("airflow")
 COMPONENTS = {
@@ -30,12 +29,6 @@ COMPONENTS = {
 POLL_SECONDS = 1.0
 # The components the api-server's health endpoint reports on, by their names there.
 HEALTH = ("metadatabase", "scheduler", "triggerer", "dag_processor")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def poll_api(condition: Callable[[], Any], what: str, timeout: float) -> Any:
