@@ -84,8 +84,17 @@ def _subscription_target(args: argparse.Namespace) -> bool:
     return True
 
 
+_ORDER = [action.value for action in AuthAction]
+
+
 def _format(grants: dict[str, list[str]], empty: str) -> str:
-    return "\n".join(f"{name}: {', '.join(values) or '-'}" for name, values in sorted(grants.items())) or empty
+    """One line per name, its values in a stable order (brokers list them in any): actions in
+    Pulsar's order, roles alphabetically."""
+
+    def ordered(values: list[str]) -> list[str]:
+        return sorted(values, key=lambda value: (_ORDER.index(value) if value in _ORDER else len(_ORDER), value))
+
+    return "\n".join(f"{name}: {', '.join(ordered(values)) or '-'}" for name, values in sorted(grants.items())) or empty
 
 
 def _list(admin: PulsarAdmin, args: argparse.Namespace) -> str:
