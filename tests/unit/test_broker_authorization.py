@@ -188,3 +188,9 @@ def test_every_admin_path_declares_what_it_requires(broker: Running) -> None:
     assert undeclared == []
     assert len(app.router.routes()) > 40
 
+
+
+def test_the_admin_client_grants_the_actions_the_broker_knows() -> None:
+    from airflow_pulsar.client.admin import AuthAction as ClientAction
+
+    assert [action.value for action in ClientAction] == [action.value for action in AuthAction]
