@@ -33,13 +33,16 @@ _NO_ACTIONS = "Actions should not be null"
 _NO_ROLES = "Roles should not be null"
 
 
-async def _json_list(request: web.Request) -> list[Any] | None:
-    """The request's JSON list; None when there is no body (or it is null); ValueError when it is
-    not a list."""
+async def _json_list(request: web.Request) -> list[Any] | None | web.Response:
+    """The request's JSON list of names; None when there is no body (or it is null); a 400 answer
+    when it is something else, as Pulsar's JSON reader refuses it."""
     text = await request.text()
-    value = json.loads(text) if text.strip() else None
+    try:
+        value = json.loads(text) if text.strip() else None
+    except ValueError:
+        value = text
     if value is not None and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
-        raise ValueError(f"the body must be a JSON list of names, got {text[:50]!r}")
+        return error(400, f"the body must be a JSON list of names, got {text[:50]!r}")
     return value
 
 
@@ -83,6 +86,8 @@ class Permissions(AdminResource):
         """Set a role's actions on the whole namespace (the body: a JSON list of actions)."""
         namespace = namespace_of(request)
         names = await _json_list(request)
+        if isinstance(names, web.Response):
+            return names
         if names is None:
             return error(400, _NO_ACTIONS)
         if not self.service.namespace_exists(namespace):
@@ -110,6 +115,8 @@ class Permissions(AdminResource):
     async def grant_subscription(self, request: web.Request) -> web.Response:
         """Set the roles allowed to consume a subscription in this namespace (the body: a JSON list of roles)."""
         roles = await _json_list(request)
+        if isinstance(roles, web.Response):
+            return roles
         if roles is None:
             return error(400, _NO_ROLES)
         namespace = self._existing_namespace(request)
@@ -138,6 +145,8 @@ class Permissions(AdminResource):
         """Set a role's actions on a topic (the body: a JSON list of actions)."""
         name = self._existing_topic(request)
         names = await _json_list(request)
+        if isinstance(names, web.Response):
+            return names
         await self.service.permissions.grant_topic(name, request.match_info["role"], _actions(names or []))
         return web.Response(status=204)
 

@@ -52,13 +52,15 @@ def _role(role: str, what: str = "role") -> str:
 
 
 def decode_grants(response: httpx.Response) -> dict[str, list[str]]:
-    """A JSON object of names to lists of names (roles to actions, or subscriptions to roles)."""
+    """A JSON object of names to lists of names (roles to actions, or subscriptions to roles).
+
+    Pulsar lists an action name it did not know when it was granted as null: left out here."""
     body = decode_json(response)
     if not isinstance(body, dict) or not all(
-        isinstance(names, list) and all(isinstance(name, str) for name in names) for names in body.values()
+        isinstance(names, list) and all(name is None or isinstance(name, str) for name in names) for names in body.values()
     ):
         raise UnexpectedResponse(f"expected an object of name lists, got {body!r:.100}")
-    return body
+    return {key: [name for name in names if name is not None] for key, names in body.items()}
 
 
 def _permissions_path(namespace: str, *suffix: str) -> str:

@@ -360,3 +360,21 @@ def test_grants_survive_a_restart(authz: AuthorizingBroker) -> None:
         client.create_producer(TOPIC).send(b"after the restart")
         with pytest.raises(PulsarException):
             client.subscribe(TOPIC, "kept")
+
+
+def test_grant_bodies_are_read_as_on_pulsar(authz: AuthorizingBroker) -> None:
+    headers = {"Authorization": f"Bearer {authz.token('admin')}", "Content-Type": "application/json"}
+
+    def post(path: str, body: str) -> int:
+        return httpx.post(authz.process.web_url + path, content=body, headers=headers, timeout=30).status_code
+
+    grant = f"/admin/v2/namespaces/{NAMESPACE}/permissions/lenient"
+    assert post(grant, "") == 400, "no list of actions"
+    assert post(grant, '"produce"') == 400, "not a list"
+    assert post(grant, '["produce", "publish"]') == 204, "an unknown action is dropped, not refused"
+    with authz.admin("admin") as admin:
+        assert admin.namespace_permissions(NAMESPACE)["lenient"] == ["produce"]
+        with pytest.raises(AdminError) as gone:
+            admin.namespace_permissions(f"{TENANT}/never-created")
+        assert gone.value.status == 404
+    assert post(f"/admin/v2/namespaces/{NAMESPACE}/permissions/subscription/lenient", "") == 400, "no list of roles"
