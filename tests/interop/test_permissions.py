@@ -15,6 +15,7 @@ grants survive a broker restart.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -29,8 +30,9 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.broker.tokens import create_token
 from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
-from airflow_pulsar.client.admin import AdminError, AuthAction, PulsarAdmin
-from airflow_pulsar.client.exceptions import PulsarException
+from airflow_pulsar.client.admin import AdminError, AsyncPulsarAdmin, AuthAction, PulsarAdmin
+from airflow_pulsar.client.asyncio import Client as AsyncClient
+from airflow_pulsar.client.exceptions import PulsarException, Result
 from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
 
 pytestmark = pytest.mark.interop
@@ -286,6 +288,30 @@ def test_a_refusal_fails_at_once_and_names_the_role_the_resource_and_the_action(
         assert str(refused.value).startswith("Client is not authorized to subscribe: role 'producer'")
         assert f"has no consume permission on topic {TOPIC}" in str(refused.value)
         assert f"role 'stranger' has no produce or consume permission on topic {TOPIC}" in denied.value.reason
+
+
+def test_the_asyncio_clients_the_triggers_use_fail_at_once_too(authz: AuthorizingBroker) -> None:
+    async def attempt() -> tuple[PulsarException, AdminError]:
+        client = AsyncClient(
+            authz.process.service_url, authentication=AuthenticationToken(authz.token("producer")), operation_timeout_seconds=30
+        )
+        try:
+            with pytest.raises(PulsarException) as refused:
+                await client.subscribe(TOPIC, "never")
+        finally:
+            await client.close()
+        async with AsyncPulsarAdmin(authz.process.web_url, authentication=AuthenticationToken(authz.token("stranger"))) as admin:
+            with pytest.raises(AdminError) as denied:
+                await admin.message_backlog(TOPIC, "peek")
+        return refused.value, denied.value
+
+    began = time.monotonic()
+    refused, denied = asyncio.run(attempt())
+    assert time.monotonic() - began < 10, "neither refusal is retried"
+    assert refused.error() == Result.AuthorizationError and denied.status == 401
+    if authz.name == "embedded":
+        assert f"role 'producer' has no consume permission on topic {TOPIC}" in str(refused)
+        assert f"role 'stranger' has no produce or consume permission on topic {TOPIC}" in str(denied)
 
 
 # ---- grant, list, revoke ----
