@@ -109,7 +109,8 @@ def grant_subscription_permission(namespace: str, subscription: str, roles: Iter
 
 
 def revoke_subscription_permission(namespace: str, subscription: str, role: str) -> Operation[None]:
-    """Take ``role`` off ``subscription``'s list (an empty list admits any consumer again)."""
+    """Take ``role`` off ``subscription``'s list (an empty list admits any consumer again). A
+    subscription without a list is Pulsar's 500 (AdminServerError), which a retry does not cure."""
     path = _permissions_path(namespace, _role(subscription, "subscription"), _role(role))
     return (yield AdminCall("revoke_subscription_permission", "DELETE", path, decode=decode_nothing))
 
