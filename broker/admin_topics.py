@@ -10,7 +10,9 @@ from aiohttp import web
 
 from airflow_pulsar.client.topic_name import PARTITION_SUFFIX, InvalidTopicNameError, TopicName
 
+from .admin_authorization import LOOKUP, OnNamespace, OnTopic, TopicPolicy, requires
 from .admin_resource import BAD_TOPIC, TOPIC_PATH, AdminResource, error, policy_response, query_flag
+from .authorization import NamespaceOperation, TopicOperation
 from .policies import DEDUPLICATION
 
 _SUMMED = (
@@ -45,6 +47,7 @@ class TopicLookup(AdminResource):
         """The lookup path."""
         return [web.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", self.lookup)]
 
+    @requires(LOOKUP)
     async def lookup(self, request: web.Request) -> web.Response:
         """Pulsar's HTTP lookup: the broker serving a topic (this one), in Pulsar's LookupData fields."""
         info = request.match_info
@@ -87,6 +90,7 @@ class PersistentTopics(AdminResource):
 
     # ---- lifecycle ----
 
+    @requires(OnNamespace(NamespaceOperation.CREATE_TOPIC))
     async def create_topic(self, request: web.Request) -> web.Response:
         """Create a non-partitioned topic, or one missing partition of a partitioned one."""
         name = self.topic_name(request, namespace_first=True)
@@ -102,6 +106,7 @@ class PersistentTopics(AdminResource):
         await self.service.get_topic(name)
         return web.Response(status=204)
 
+    @requires(OnNamespace(NamespaceOperation.DELETE_TOPIC))
     async def delete_topic(self, request: web.Request) -> web.Response:
         """Delete a non-partitioned topic or one partition (``?force=true``: with its clients)."""
         name = self.topic_name(request)
@@ -113,6 +118,7 @@ class PersistentTopics(AdminResource):
         await self.service.delete_topic(name, force=query_flag(request, "force"))
         return web.Response(status=204)
 
+    @requires(TopicPolicy("PARTITION", write=True))
     async def create_partitions(self, request: web.Request) -> web.Response:
         """PUT creates a partitioned topic, POST adds partitions to one; the body is the count."""
         creating = request.method == "PUT"
@@ -140,6 +146,7 @@ class PersistentTopics(AdminResource):
         await self.service.create_partitioned_topic(name, partitions)
         return web.Response(status=204)
 
+    @requires(OnTopic(TopicOperation.LOOKUP))
     async def get_partitions(self, request: web.Request) -> web.Response:
         """A topic's partitioned metadata: 0 partitions when it is not partitioned."""
         name = self.topic_name(request)
@@ -147,6 +154,7 @@ class PersistentTopics(AdminResource):
             return error(404, f"Topic {name} not found")
         return web.json_response({"partitions": self.service.partitions_of(name), "deleted": False})
 
+    @requires(OnNamespace(NamespaceOperation.DELETE_TOPIC))
     async def delete_partitioned(self, request: web.Request) -> web.Response:
         """Delete a partitioned topic and its partitions (``?force=true``: with their clients)."""
         name = self.topic_name(request)
@@ -162,6 +170,7 @@ class PersistentTopics(AdminResource):
 
     # ---- deduplication policy ----
 
+    @requires(TopicPolicy("DEDUPLICATION", write=False))
     async def get_deduplication(self, request: web.Request) -> web.Response:
         """The topic's own policy, or with ``applied=true`` the one in force."""
         name = self.policy_topic(request)
@@ -171,6 +180,7 @@ class PersistentTopics(AdminResource):
             return web.json_response(self.service.policies.deduplication(name))
         return policy_response(self.service.policies.topic_policy(name, DEDUPLICATION))
 
+    @requires(TopicPolicy("DEDUPLICATION", write=True))
     async def set_deduplication(self, request: web.Request) -> web.Response:
         """POST sets the topic's policy (body ``true`` or ``false``), DELETE removes it."""
         name = self.policy_topic(request)
@@ -183,6 +193,7 @@ class PersistentTopics(AdminResource):
 
     # ---- stats ----
 
+    @requires(OnTopic(TopicOperation.GET_STATS))
     async def stats(self, request: web.Request) -> web.Response:
         """Pulsar's topic stats of one topic or partition."""
         name = self.topic_name(request)
@@ -191,6 +202,7 @@ class PersistentTopics(AdminResource):
         topic = await self.existing(name)
         return web.json_response(topic.stats())
 
+    @requires(OnTopic(TopicOperation.GET_STATS))
     async def partitioned_stats(self, request: web.Request) -> web.Response:
         """Pulsar's partitioned-stats: the sums, and each partition's stats unless ``perPartition=false``."""
         name = self.topic_name(request)
@@ -201,6 +213,7 @@ class PersistentTopics(AdminResource):
         parts = {str(part): (await self.service.get_topic(part)).stats() for part in self.partitions(name)}
         return web.json_response(aggregate_stats(parts, count, per_partition))
 
+    @requires(OnTopic(TopicOperation.GET_STATS))
     async def internal_stats(self, request: web.Request) -> web.Response:
         """Pulsar's internal stats (a subset): the ledger layout and each cursor's positions.
 

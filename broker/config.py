@@ -41,6 +41,10 @@ class BrokerConfig:
     tls_key_file: Path | None = None
     tls_trust_certs_file: Path | None = None
     tls_require_trusted_client_cert: bool = False
+    # Pulsar's authorizationEnabled and superUserRoles: each request is checked against the role
+    # authentication gave it (superuser, tenant admin, or a grant).
+    authorization: bool = False
+    superuser_roles: frozenset[str] = frozenset()
 
     @property
     def tls(self) -> bool:
@@ -108,6 +112,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse TLS handshakes without a client certificate from --tls-trust-certs-file",
     )
+    parser.add_argument(
+        "--authorization",
+        action="store_true",
+        help="check every request against the role its credentials authenticate: superusers and tenant admins "
+        "may do anything in their scope, other roles what was granted them (Pulsar's authorizationEnabled); "
+        "needs an authentication option",
+    )
+    parser.add_argument(
+        "--superuser-roles",
+        type=_role_list,
+        default=frozenset(),
+        metavar="ROLES",
+        help="comma-separated roles allowed everything, with --authorization (Pulsar's superUserRoles)",
+    )
 
 
 def from_arguments(args: argparse.Namespace) -> BrokerConfig:
@@ -133,7 +151,14 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         tls_key_file=args.tls_key_file,
         tls_trust_certs_file=args.tls_trust_certs_file,
         tls_require_trusted_client_cert=args.tls_require_trusted_client_cert,
+        authorization=args.authorization,
+        superuser_roles=args.superuser_roles,
     )
+
+
+def _role_list(text: str) -> frozenset[str]:
+    """Roles as Pulsar reads a list setting: comma-separated, blanks around each ignored."""
+    return frozenset(role.strip() for role in text.split(",") if role.strip())
 
 
 def _check_combinations(args: argparse.Namespace) -> None:
@@ -149,5 +174,13 @@ def _check_combinations(args: argparse.Namespace) -> None:
     for option, given, required, present in needs:
         if given and not present:
             raise ConfigError(f"{option} needs {required}")
+    authenticating = args.token_secret_file or args.token_public_key or args.basic_auth_conf or args.tls_trust_certs_file
+    if args.authorization and not authenticating:
+        raise ConfigError(
+            "--authorization needs authentication, which gives each client the role it is authorized as: add "
+            "--token-secret-file, --token-public-key, --basic-auth-conf or --tls-trust-certs-file"
+        )
+    if args.superuser_roles and not args.authorization:
+        raise ConfigError("--superuser-roles needs --authorization: without it every authenticated role may do anything")
     if args.token_secret_file and args.token_public_key:
         raise ConfigError("give --token-secret-file or --token-public-key, not both: tokens are checked with one key")

@@ -31,6 +31,7 @@ from airflow_pulsar.client.protocol.wire import U64_MASK
 from airflow_pulsar.client.topic_name import InvalidTopicNameError
 
 from .authentication import REFRESH_CHALLENGE, AuthenticationFailed, AuthenticationService, AuthenticationSession
+from .authorization import TenantNotFoundError
 from .channel import Rejected
 from .consumer_commands import ConsumerCommands
 from .lookup_commands import LookupCommands
@@ -53,6 +54,7 @@ class ServerConnection(asyncio.Protocol):
         self.service = service
         self.authentication = authentication
         self._auth: AuthenticationSession | None = None
+        self.role: str | None = None
         # Checksums are checked per SEND, which a bad one fails alone (the connection stays), as Pulsar does.
         self.decoder = FrameDecoder(service.config.max_message_size + FRAME_OVERHEAD, verify_checksum=False)
         self.transport: asyncio.Transport | None = None
@@ -224,6 +226,8 @@ class ServerConnection(asyncio.Protocol):
             self._refuse(request_id, ServerError.InvalidTopicName, exc)
         except TopicNotFoundError as exc:
             self._refuse(request_id, ServerError.TopicNotFound, exc)
+        except TenantNotFoundError as exc:  # a role that is no superuser named a missing tenant
+            self._refuse(request_id, ServerError.AuthorizationError, exc)
         except (IncompatibleSchemaError, InvalidSchemaError) as exc:
             self._refuse(request_id, ServerError.IncompatibleSchema, exc)
 
@@ -253,6 +257,7 @@ class ServerConnection(asyncio.Protocol):
                 self._refuse_authentication(str(exc))
                 return
             log.info("%s authenticated with method %r as role %r", self.remote_address, body.auth_method_name, role.name)
+            self.role = role.name
         self.connected = True
         version = min(body.protocol_version, PROTOCOL_VERSION)
         self.send(
@@ -268,9 +273,11 @@ class ServerConnection(asyncio.Protocol):
             self.protocol_error("AUTH_RESPONSE on a broker without authentication")
             return
         try:
-            self._auth.authenticate(body.response.auth_method_name, body.response.auth_data)
+            role = self._auth.authenticate(body.response.auth_method_name, body.response.auth_data)
         except AuthenticationFailed as exc:
             self._refuse_authentication(str(exc))
+            return
+        self.role = role.name
 
     def _send_auth_challenge(self, method: str) -> None:
         self.send(

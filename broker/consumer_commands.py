@@ -30,7 +30,8 @@ from airflow_pulsar.client.protocol.wire import U64_MASK, encode_message, signed
 from airflow_pulsar.client.schema.info import SchemaType
 from airflow_pulsar.client.topic_name import TopicName
 
-from .channel import Channel, InProgress, Rejected
+from .authorization import TopicOperation
+from .channel import Channel, InProgress, Rejected, not_authorized, topic_refusal
 from .consumer import ServerConsumer
 from .ledger import Ledger
 from .schema_registry import schema_from_wire
@@ -79,6 +80,9 @@ class ConsumerCommands:
             channel.send(T.SUCCESS, request_id=body.request_id)
             return
         name = TopicName.parse(body.topic, strict=False)
+        refusal = topic_refusal(channel, name, TopicOperation.CONSUME, body.subscription)
+        if refusal is not None:
+            raise not_authorized("subscribe", refusal)
         topic = await channel.service.get_topic(name, create=body.force_topic_creation)
         if body.HasField("schema"):
             schema = schema_from_wire(body.schema)

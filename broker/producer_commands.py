@@ -22,7 +22,8 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
 from airflow_pulsar.client.protocol.wire import U64_MASK, encode_send_receipt, signed64
 from airflow_pulsar.client.topic_name import TopicName
 
-from .channel import Channel, InProgress
+from .authorization import TopicOperation
+from .channel import Channel, InProgress, not_authorized, topic_refusal
 from .schema_registry import schema_from_wire, version_bytes
 from .topic import ServerProducer, Topic
 
@@ -59,6 +60,12 @@ class ProducerCommands:
             )
             return
         name = TopicName.parse(body.topic, strict=False)
+        # As Pulsar: produce permission, and consume permission for a subscription the producer creates.
+        refusal = topic_refusal(channel, name, TopicOperation.PRODUCE)
+        if refusal is None and body.initial_subscription_name:
+            refusal = topic_refusal(channel, name, TopicOperation.SUBSCRIBE, body.initial_subscription_name)
+        if refusal is not None:
+            raise not_authorized("Produce", refusal)
         topic = await channel.service.get_topic(name)
         # As Pulsar: the schema is registered (or refused) before the producer joins the topic.
         schema_version = b""

@@ -8,9 +8,11 @@ import secrets
 
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
+from .authorization import Authorizer
 from .config import BrokerConfig
 from .data_dir import DataDirLock
 from .ledger import Ledger
+from .permissions import Permissions
 from .policies import Policies
 from .schema_compatibility import IncompatibleSchemaError, SchemaData
 from .schema_registry import SchemaRegistry, schema_id
@@ -44,6 +46,13 @@ class BrokerService:
         self.storage = Storage(config.data_dir, fsync=config.fsync)
         self.policies = Policies(self.storage, config.dedup)
         self.tenants = Tenants(self.storage)
+        self.permissions = Permissions(self.policies)
+        # None: every authenticated role may do anything (Pulsar without authorizationEnabled).
+        self.authorization = (
+            Authorizer(config.superuser_roles, self.tenants, self.permissions, self.tenant_exists)
+            if config.authorization
+            else None
+        )
         self.schemas = SchemaRegistry(self.storage)
         self.topics: dict[str, Topic] = {}
         self.partitioned: dict[str, int] = {}
@@ -218,6 +227,7 @@ class BrokerService:
             del self.partitioned[key]
             await self.storage.delete_partitioned(key)
         await self.policies.forget_topic(name)
+        await self.permissions.forget_topic([name, *names])
         if name.partition < 0:  # as Pulsar: a topic's schema history goes with it, not with one partition
             await self.schemas.drop(schema_id(name))
 

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tokens": ("airflow_pulsar.cli.tokens", "make and check authentication tokens and secret keys"),
     "topics": ("airflow_pulsar.cli.topics", "create, list, inspect (stats) and delete topics"),
     "subscriptions": ("airflow_pulsar.cli.subscriptions", "create, list, reset (seek) and delete subscriptions"),
+    "permissions": ("airflow_pulsar.cli.permissions", "list, grant and revoke permissions on namespaces, topics, subscriptions"),
     "produce": ("airflow_pulsar.cli.produce", "send messages for a quick check"),
     "consume": ("airflow_pulsar.cli.consume", "receive, print and acknowledge messages"),
     "tune": ("airflow_pulsar.cli.tune", "recommend producer settings for a workload"),

@@ -39,6 +39,7 @@ from .errors import (
     AdminServerError,
     AdminTimeoutError,
 )
+from .permissions import AuthAction
 from .sync import PulsarAdmin
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "AdminServerError",
     "AdminTimeoutError",
     "AsyncPulsarAdmin",
+    "AuthAction",
     "MessageBacklog",
     "Operation",
     "PartitionBacklog",

@@ -11,7 +11,7 @@ import httpx
 from ..auth import Authentication, AuthenticationDisabled, load_client_certificate
 from ..exceptions import AlreadyClosed, InvalidConfiguration
 from . import backlog as backlog_operations
-from . import operations, schemas
+from . import operations, permissions, schemas
 from .calls import NO_BODY, AdminCall, Operation, T
 from .exchange import Exchange, display_url
 from .method import AdminMethod
@@ -91,6 +91,7 @@ class AdminBase:
     list_topics = AdminMethod(operations.list_topics)
     list_partitioned_topics = AdminMethod(operations.list_partitioned_topics)
     create_namespace = AdminMethod(operations.create_namespace)
+    delete_namespace = AdminMethod(operations.delete_namespace)
     namespace_deduplication = AdminMethod(operations.namespace_deduplication)
     set_namespace_deduplication = AdminMethod(operations.set_namespace_deduplication)
 
@@ -129,3 +130,14 @@ class AdminBase:
     delete_schema = AdminMethod(schemas.delete_schema)
     namespace_schema_compatibility_strategy = AdminMethod(schemas.namespace_schema_compatibility_strategy)
     set_namespace_schema_compatibility_strategy = AdminMethod(schemas.set_namespace_schema_compatibility_strategy)
+
+    # ---- permissions ----
+    namespace_permissions = AdminMethod(permissions.namespace_permissions)
+    grant_namespace_permission = AdminMethod(permissions.grant_namespace_permission)
+    revoke_namespace_permission = AdminMethod(permissions.revoke_namespace_permission)
+    topic_permissions = AdminMethod(permissions.topic_permissions)
+    grant_topic_permission = AdminMethod(permissions.grant_topic_permission)
+    revoke_topic_permission = AdminMethod(permissions.revoke_topic_permission)
+    subscription_permissions = AdminMethod(permissions.subscription_permissions)
+    grant_subscription_permission = AdminMethod(permissions.grant_subscription_permission)
+    revoke_subscription_permission = AdminMethod(permissions.revoke_subscription_permission)

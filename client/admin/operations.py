@@ -81,6 +81,13 @@ def create_namespace(namespace: str) -> Operation[None]:
     return (yield AdminCall("create_namespace", "PUT", path, decode=decode_nothing))
 
 
+def delete_namespace(namespace: str, force: bool = False) -> Operation[None]:
+    """Delete ``tenant/namespace``; 409 (AdminConflictError) while it holds topics, unless ``force``
+    (which Pulsar allows only with ``forceDeleteNamespaceAllowed``)."""
+    path = namespace_policy_path(namespace)
+    return (yield AdminCall("delete_namespace", "DELETE", path, {"force": _flag(force)}, decode=decode_nothing))
+
+
 def namespace_deduplication(namespace: str) -> Operation[bool | None]:
     """The namespace's deduplication policy; None when unset (the broker's default applies)."""
     path = namespace_policy_path(namespace, "deduplication")
