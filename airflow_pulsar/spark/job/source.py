@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy
-from airflow_pulsar.client.consumer import ReceivedEntry, create_reader
+from airflow_pulsar.client.entries import ReceivedEntry, create_reader
 
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
 from .entry_messages import entry_columns

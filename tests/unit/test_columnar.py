@@ -1,20 +1,24 @@
-"""The messages of received entries as columns: the common layout read many messages at a time
-gives what the exact way (the client's read_batch and protobuf) gives, on every layout made here,
-on entries of several kinds in one take, and on corrupted bytes."""
+"""The client's columnar batch reader: the messages of received entries as columns. The common
+layout read many messages at a time (numpy) gives what the exact way (the client's read_batch and
+protobuf) gives, on every layout made here, on entries of several kinds in one take, and on
+corrupted bytes; without numpy, the client reads every entry the exact way."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import subprocess
+import sys
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
-from airflow_pulsar.client.consumer import ReceivedEntry
+from airflow_pulsar.client.entries import MessageLists, MessageSpans, ReceivedEntry, RunColumns, read_columns, text
+from airflow_pulsar.client.protocol import columnar as module
 from airflow_pulsar.client.protocol.batch import encode_single
+from airflow_pulsar.client.protocol.common_layout import CommonBatches
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, MessageMetadata, SingleMessageMetadata
-from airflow_pulsar.spark.job import entry_messages as module
-from airflow_pulsar.spark.job.entry_messages import EntryColumns, MessageColumns, entry_columns
 
 PROPERTIES = [None, {"i": "1"}, {"i": "1", "é": "ü€", "": ""}, {"long": "v" * 200}, {"nul": "a\x00b"}]
 KEYS = [None, "", "k7", "ключ", "k" * 130, "a\x00b"]
@@ -27,18 +31,33 @@ def batch_entry(payload: bytes, count: int, wanted: int | None = None, entry_id:
     return ReceivedEntry(-1, 3, entry_id, 0, MessageMetadata(num_messages_in_batch=count), payload, count, wanted)
 
 
-def as_lists(columns: EntryColumns) -> dict[str, list[Any]]:
-    messages = columns.messages
-    lists = {name: getattr(messages, name) for name in MessageColumns._fields}
-    lists = {name: column.tolist() if hasattr(column, "tolist") else column.to_pylist() for name, column in lists.items()}
-    return {**lists, "rows": columns.rows.tolist()}
+def column_lists(messages: MessageLists | MessageSpans) -> list[list[Any]]:
+    """The columns as lists, texts read as the consumer reads them."""
+    if isinstance(messages, MessageSpans):
+        strings = messages.strings
+        indexes, keys, values, event_times, counts, pair_keys, pair_values = (
+            messages.indexes.tolist(), strings(messages.keys), strings(messages.values), messages.event_times.tolist(),
+            messages.property_counts.tolist(), strings(messages.property_keys), strings(messages.property_values),
+        )
+    else:
+        indexes, keys, values, event_times, counts, pair_keys, pair_values = messages
+    texts = [[text(value) for value in column] for column in (keys, pair_keys, pair_values)]
+    return [indexes, texts[0], values, event_times, counts, texts[1], texts[2]]
+
+
+def as_lists(runs: Iterable[RunColumns]) -> dict[str, list[Any]]:
+    lists: dict[str, list[Any]] = {name: [] for name in MessageLists._fields}
+    rows = [0]
+    for run in runs:
+        for name, column in zip(MessageLists._fields, column_lists(run.messages), strict=True):
+            lists[name] += column
+        for count in run.counts:
+            rows.append(rows[-1] + count)
+    return {**lists, "rows": rows}
 
 
 def exactly(entries: list[ReceivedEntry]) -> dict[str, list[Any]]:
-    parts: list[MessageColumns] = []
-    counts: list[int] = []
-    module._read_exactly(entries, parts, counts)
-    return as_lists(EntryColumns(MessageColumns.concat(parts), module.np.cumsum([0, *counts])))
+    return as_lists([module._read_exactly(entries)])
 
 
 def outcome(read, entries: list[ReceivedEntry]) -> dict[str, list[Any]] | str:
@@ -50,7 +69,7 @@ def outcome(read, entries: list[ReceivedEntry]) -> dict[str, list[Any]] | str:
 
 def same_outcome(*entries: ReceivedEntry) -> dict[str, list[Any]] | str:
     """What both ways read of ``entries``, or the exception both raise."""
-    got = outcome(lambda entries: as_lists(entry_columns(entries)), list(entries))
+    got = outcome(lambda entries: as_lists(read_columns(entries)), list(entries))
     assert got == outcome(exactly, list(entries))
     return got
 
@@ -64,7 +83,7 @@ def same_as_exact(*entries: ReceivedEntry) -> dict[str, list[Any]]:
 
 def read_in_common(*entries: ReceivedEntry) -> bool:
     """Whether the common layout's reading takes every one of ``entries``."""
-    return bool(module._CommonBatches(entries).good.all())
+    return bool(CommonBatches(entries).good.all())
 
 
 @pytest.mark.parametrize(("properties", "key"), list(itertools.product(PROPERTIES, KEYS)))
@@ -176,4 +195,28 @@ def test_an_entry_of_one_message_reads_the_entry_metadata() -> None:
     assert same_as_exact(entry) == {
         "indexes": [-1], "keys": ["k"], "values": [None], "event_times": [9], "property_counts": [1],
         "property_keys": ["a"], "property_values": ["b"], "rows": [0, 1],
+    }
+
+
+def test_without_numpy_the_client_reads_every_entry_the_exact_way() -> None:
+    # numpy and pyarrow are optional for the client: blocked, the reader still gives every message.
+    script = """
+import sys
+sys.modules["numpy"] = sys.modules["pyarrow"] = None
+from airflow_pulsar.client.entries import MessageLists, ReceivedEntry, RunColumns, read_columns
+from airflow_pulsar.client.protocol.batch import encode_single
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
+payload = encode_single(b"v0", partition_key="k", properties={"p": "q"}) + encode_single(b"v1", event_time=7)
+entry = ReceivedEntry(-1, 3, 4, 0, MessageMetadata(num_messages_in_batch=2), payload, 2, None)
+assert list(read_columns([entry])) == [RunColumns([2], MessageLists([0, 1], ["k", ""], [b"v0", b"v1"], [0, 7], [1, 0], ["p"], ["q"]))]
+print("read")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, "read"), done.stderr
+    payload = encode_single(b"v0", partition_key="k", properties={"p": "q"}) + encode_single(b"v1", event_time=7)
+    with_numpy = list(read_columns([batch_entry(payload, 2)]))
+    assert [type(run.messages) for run in with_numpy] == [MessageSpans]
+    assert as_lists(with_numpy) == {
+        "indexes": [0, 1], "keys": ["k", ""], "values": [b"v0", b"v1"], "event_times": [0, 7], "property_counts": [1, 0],
+        "property_keys": ["p"], "property_values": ["q"], "rows": [0, 2],
     }
