@@ -80,7 +80,7 @@ def check(names: Iterable[str], extra: str | None = None) -> None:
     wanted = {_normalize(name) for name in names}
     extra = None if extra is None else _normalize(extra)
     folders = _dist_info_folders(wanted | {_normalize(DISTRIBUTION)})
-    for requirement in declared_requirements(folders.get(_normalize(DISTRIBUTION))):
+    for requirement in _requirements_in(folders.get(_normalize(DISTRIBUTION))):
         key = _normalize(requirement.name)
         if key not in wanted or requirement.extra != extra:
             continue
@@ -97,18 +97,22 @@ def check(names: Iterable[str], extra: str | None = None) -> None:
             )
 
 
-def declared_requirements(dist_info: Path | None = None) -> list[Requirement]:
-    """This package's requirements, from the ``METADATA`` in ``dist_info`` (by default the first
-    ``.dist-info`` folder of this package on ``sys.path``); none when it is not installed."""
-    if dist_info is None:
-        dist_info = _dist_info_folders({_normalize(DISTRIBUTION)}).get(_normalize(DISTRIBUTION))
+def declared_requirements() -> list[Requirement]:
+    """This package's requirements, from the ``METADATA`` of its first ``.dist-info`` folder on
+    ``sys.path``; none when it is not installed."""
+    return _requirements_in(_dist_info_folders({_normalize(DISTRIBUTION)}).get(_normalize(DISTRIBUTION)))
+
+
+def _requirements_in(dist_info: Path | None) -> list[Requirement]:
+    """The ``Requires-Dist`` headers of the ``METADATA`` in ``dist_info``, read up to the end of the
+    headers (the description follows); ``importlib.metadata``'s when there is no such folder."""
     if dist_info is None:
         return [Requirement.parse(text) for text in _requires_without_dist_info()]
     declared = []
     with open(dist_info / "METADATA", encoding="utf-8") as metadata:
         for line in metadata:
             if not line.strip():
-                break  # the end of the headers: the description follows
+                break
             field, _, value = line.partition(":")
             if field.lower() == "requires-dist":
                 declared.append(Requirement.parse(value.strip()))
