@@ -21,7 +21,6 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from .version_ranges import Version, VersionRange
@@ -43,14 +42,16 @@ class IncompatibleDependencyError(ImportError):
     """An installed dependency's version is outside the range airflow-pulsar supports."""
 
 
-@dataclass(frozen=True)
 class Requirement:
     """One ``Requires-Dist`` of this package: a dependency's name, its range, and the extra that
     asks for it (None for a dependency of every installation)."""
 
-    name: str
-    versions: VersionRange
-    extra: str | None
+    __slots__ = ("extra", "name", "versions")
+
+    def __init__(self, name: str, versions: VersionRange, extra: str | None):
+        self.name = name
+        self.versions = versions
+        self.extra = extra
 
     @classmethod
     def parse(cls, text: str) -> Requirement:
