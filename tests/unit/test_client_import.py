@@ -16,7 +16,11 @@ DEFERRED = ("packaging", "importlib.metadata", "fastavro", "cryptography", "crc3
 
 
 def _loaded_after(code: str) -> list[str]:
-    probe = f"import sys\n{code}\nprint(sorted(m for m in sys.modules if any(m == d or m.startswith(d + '.') for d in {DEFERRED!r})))"
+    """The modules of ``DEFERRED`` that ``code`` loads (not those the interpreter's start loaded)."""
+    probe = (
+        f"import sys\nstarted = set(sys.modules)\n{code}\n"
+        f"print(sorted(m for m in set(sys.modules) - started if any(m == d or m.startswith(d + '.') for d in {DEFERRED!r})))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return [name.strip("' ") for name in result.stdout.strip().strip("[]").split(",") if name.strip()]
