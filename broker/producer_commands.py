@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from airflow_pulsar.client.protocol.checksum import crc32c
+from airflow_pulsar.client.protocol import checksum
 from airflow_pulsar.client.protocol.frames import Frame, FrameError, encode_command
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
@@ -119,7 +119,7 @@ class ProducerCommands:
             self._send_error(producer_id, sequence_id, ServerError.NotAllowedError, message)
             return
         producer, topic = entry
-        if crc32c(frame.entry) != frame.checksum:
+        if checksum.crc32c(frame.entry) != frame.checksum:
             self._send_error(producer_id, sequence_id, ServerError.ChecksumError, "Checksum failed on the broker")
             return
         highest = body.highest_sequence_id if body.HasField("highest_sequence_id") else sequence_id

@@ -15,7 +15,7 @@ from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.client.consumer.unacked_tracker import UnackedMessageTracker
 from airflow_pulsar.client.consumer.unpacker import EntryUnpacker, StartFilter
 from airflow_pulsar.client.crypto import EncryptionKeyInfo, MessageDecryptor, MessageEncryptor
-from airflow_pulsar.client.crypto.keys import unwrap_data_key
+from airflow_pulsar.client.crypto.ciphers import unwrap_data_key
 from airflow_pulsar.client.exceptions import CryptoError
 from airflow_pulsar.client.producer.batch_container import BatchContainer
 from airflow_pulsar.client.producer.config import ProducerConfig
