@@ -19,8 +19,9 @@ Package ``__init__`` modules count as Python runs them:
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.support.import_statements import SourceModule, import_statements, source_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 # Import name of each folder (pyproject.toml's package-dir).
@@ -29,56 +30,23 @@ PACKAGES = {"airflow_pulsar.client": ROOT / "client", "airflow_pulsar.broker": R
 Graph = dict[str, set[str]]
 
 
-def modules_of(packages: dict[str, Path]) -> dict[str, tuple[Path, bool]]:
-    """Dotted module name -> (its file, whether it is a package's ``__init__``)."""
-    found = {}
-    for package, folder in packages.items():
-        for path in folder.rglob("*.py"):
-            parts = list(path.relative_to(folder).with_suffix("").parts)
-            is_package = parts[-1] == "__init__"
-            found[".".join([package, *(parts[:-1] if is_package else parts)])] = (path, is_package)
-    return found
-
-
 def _packages_above(name: str) -> set[str]:
     parts = name.split(".")
     return {".".join(parts[:end]) for end in range(1, len(parts))}
 
 
-def _type_only_nodes(tree: ast.Module) -> set[int]:
-    """ids of the nodes under an ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
-    inside = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-            ):
-                inside.update(id(child) for statement in node.body for child in ast.walk(statement))
-    return inside
-
-
-def import_graph(modules: dict[str, tuple[Path, bool]]) -> Graph:
+def import_graph(modules: dict[str, SourceModule]) -> Graph:
     """Module -> the modules among ``modules`` it depends on, by the rules of this file's docstring."""
     graph: Graph = {}
-    for name, (path, is_package) in modules.items():
-        own_package = name if is_package else name.rpartition(".")[0]
-        tree = ast.parse(path.read_text(), str(path))
-        type_only = _type_only_nodes(tree)
+    for name, module in modules.items():
         targets: set[tuple[str, bool]] = set()  # (module, runs its packages' __init__)
-        for node in ast.walk(tree):
-            runs = id(node) not in type_only
-            if isinstance(node, ast.Import):
-                targets.update((alias.name, runs) for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base_parts = own_package.split(".")[: len(own_package.split(".")) - node.level + 1]
-                    base = ".".join(base_parts + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
-                for alias in node.names:
-                    submodule = f"{base}.{alias.name}"
-                    targets.add((submodule if submodule in modules else base, runs))
+        for statement in import_statements(module):
+            runs = not statement.type_only
+            if not statement.names:
+                targets.add((statement.module, runs))
+            for imported in statement.names:
+                submodule = f"{statement.module}.{imported}"
+                targets.add((submodule if submodule in modules else statement.module, runs))
         edges = set()
         for target, runs in targets:
             edges.add(target)
@@ -112,7 +80,7 @@ def find_cycle(graph: Graph) -> list[str] | None:
 
 
 def test_no_import_cycle_in_the_client_or_the_broker() -> None:
-    graph = import_graph(modules_of(PACKAGES))
+    graph = import_graph(source_modules(PACKAGES))
     assert len(graph) > 100
     # The graph holds what the rules say (else an empty one would pass): a relative import, a
     # type-only one, the broker's absolute imports of the client and the client's __init__ they run.
@@ -128,12 +96,12 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def _package(root: Path, files: dict[str, str]) -> dict[str, tuple[Path, bool]]:
+def _package(root: Path, files: dict[str, str]) -> dict[str, SourceModule]:
     for name, text in files.items():
         path = root / "pkg" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    return modules_of({"pkg": root / "pkg"})
+    return source_modules({"pkg": root / "pkg"})
 
 
 def test_a_cycle_through_a_function_scope_or_a_type_only_import_is_found(tmp_path: Path) -> None:
