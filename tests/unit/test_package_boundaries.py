@@ -21,9 +21,12 @@ PACKAGES = {"client": "airflow_pulsar.client", "broker": "airflow_pulsar.broker"
 PUBLIC_CLIENT_MODULES = frozenset(
     f"airflow_pulsar.client{suffix}" for suffix in ("", ".admin", ".asyncio", ".schema", ".topic_name", ".exceptions", ".entries")
 )
-# What the broker shares with the client: the wire format, schemas, topic names, errors, key hashes.
-BROKER_MAY_IMPORT = ("airflow_pulsar.client.protocol", "airflow_pulsar.client.schema", "airflow_pulsar.client.topic_name",
-                     "airflow_pulsar.client.exceptions", "airflow_pulsar.client.hashing", "airflow_pulsar.cli.command_line")
+# What the broker shares with the client: the wire format, schemas, topic names, errors, key hashes,
+# the installed-version check; and the command-line parsing of the CLI.
+BROKER_MAY_IMPORT = tuple(
+    f"airflow_pulsar.{name}"
+    for name in ("client.protocol", "client.schema", "client.topic_name", "client.exceptions", "client.hashing", "client.dependencies")
+) + ("airflow_pulsar.cli.command_line",)
 # The Airflow-side modules that start the embedded broker: the CLI's commands and the demo.
 BROKER_USERS = ("airflow_pulsar.cli", "airflow_pulsar.demo")
 # What ships to Spark executors (spark/archive.py): the job, the client, and nothing of Airflow.
