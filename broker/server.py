@@ -20,6 +20,7 @@ from .admin_http import AdminApi
 from .authentication_config import authentication_service, trust_client_certificates
 from .config import BrokerConfig, ConfigError, add_arguments, from_arguments
 from .connection import ServerConnection
+from .loopback import exposure_warning
 from .service import BrokerService
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,9 @@ class StandaloneBroker:
         tls = self.tls_context is not None
         self.service.service_url = f"{'pulsar+ssl' if tls else 'pulsar'}://{self.config.host}:{port}"
         self.service.web_service_url = f"{'https' if tls else 'http'}://{self.config.host}:{http_port}"
+        warning = exposure_warning(self.config.host, port, http_port, authenticated=self.authentication is not None)
+        if warning is not None:
+            log.warning(warning)
 
     def _new_connection(self) -> ServerConnection:
         connection = ServerConnection(self.service, self.authentication)
