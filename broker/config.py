@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,14 +80,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token-secret-file",
         metavar="F",
-        help="require token authentication on both ports, checking tokens with this secret key "
-        "(raw bytes, or data:;base64,...; also a file: or data: URL, as Pulsar's tokenSecretKey)",
+        help="require token authentication on both ports, checking tokens with this secret key: a file of raw "
+        "bytes or of data:;base64,... (also a file: URL, as Pulsar's tokenSecretKey), or env:NAME, the environment "
+        "variable NAME holding it in base64; never the key itself, which every user could read in the arguments",
     )
     parser.add_argument(
         "--token-public-key",
         metavar="F",
         help="require token authentication, checking tokens (e.g. OAuth2 access tokens) with this public key "
-        "(DER or PEM; also a file: or data: URL, as Pulsar's tokenPublicKey)",
+        "(DER or PEM; also a file: or data: URL, as Pulsar's tokenPublicKey, or env:NAME)",
     )
     parser.add_argument(
         "--token-public-alg", default="RS256", help="algorithm family of --token-public-key: RS256, ES256, ..."
@@ -97,7 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--basic-auth-conf",
         metavar="F",
         help="enable basic authentication with this users file of user:hash lines ($apr1$ MD5 or crypt DES, as "
-        "htpasswd -m or -d writes them; also a file: or data: URL, as Pulsar's basicAuthConf)",
+        "htpasswd -m or -d writes them; also a file: URL, as Pulsar's basicAuthConf, or env:NAME, the environment "
+        "variable NAME holding the lines)",
     )
     parser.add_argument("--tls-cert-file", type=Path, help="PEM certificate (chain): both ports then serve TLS only")
     parser.add_argument("--tls-key-file", type=Path, help="PEM private key of --tls-cert-file")
@@ -131,6 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def from_arguments(args: argparse.Namespace) -> BrokerConfig:
     """Build a BrokerConfig from parsed arguments."""
     _check_combinations(args)
+    _check_secrets_kept_off_the_command_line(args)
     return BrokerConfig(
         data_dir=args.data_dir,
         host=args.host,
@@ -159,6 +164,33 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
 def _role_list(text: str) -> frozenset[str]:
     """Roles as Pulsar reads a list setting: comma-separated, blanks around each ignored."""
     return frozenset(role.strip() for role in text.split(",") if role.strip())
+
+
+def _check_secrets_kept_off_the_command_line(args: argparse.Namespace) -> None:
+    """A secret key or a users file given in place (a ``data:`` URL, base64) is refused: every user
+    of the machine can read a process's arguments (``ps``, ``/proc/PID/cmdline``)."""
+    given = [
+        ("--token-secret-file", args.token_secret_file, "the secret key", "secret.key"),
+        ("--basic-auth-conf", args.basic_auth_conf, "the users file", "users.htpasswd"),
+    ]
+    for option, value, what, example in given:
+        if value and (value.startswith("data:") or (option == "--basic-auth-conf" and _is_inline_base64(value))):
+            raise ConfigError(
+                f"{option}: {what} is given on the command line, where every user of this machine can read it "
+                f"(ps, /proc/PID/cmdline); give a file ({option} {example}) or an environment variable holding it "
+                f"({option} env:NAME)"
+            )
+
+
+def _is_inline_base64(value: str) -> bool:
+    """Whether a ``--basic-auth-conf`` value is content in base64 rather than a file, a URL or a variable."""
+    if value.startswith(("file:", "env:")) or Path(value).exists():
+        return False
+    try:
+        base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return False
+    return True
 
 
 def _check_combinations(args: argparse.Namespace) -> None:
