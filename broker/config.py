@@ -8,8 +8,10 @@ import binascii
 from dataclasses import dataclass
 from pathlib import Path
 
-from airflow_pulsar.cli.command_line import port_number, positive_int
+from airflow_pulsar.cli.command_line import port_number, positive_float, positive_int
 from airflow_pulsar.client.protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
+
+from .client_limits import ClientLimits, add_limit_arguments, limits_from_arguments
 
 
 class ConfigError(ValueError):
@@ -30,7 +32,10 @@ class BrokerConfig:
     # brokerEntryMetadataInterceptors=...AppendIndexMetadataInterceptor; off mirrors a Pulsar without it.
     entry_index: bool = True
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    # Pulsar's keepAliveIntervalSeconds: a client must complete CONNECT within it, and one that
+    # sends no frame for two of them is closed.
     keepalive_seconds: float = 30.0
+    limits: ClientLimits = ClientLimits()
     # Authentication providers, each on when configured, as Pulsar's authenticationProviders list.
     token_secret_file: str | None = None
     token_public_key: str | None = None
@@ -77,6 +82,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-message-size", type=positive_int, default=DEFAULT_MAX_MESSAGE_SIZE, help="largest message in bytes"
     )
+    parser.add_argument(
+        "--keep-alive-interval-seconds",
+        type=positive_float,
+        default=30.0,
+        metavar="S",
+        help="Pulsar's keepAliveIntervalSeconds: a client must complete CONNECT within this time; one sending no "
+        "frame for twice this time is closed",
+    )
+    add_limit_arguments(parser)
     parser.add_argument(
         "--token-secret-file",
         metavar="F",
@@ -145,6 +159,8 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         dedup=args.dedup,
         entry_index=not args.no_entry_index,
         max_message_size=args.max_message_size,
+        keepalive_seconds=args.keep_alive_interval_seconds,
+        limits=limits_from_arguments(args),
         token_secret_file=args.token_secret_file,
         token_public_key=args.token_public_key,
         token_public_alg=args.token_public_alg,
@@ -214,5 +230,9 @@ def _check_combinations(args: argparse.Namespace) -> None:
         )
     if args.superuser_roles and not args.authorization:
         raise ConfigError("--superuser-roles needs --authorization: without it every authenticated role may do anything")
+    if args.pulsar_channel_write_buffer_low_water_mark > args.pulsar_channel_write_buffer_high_water_mark:
+        raise ConfigError(
+            "--pulsar-channel-write-buffer-low-water-mark must not exceed --pulsar-channel-write-buffer-high-water-mark"
+        )
     if args.token_secret_file and args.token_public_key:
         raise ConfigError("give --token-secret-file or --token-public-key, not both: tokens are checked with one key")
