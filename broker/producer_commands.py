@@ -42,6 +42,7 @@ class ProducerCommands:
         self._in_progress = InProgress(T.PRODUCER)
         self._pending_sends = 0
         self._max_pending_sends = channel.service.config.limits.max_pending_publish_requests_per_connection
+        self._holding_reads = False
 
     @property
     def remote_address(self) -> str:
@@ -141,7 +142,8 @@ class ProducerCommands:
             write(encode_command(encode_send_receipt(producer_id, sequence_id, position[0], position[1], highest)))
 
         self._pending_sends += 1
-        if self._pending_sends >= self._max_pending_sends:
+        if self._pending_sends >= self._max_pending_sends and not self._holding_reads:
+            self._holding_reads = True
             self.channel.pause_reading(PauseReason.PENDING_PUBLISHES)
         try:
             # Sequence ids are Java longs in Pulsar: dedup and storage take them signed (the receipt echoes them as sent).
@@ -152,7 +154,8 @@ class ProducerCommands:
 
     def _send_answered(self) -> None:
         self._pending_sends -= 1
-        if self._pending_sends <= self._max_pending_sends // 2:
+        if self._holding_reads and self._pending_sends <= self._max_pending_sends // 2:
+            self._holding_reads = False
             self.channel.resume_reading(PauseReason.PENDING_PUBLISHES)
 
     def _send_error(self, producer_id: int, sequence_id: int, error: int, message: str) -> None:
