@@ -23,6 +23,7 @@ the survivor takes over a killed broker's topics within seconds.
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import tempfile
@@ -47,6 +48,8 @@ from jvm.apache_pulsar import (
 )
 from jvm.pulsar_storage import Bookie, ZooKeeper
 
+log = logging.getLogger(__name__)
+
 CLUSTER_NAME = "cluster-a"
 # The broker's ZooKeeper session: how long a killed broker keeps owning its bundles.
 SESSION_TIMEOUT_MS = 6000
@@ -54,6 +57,7 @@ BOOKIES = 3
 # Each ledger on two bookies, each entry acknowledged by both.
 REPLICAS = 2
 PLACE_ATTEMPTS = 5
+LOOKUP_RETRY_SECONDS = 10.0
 # The ensembles in a ledger's metadata as the admin API prints it: ``ensembles={0=[h:p, h:p], 57=[...]}``.
 _ENSEMBLES = re.compile(r"ensembles=\{(.*?)\}")
 _ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
@@ -289,9 +293,7 @@ class PulsarCluster(AdminRest):
     def lookup(self, topic: str) -> ClusterBroker:
         """The broker that owns ``topic`` (a short name in public/default, or ``persistent://...``), assigning
         its bundle if no broker owns it yet."""
-        response = self.admin("GET", f"/lookup/v2/topic/{_topic_path(topic)}")
-        response.raise_for_status()
-        url = response.json()["brokerUrl"]
+        url = self._lookup(f"/lookup/v2/topic/{_topic_path(topic)}").json()["brokerUrl"]
         for broker in self.brokers:
             if broker.service_url == url:
                 return broker
@@ -299,9 +301,21 @@ class PulsarCluster(AdminRest):
 
     def bundle_of(self, topic: str) -> str:
         """The range of the namespace bundle that ``topic``'s name hashes to (``0x..._0x...``)."""
-        response = self.admin("GET", f"/lookup/v2/topic/{_topic_path(topic)}/bundle")
-        response.raise_for_status()
-        return response.text
+        return self._lookup(f"/lookup/v2/topic/{_topic_path(topic)}/bundle").text
+
+    def _lookup(self, path: str) -> httpx.Response:
+        """A lookup's answer. A server error (seen once on a busy machine while a test placed a topic)
+        is asked again for a few seconds, as Pulsar's clients retry a lookup."""
+        deadline = time.monotonic() + LOOKUP_RETRY_SECONDS
+        while True:
+            response = self.admin("GET", path)
+            if response.status_code < 500 or time.monotonic() > deadline:
+                break
+            log.warning("GET %s answered %d (%s); asking again", path, response.status_code, response.text)
+            time.sleep(0.5)
+        if response.is_error:
+            raise RuntimeError(f"GET {path} answered {response.status_code}: {response.text}")
+        return response
 
     def place(self, topic: str, broker: ClusterBroker) -> None:
         """Make ``broker`` own ``topic``'s namespace bundle (and so every topic in it): the bundle is
