@@ -304,8 +304,9 @@ class PulsarCluster(AdminRest):
         return self._lookup(f"/lookup/v2/topic/{_topic_path(topic)}/bundle").text
 
     def _lookup(self, path: str) -> httpx.Response:
-        """A lookup's answer. A server error (seen once on a busy machine while a test placed a topic)
-        is asked again for a few seconds, as Pulsar's clients retry a lookup."""
+        """A lookup's answer. A server error is asked again for a few seconds, as Pulsar's clients
+        retry a lookup: on a busy machine a bundle just unloaded towards a broker may still be
+        locked when the lookup assigns it ("Failed to acquire ownership ... is already locked")."""
         deadline = time.monotonic() + LOOKUP_RETRY_SECONDS
         while True:
             response = self.admin("GET", path)
