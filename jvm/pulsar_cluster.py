@@ -18,7 +18,7 @@ lookup on one broker can be redirected to the other; load shedding is off, so a 
 when a test moves it (``PulsarCluster.place``). Brokers hold a short ZooKeeper session (6 s), so
 the survivor takes over a killed broker's topics within seconds.
 
-``python jvm/pulsar_cluster.py`` runs one in the foreground and prints its URLs.
+``python -m jvm.pulsar_cluster`` runs one in the foreground and prints its URLs.
 """
 
 from __future__ import annotations
