@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "one_broker: not about the broker; runs on Apache Pulsar if selected, else on the embedded broker"
     )
     config.addinivalue_line(
-        "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, a bookie, two brokers), one a session"
+        "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, three bookies, two brokers), one a session"
     )
 
 
