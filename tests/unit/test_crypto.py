@@ -20,6 +20,7 @@ from airflow_pulsar.client.exceptions import CryptoError
 from airflow_pulsar.client.producer.batch_container import BatchContainer
 from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.entry_builder import EntryBuilder
+from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.stats import ProducerStats
 from airflow_pulsar.client.protocol.batch import single_header
 from airflow_pulsar.client.protocol.compression import CompressionType, decompress
@@ -318,7 +319,7 @@ def test_a_batch_is_compressed_then_encrypted_as_one_payload(pair: tuple[bytes, 
 def test_chunks_are_encrypted_each_and_stay_under_the_max_size(pair: tuple[bytes, bytes]) -> None:
     reader = keys_for(("k1", pair))
     content = bytes(range(256)) * 40
-    entries = builder(reader, max_size=2048).message_entries(content, 9, properties={"p": "1"})
+    entries = builder(reader, max_size=2048).message_entries(OutgoingMessage(content, properties={"p": "1"}), 9)
     assert len(entries) > 5 and all(len(e.data) <= 2048 for e in entries)
     ivs = {split_entry(e.data)[0].encryption_param for e in entries}
     assert len(ivs) == len(entries)
@@ -356,7 +357,7 @@ def test_failure_actions_on_an_entry_without_its_key(
 def test_an_unencrypted_message_has_no_encryption_context() -> None:
     plain = EntryBuilder(CompressionType.NONE, False, ProducerStats())
     plain.connected("p", 1 << 20)
-    [entry] = plain.message_entries(b"clear", 1)
+    [entry] = plain.message_entries(OutgoingMessage(b"clear"), 1)
     [message], _ = unpacker(None).unpack(None, 0, message_frame(command(1), entry.data))
     assert message.data() == b"clear" and message.encryption_context() is None
     assert MessageId(0, 5, 1) == message.message_id()

@@ -17,6 +17,7 @@ import pytest
 from airflow_pulsar.client.exceptions import Result
 from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.limits import PendingLimit
+from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.partition_producer import PartitionProducer
 from airflow_pulsar.client.producer.stats import ProducerStats
 from airflow_pulsar.client.protocol.message_id import MessageId
@@ -55,7 +56,7 @@ class Producing:
     def send(self, content: bytes) -> Future[Outcome]:
         """``send_async``; the future resolves with what its callback was given."""
         outcome: Future[Outcome] = Future()
-        self.producer.send_async(content, lambda result, message_id: outcome.set_result((result, message_id)))
+        self.producer.send_async(OutgoingMessage(content), lambda result, message_id: outcome.set_result((result, message_id)))
         return outcome
 
 

@@ -14,6 +14,7 @@ from airflow_pulsar.client.consumer.message import Delivery, Message
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.client.producer.accumulator import MessageAccumulator
 from airflow_pulsar.client.producer.config import ProducerConfig
+from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.pending import OpSend
 from airflow_pulsar.client.producer.stats import ProducerStats
 from airflow_pulsar.client.protocol.batch import parse_single, read_batch
@@ -42,7 +43,7 @@ def _metadata(op: OpSend) -> tuple[MessageMetadata, bytes]:
 @pytest.mark.parametrize("keyed", [False, True], ids=["plain", "keyed"])
 def test_every_entry_carries_the_schema_version(batching: bool, keyed: bool) -> None:
     accumulator, ops = _accumulator(batching_enabled=batching)
-    accumulator.add(b"v", None, 0, None, "k" if keyed else None, None, None, True)
+    accumulator.add(OutgoingMessage(b"v", partition_key="k" if keyed else None), 0, None, True)
     (op,) = ops
     metadata, _ = _metadata(op)
     assert metadata.schema_version == VERSION
@@ -52,7 +53,7 @@ def test_no_schema_version_without_one_from_the_broker() -> None:
     ops: list[OpSend] = []
     accumulator = MessageAccumulator(ProducerConfig.from_settings(batching_enabled=False), ProducerStats(), ops.append)
     accumulator.connected("p", 5 << 20)
-    accumulator.add(b"v", None, 0, None, None, None, None, True)
+    accumulator.add(OutgoingMessage(b"v"), 0, None, True)
     assert not _metadata(ops[0])[0].HasField("schema_version")
 
 
@@ -60,7 +61,7 @@ def test_no_schema_version_without_one_from_the_broker() -> None:
 def test_separated_key_value_keys_are_flagged_base64(batching: bool) -> None:
     accumulator, ops = _accumulator(batching_enabled=batching, schema=KV_SEPARATED)
     key = base64.b64encode(b"key").decode()
-    accumulator.add(b"value", None, 0, None, key, None, None, True)
+    accumulator.add(OutgoingMessage(b"value", partition_key=key), 0, None, True)
     metadata, payload = _metadata(ops[0])
     if batching:
         (single,) = read_batch(payload, 1, lambda _c, _i, _data, single: parse_single(single))
