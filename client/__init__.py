@@ -42,7 +42,7 @@ from .consumer import (
 from .consumer.message_batch import MessageBatch
 from .crypto import ConsumerCryptoFailureAction, CryptoKeyReader, EncryptionContext, EncryptionKey
 from .exceptions import *  # noqa: F403
-from .factory_options import ProducerOptions
+from .factory_options import ProducerOptions, SubscribeOptions
 from .failover import AutoClusterFailover
 from .loggers import ConsoleLogger, FileLogger, LoggerLevel
 from .producer import (
@@ -104,6 +104,7 @@ __all__ = [
     "ServiceInfo",
     "ServiceInfoProvider",
     "ServiceUrl",
+    "SubscribeOptions",
     "TableView",
     "recommend_settings",
     "schema",

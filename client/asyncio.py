@@ -384,7 +384,7 @@ class Client:
         """A producer on ``topic``, batching by default; the options are :class:`~.factory_options.ProducerOptions`."""
         if options.batching_enabled and options.chunking_enabled:
             raise ValueError("Batching and chunking of messages can't be enabled together.")
-        return Producer(await _blocking(create_producer, self._client, topic, options))
+        return Producer(await _blocking(create_producer, self._client, topic, options.config()))
 
     @factory(SubscribeOptions, Api.ASYNCIO)
     async def subscribe(self, topic: str | list[str], subscription_name: str, options: SubscribeOptions) -> Consumer:

@@ -41,7 +41,6 @@ from .routers import (
 from .stats import ProducerStats
 
 if TYPE_CHECKING:
-    from ..factory_options import ProducerOptions
     from ..services import ClientServices
 
 __all__ = ["Producer", "create_producer"]
@@ -49,10 +48,10 @@ __all__ = ["Producer", "create_producer"]
 log = logging.getLogger(__name__)
 
 
-def create_producer(client: ClientServices, topic: str, options: ProducerOptions) -> Producer:
-    """A connected producer on ``topic`` (``create_producer`` of either API)."""
+def create_producer(client: ClientServices, topic: str, config: ProducerConfig) -> Producer:
+    """A connected producer on ``topic`` (``create_producer`` of either API, with the options checked)."""
     check_type(str, topic, "topic")
-    return Producer(client, topic, ProducerConfig.from_options(options))
+    return Producer(client, topic, config)
 
 
 class Producer:
