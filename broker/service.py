@@ -165,7 +165,12 @@ class BrokerService:
             ledger_id = self._next_ledger_id
             self._next_ledger_id += 1
             self._ledger_ids[key] = ledger_id
-            await self.storage.create_topic(key, ledger_id)
+            try:
+                await self.storage.create_topic(key, ledger_id)
+            except BaseException:
+                # Not stored: entries under this ledger id would be lost at the next start.
+                del self._ledger_ids[key]
+                raise
         return self.topics.get(key) or self._load(name)
 
     async def create_partitioned_topic(self, name: TopicName, partitions: int) -> None:
