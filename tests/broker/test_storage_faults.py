@@ -1,6 +1,7 @@
-"""Failed group commits in the broker's storage and ledger: the whole group rolls back, the ledger is
-fenced until its entries in flight have settled, and entry ids stay dense (no hole, none twice),
-also after the database is opened again. Real SQLite on a temporary directory, no broker process."""
+"""Failed group commits in the broker's storage, ledger and topic: the whole group rolls back, the
+ledger is fenced until its entries in flight have settled, entry ids stay dense (no hole, none
+twice, also after the database is opened again), and the topic closes its producers and forgets
+the sequence ids it did not store. Real SQLite on a temporary directory, no broker process."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from airflow_pulsar.broker.client_limits import ClientLimits
 from airflow_pulsar.broker.commit import Commit
 from airflow_pulsar.broker.ledger import Ledger
 from airflow_pulsar.broker.storage import LedgerFencedError, Storage, StoredEntry
 from airflow_pulsar.broker.storage_faults import InjectedStorageFault, StorageFault, StorageFaultSwitch
+from airflow_pulsar.broker.topic import ServerProducer, Topic
+from airflow_pulsar.client.protocol.frames import encode_entry
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
+from airflow_pulsar.client.topic_name import TopicName
 
 LEDGER = 7
 
@@ -107,6 +113,62 @@ def test_the_size_cap_fails_commits_as_a_full_disk_and_freed_space_takes_them_ag
         await storage.delete_topic("filler", LEDGER + 1)
         assert await settled([ledger.append(entry(payload), None, None)]) == [None]
         assert ledger.last_entry_id == 0
+        storage.close()
+
+    asyncio.run(scenario())
+
+
+class RecordingSink:
+    """The producer's connection side: records the producers the topic closes."""
+
+    remote_address = "127.0.0.1:1"
+
+    def __init__(self) -> None:
+        self.closed: list[int] = []
+
+    def close_producer(self, producer_id: int) -> None:
+        self.closed.append(producer_id)
+
+    def drop_producer(self, producer_id: int) -> None:
+        self.closed.append(producer_id)
+
+
+def test_a_failed_write_closes_the_producers_and_its_duplicate_fails_with_it(tmp_path: Path) -> None:
+    switch = StorageFaultSwitch(tmp_path / "fault")
+
+    async def scenario() -> None:
+        storage = Storage(tmp_path, fsync=False, faults=switch)
+        storage.start(asyncio.get_running_loop())
+        name = TopicName.parse("persistent://public/default/t")
+        topic = Topic(name, storage, Ledger(storage, LEDGER), dedup=True, limits=ClientLimits())
+        sink = RecordingSink()
+        producer = ServerProducer(sink, 1, "p")
+        await topic.add_producer(producer)
+        outcomes: list[tuple[int, tuple[int, int] | None, BaseException | None]] = []
+
+        def publish(sequence_id: int) -> None:
+            data = encode_entry(MessageMetadata(producer_name="p", sequence_id=sequence_id, publish_time=1), b"x")
+            topic.publish(producer, sequence_id, sequence_id, 1, 0, data, lambda at, error: outcomes.append((sequence_id, at, error)))
+
+        publish(0)
+        while len(outcomes) < 1:
+            await asyncio.sleep(0.001)
+        switch.switch(StorageFault.DISK_FULL)
+        publish(1)
+        publish(1)  # a resend while the original is in flight: it waits for the original's outcome
+        while len(outcomes) < 3:
+            await asyncio.sleep(0.001)
+        receipts = [(seq, at) for seq, at, _ in outcomes]
+        assert receipts == [(0, (LEDGER, 0)), (1, None), (1, None)], "no receipt for a failed entry or its duplicate"
+        assert sink.closed == [1] and topic.producers == [], "as Pulsar: the producers are closed to resend"
+        assert topic.last_sequence_id("p") == 0
+        switch.switch(None)
+        await topic.add_producer(producer)  # the ledger has settled: producers come back
+        publish(1)  # the resend is new again, not a duplicate of what failed
+        while len(outcomes) < 4:
+            await asyncio.sleep(0.001)
+        assert outcomes[-1][:2] == (1, (LEDGER, 1))
+        assert topic.last_sequence_id("p") == 1
         storage.close()
 
     asyncio.run(scenario())
