@@ -14,6 +14,10 @@ Embedded only (``broker_factory``): faults are injected into, and the database c
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -220,3 +224,14 @@ def test_a_full_database_refuses_sends_until_a_deleted_topic_frees_space(broker_
         f"\nRELIABILITY full database ({kind} producer): {count} filler messages of {len(PADDING)} bytes filled 2 MiB; "
         f"{checked} sends waited and were stored once in order after the filler topic was deleted"
     )
+
+
+def test_the_full_disk_example_waits_then_stores_every_order_once(broker_factory: Any, topic_name: str) -> None:
+    broker = broker_factory("--dedup", "--max-storage-size", str(1024 * 1024))
+    example = Path(__file__).resolve().parents[2] / "pending-docs" / "examples" / "full_disk_producer.py"
+    env = os.environ | {"PULSAR_SERVICE_URL": broker.service_url, "PULSAR_WEB_URL": broker.web_url, "PULSAR_TOPIC": topic_name}
+    run = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-3000:]
+    orders = ", ".join(f"order-{n}" for n in range(10))
+    expected = rf"filled with \d+ messages; 0 receipts while full; after freeing: 10 receipts, all ok; stored: {orders}\n"
+    assert re.fullmatch(expected, run.stdout), run.stdout
