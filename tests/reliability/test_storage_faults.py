@@ -107,6 +107,9 @@ def test_failed_commits_give_no_receipt_lose_nothing_and_recover_without_restart
         watcher.create_producer(f"{topic_name}-raw").close()  # the raw producer's topic exists
         watch_other = watcher.subscribe(other, "watch", initial_position=InitialPosition.Earliest)
         producer = EitherProducer(kind, broker.service_url, topic_name, log, producer_name="steady")
+        # A consumer on the producer's own client (its connection), of a topic nothing is sent to.
+        bystander_topic = f"{topic_name}-bystander"
+        producer.client.subscribe(bystander_topic, "bystander")
         for seq in range(BEFORE):
             producer.send_async(stamp(0, seq))
         producer.flush()
@@ -114,6 +117,7 @@ def test_failed_commits_give_no_receipt_lose_nothing_and_recover_without_restart
         assert receive_stamped(watch, BEFORE) == [stamp(0, seq) for seq in range(BEFORE)]
         assert receive_stamped(watch_other, OTHER // 2) == [stamp(9, seq) for seq in range(OTHER // 2)]
         connected = consumer_addresses(broker, topic_name), consumer_addresses(broker, other)
+        bystander = consumer_addresses(broker, bystander_topic)
 
         switch.switch(fault)
         message = send_by_hand_and_expect_persistence_error(broker, f"{topic_name}-raw")
@@ -136,6 +140,10 @@ def test_failed_commits_give_no_receipt_lose_nothing_and_recover_without_restart
         with pytest.raises(Timeout):
             watch.receive(500)  # delivered once
         assert (consumer_addresses(broker, topic_name), consumer_addresses(broker, other)) == connected, "a consumer reconnected"
+        # Ours keeps the connection (the broker closed the producer before its SEND_ERROR came); the
+        # official client closes its connection on any SEND_ERROR but ChecksumError: its consumer resubscribes.
+        rejoined = wait_until(lambda: consumer_addresses(broker, bystander_topic), "the bystander consumer")
+        assert (rejoined != bystander) == (kind == "official")
         stored = {topic_name: read_all_ours(watcher, full(topic_name))}
     finally:
         if producer is not None:
