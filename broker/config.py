@@ -27,6 +27,10 @@ class BrokerConfig:
     port: int = 6650
     http_port: int = 8080
     fsync: bool = True
+    # The most bytes the database may hold (None: as the disk allows); past it sends fail as on a full disk.
+    max_storage_size: int | None = None
+    # Tests only: the file switching injected storage faults on and off (broker/storage_faults.py).
+    test_storage_fault_file: Path | None = None
     dedup: bool = False
     # Expose each entry's broker entry index (PIP-90) on admin REST, as Pulsar does with
     # brokerEntryMetadataInterceptors=...AppendIndexMetadataInterceptor; off mirrors a Pulsar without it.
@@ -72,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--data-dir", type=Path, required=True, help="directory for the broker's database")
     parser.add_argument("--no-fsync", action="store_true", help="do not fsync commits (faster, not crash-safe)")
+    parser.add_argument(
+        "--max-storage-size",
+        type=positive_int,
+        metavar="BYTES",
+        help="cap the database at this many bytes: past it, sends fail with PersistenceError as on a full disk "
+        "(producers retry), and succeed again once space is freed, e.g. by deleting a topic",
+    )
+    parser.add_argument("--test-storage-fault-file", type=Path, help=argparse.SUPPRESS)  # tests inject faults through it
     parser.add_argument("--dedup", action="store_true", help="deduplicate sends by producer name and sequence id")
     parser.add_argument(
         "--no-entry-index",
@@ -156,6 +168,8 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         port=args.port,
         http_port=args.http_port,
         fsync=not args.no_fsync,
+        max_storage_size=args.max_storage_size,
+        test_storage_fault_file=args.test_storage_fault_file,
         dedup=args.dedup,
         entry_index=not args.no_entry_index,
         max_message_size=args.max_message_size,

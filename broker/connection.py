@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -47,6 +48,7 @@ from .producer_commands import ProducerCommands
 from .read_pauses import PauseReason, ReadPauses
 from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError
 from .service import BrokerService, TopicNotFoundError
+from .storage import LedgerFencedError
 from .subscription import SubscriptionError
 
 log = logging.getLogger(__name__)
@@ -307,6 +309,8 @@ class ServerConnection(asyncio.Protocol):
             self._refuse(request_id, ServerError.AuthorizationError, exc)
         except (IncompatibleSchemaError, InvalidSchemaError) as exc:
             self._refuse(request_id, ServerError.IncompatibleSchema, exc)
+        except (sqlite3.Error, LedgerFencedError) as exc:  # a write it needed failed (a full disk): the client retries
+            self._refuse(request_id, ServerError.PersistenceError, exc)
 
     def _refuse(self, request_id: int, error: int, reason: Exception) -> None:
         self.send(T.ERROR, request_id=request_id, error=error, message=str(reason))

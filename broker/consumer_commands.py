@@ -98,9 +98,14 @@ class ConsumerCommands:
             subscription = existing
         else:
             subscription = topic.subscription(body.subscription, sub_type, durable, _start_entry(topic.ledger, body))
-        saved = subscription.persist() if durable else None
+        # Only a new subscription is saved: a consumer rejoins an existing one while writes fail.
+        saved = subscription.persist() if durable and existing is None else None
         if saved is not None:
-            await saved
+            try:
+                await saved
+            except Exception:
+                topic.subscriptions.pop(body.subscription, None)  # not stored: not created
+                raise
         if channel.closed:
             return
         if subscription.consumers:

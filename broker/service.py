@@ -17,6 +17,7 @@ from .policies import Policies
 from .schema_compatibility import IncompatibleSchemaError, SchemaData
 from .schema_registry import SchemaRegistry, schema_id
 from .storage import Storage
+from .storage_faults import StorageFaultSwitch
 from .tenants import Tenants
 from .topic import Topic
 
@@ -43,7 +44,8 @@ class BrokerService:
         self.config = config
         # Before the database is opened: a second broker on the same data dir stops here.
         self._lock = DataDirLock.acquire(config.data_dir)
-        self.storage = Storage(config.data_dir, fsync=config.fsync)
+        faults = None if config.test_storage_fault_file is None else StorageFaultSwitch(config.test_storage_fault_file)
+        self.storage = Storage(config.data_dir, fsync=config.fsync, max_bytes=config.max_storage_size, faults=faults)
         self.policies = Policies(self.storage, config.dedup)
         self.tenants = Tenants(self.storage)
         self.permissions = Permissions(self.policies)
@@ -163,7 +165,12 @@ class BrokerService:
             ledger_id = self._next_ledger_id
             self._next_ledger_id += 1
             self._ledger_ids[key] = ledger_id
-            await self.storage.create_topic(key, ledger_id)
+            try:
+                await self.storage.create_topic(key, ledger_id)
+            except BaseException:
+                # Not stored: entries under this ledger id would be lost at the next start.
+                del self._ledger_ids[key]
+                raise
         return self.topics.get(key) or self._load(name)
 
     async def create_partitioned_topic(self, name: TopicName, partitions: int) -> None:

@@ -24,7 +24,9 @@ from typing import Any
 
 from airflow_pulsar.client.protocol.wire import signed64
 
+from .commit import Commit
 from .data_dir import make_private_file
+from .storage_faults import StorageFaultSwitch
 
 log = logging.getLogger(__name__)
 
@@ -110,43 +112,6 @@ class StoredEntry:
 Done = Callable[[BaseException | None], None]
 
 
-class Commit:
-    """The completion of one appended entry: the future-like part of it the broker uses.
-
-    Callbacks run on the event loop once the entry's group is committed (or failed), in the
-    order they were added; one added after that runs at once.
-    """
-
-    __slots__ = ("_done", "_error", "_callbacks")
-
-    def __init__(self) -> None:
-        self._done = False
-        self._error: BaseException | None = None
-        self._callbacks: list[Callable[[Commit], None]] = []
-
-    def done(self) -> bool:
-        """Whether the commit has finished, well or not."""
-        return self._done
-
-    def exception(self) -> BaseException | None:
-        """The storage error that failed the entry, if any."""
-        return self._error
-
-    def add_done_callback(self, callback: Callable[[Commit], None]) -> None:
-        """Call ``callback(commit)`` once finished."""
-        if self._done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
-
-    def finish(self, error: BaseException | None) -> None:
-        """Record the outcome and run the callbacks (the storage calls it on the event loop)."""
-        self._done, self._error = True, error
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback(self)
-
-
 @dataclass(slots=True)
 class _Write:
     sql: str
@@ -154,10 +119,26 @@ class _Write:
     done: list[Done]
 
 
-class Storage:
-    """The broker's database: topics, entries and cursors."""
+class LedgerFencedError(Exception):
+    """An entry refused without being written: an earlier entry of its ledger failed to commit, and
+    the ledger takes no entry until it has settled every one in flight (see :meth:`Storage.unfence`)."""
 
-    def __init__(self, data_dir: str | Path, *, fsync: bool = True):
+
+class Storage:
+    """The broker's database: topics, entries and cursors.
+
+    ``max_bytes`` caps the database (SQLite's max_page_count): past it, commits fail as on a full
+    disk. ``faults`` is the test-only switch of injected failures (:mod:`.storage_faults`).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        fsync: bool = True,
+        max_bytes: int | None = None,
+        faults: StorageFaultSwitch | None = None,
+    ):
         self.path = Path(data_dir) / "broker.sqlite"
         make_private_file(self.path)
         for suffix in ("-wal", "-shm"):  # SQLite creates these with the database file's mode
@@ -165,6 +146,8 @@ class Storage:
             if companion.exists():  # left by an earlier run, maybe wider
                 make_private_file(companion)
         self.fsync = fsync
+        self.max_bytes = max_bytes
+        self._faults = faults
         self._reader = self._connect()
         self._reader.executescript(_SCHEMA)
         self._queue: list[_Write] = []
@@ -174,6 +157,9 @@ class Storage:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._closing = False
+        # Ledgers with a failed entry: later entries of theirs are refused, not written after a
+        # gap (each a prefix of entries, in order), until their ledger unfences them.
+        self._fenced_ledgers: set[int] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -182,6 +168,9 @@ class Storage:
         conn.execute("PRAGMA journal_mode=WAL")
         # FULL syncs the WAL on every commit; with group commit that is one fsync per group.
         conn.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
+        if self.max_bytes is not None:
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count={max(1, self.max_bytes // page_size)}")
         return conn
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -376,6 +365,11 @@ class Storage:
         self._submit("DELETE FROM cursors WHERE ledger_id = ?", (ledger_id,))
         return self._submit("DELETE FROM topics WHERE name = ?", (name,))
 
+    def unfence(self, ledger_id: int) -> None:
+        """Take entries of ``ledger_id`` again: its ledger has settled every entry it had in flight."""
+        with self._lock:
+            self._fenced_ledgers.discard(ledger_id)
+
     def _new_future(self) -> asyncio.Future[None]:
         assert self._loop is not None, "Storage.start() was not called"
         return self._loop.create_future()
@@ -405,19 +399,32 @@ class Storage:
                         self._cond.wait()
                     if not self._queue:
                         return
-                    group, self._queue = self._queue, []
-                    self._cursor_writes.clear()
-                error = self._commit(conn, group)
+                    group, refused = self._take_group()
+                error = self._commit(conn, group) if group else None
+                if error is not None:
+                    with self._lock:
+                        self._fenced_ledgers.update(w.params[0] for w in group if w.sql is _INSERT_ENTRY)
                 assert self._loop is not None
                 try:
+                    if refused:
+                        self._loop.call_soon_threadsafe(_resolve, refused, LedgerFencedError("an earlier entry failed"))
                     self._loop.call_soon_threadsafe(_resolve, group, error)
                 except RuntimeError:  # the loop is already closed at shutdown
                     pass
         finally:
             conn.close()
 
-    @staticmethod
-    def _commit(conn: sqlite3.Connection, group: list[_Write]) -> BaseException | None:
+    def _take_group(self) -> tuple[list[_Write], list[_Write]]:
+        """The queued writes to commit, and the entries of fenced ledgers to refuse (lock held)."""
+        group, self._queue = self._queue, []
+        self._cursor_writes.clear()
+        fenced = self._fenced_ledgers
+        if not fenced:
+            return group, []
+        refused = [w for w in group if w.sql is _INSERT_ENTRY and w.params[0] in fenced]
+        return [w for w in group if not (w.sql is _INSERT_ENTRY and w.params[0] in fenced)], refused
+
+    def _commit(self, conn: sqlite3.Connection, group: list[_Write]) -> BaseException | None:
         try:
             conn.execute("BEGIN")
             run_start = 0
@@ -432,6 +439,8 @@ class Storage:
                     else:
                         conn.executemany(group[run_start].sql, [w.params for w in group[run_start:index]])
                     run_start = index
+            if self._faults is not None:
+                self._faults.check()
             conn.execute("COMMIT")
             return None
         except Exception as exc:  # sqlite3.Error, or a value SQLite cannot hold: fail the group, keep the writer

@@ -13,10 +13,11 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import ProducerAccessMode
 from airflow_pulsar.client.topic_name import TopicName
 
 from .client_limits import ClientLimits
+from .commit import Commit
 from .cursor import Cursor
 from .ledger import CHECKSUM_HEADER_BYTES, Ledger
 from .rates import RateMeter
-from .storage import Commit, Storage, StoredEntry
+from .storage import LedgerFencedError, Storage, StoredEntry
 from .subscription import Subscription, SubscriptionError
 
 ACCESS_MODE_NAMES: dict[int, str] = {v: k for k, v in ProducerAccessMode.items()}
@@ -104,6 +105,7 @@ class Topic:
         self.entries_added = 0
         self.in_rate = RateMeter()
         ledger.on_committed.append(self._dispatch_all)
+        ledger.on_unfenced.append(self._forget_unpersisted_sequences)
 
     # ---- producers ----
 
@@ -132,6 +134,8 @@ class Topic:
         topic's means another exclusive producer came in between, and it stays fenced.
         """
         self.check_producer_room()
+        if self.ledger.fenced:  # as Pulsar: back once the failed write has settled
+            raise SubscriptionError("ServiceNotReady", "Topic is temporarily unavailable")
         mode = producer.access_mode
         holder = self._exclusive.name if self._exclusive is not None else None
         if mode == ProducerAccessMode.Shared:
@@ -205,11 +209,15 @@ class Topic:
                     waiter.set_result(None)
                     break
 
-    def disconnect_clients(self) -> None:
-        """Close every producer and consumer (the topic is being deleted by force); clients are told."""
+    def disconnect_producers(self) -> None:
+        """Close every producer; clients are told, and their producers reconnect."""
         for producer in list(self.producers):
             self.remove_producer(producer)
             producer.sink.close_producer(producer.producer_id)
+
+    def disconnect_clients(self) -> None:
+        """Close every producer and consumer (the topic is being deleted by force); clients are told."""
+        self.disconnect_producers()
         for subscription in list(self.subscriptions.values()):  # a reader's goes with its consumer
             for consumer in list(subscription.consumers):
                 consumer.sink.close_consumer(consumer.consumer_id)
@@ -229,9 +237,16 @@ class Topic:
         A duplicate (dedup on) gets ``(-1, -1)``, after the original is committed if it is
         still in flight; a storage failure gets ``done(None, error)``. A malformed entry, or a
         count of messages below one, raises FrameError before anything is stored.
+
+        A storage failure fences the ledger and, as Pulsar on a failed BookKeeper write, closes
+        every producer: each reconnects and resends what has no receipt, after the entries in
+        flight have settled, so nothing sent after a failed entry is stored ahead of it.
         """
         if num_messages < 1:
             raise FrameError(f"a SEND carries at least one message, not {num_messages}")
+        if self.ledger.fenced:
+            done(None, LedgerFencedError("Topic is temporarily unavailable: a write failed"))
+            return
         name = producer.name
         highest = max(sequence_id, highest_sequence_id)
         metadata, _ = split_entry(data)
@@ -244,7 +259,10 @@ class Topic:
             if sequence_id <= self._pushed_seq.get(name, -1):
                 in_flight = self._last_append.get(name)
                 if sequence_id > self._persisted_seq.get(name, -1) and in_flight is not None and not in_flight.done():
-                    in_flight.add_done_callback(lambda _: done(DUPLICATE, None))
+                    # The duplicate shares the original's fate: stored, or failed and to be sent again.
+                    in_flight.add_done_callback(
+                        lambda c: done(None, c.exception()) if c.exception() else done(DUPLICATE, None)
+                    )
                 else:
                     done(DUPLICATE, None)
                 return
@@ -262,8 +280,7 @@ class Topic:
         def committed(f: Commit) -> None:
             error = f.exception()
             if error is not None:
-                if self.dedup and records_sequence:
-                    self._pushed_seq[name] = self._persisted_seq.get(name, -1)
+                self.disconnect_producers()
                 done(None, error)
                 return
             if self.dedup and records_sequence and highest > self._persisted_seq.get(name, -1):
@@ -279,6 +296,11 @@ class Topic:
             done((self.ledger.ledger_id, entry.entry_id), None)
 
         future.add_done_callback(committed)
+
+    def _forget_unpersisted_sequences(self) -> None:
+        # As Pulsar's resetHighestSequenceIdPushed on unfencing: resends of failed entries are new.
+        self._pushed_seq = dict(self._persisted_seq)
+        self._last_append = {}
 
     # ---- subscriptions ----
 

@@ -38,6 +38,17 @@ class RawConnection:
                     return frame.command
                 assert frame.command.type != T.ERROR, frame.command
 
+    def replies_until(self, reply_type: int) -> list[BaseCommand]:
+        """The commands read up to and including the first of ``reply_type``, in order."""
+        seen: list[BaseCommand] = []
+        while True:
+            data = self.sock.recv(65536)
+            assert data, f"connection closed while waiting for {commands.type_name(reply_type)} after {seen}"
+            for frame in self.decoder.feed(data):
+                seen.append(frame.command)
+                if frame.command.type == reply_type:
+                    return seen
+
     def handshake(self) -> None:
         self.request(T.CONNECT, T.CONNECTED, client_version="interop-raw", protocol_version=20)
 
