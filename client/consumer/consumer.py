@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from ..arguments import check, is_int
-from ..forks import inherited_message
 from ..exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, Interrupted, InvalidConfiguration, Timeout
+from ..forks import inherited_message
 from ..protocol.message_id import MessageId
 from .message import Message
 from .partition_consumer import PartitionConsumer

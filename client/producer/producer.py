@@ -21,8 +21,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..arguments import check_type
-from ..forks import inherited_message
 from ..exceptions import AlreadyClosed, Interrupted, PulsarException, Result, exception_for
+from ..forks import inherited_message
 from ..protocol.message_id import MessageId
 from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,3 +183,12 @@ def test_a_fork_pool_of_workers_sends_on_the_client_made_before_it(client: Clien
     producer.send(b"parent-after")
     received = _receive_all(consumer, 8)
     assert sorted(received) == sorted([b"parent-before", b"parent-after", *(f"worker-{i}".encode() for i in range(6))])
+
+
+def test_the_prefork_example_publishes_from_each_worker_and_the_parent_reads_back(broker: Any) -> None:
+    example = Path(__file__).resolve().parents[2] / "pending-docs" / "examples" / "prefork_workers.py"
+    env = {**os.environ, "PULSAR_SERVICE_URL": broker.service_url, "PULSAR_TOPIC": _topic()}
+    done = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    orders = ", ".join(f"order-{n}" for n in range(6))
+    assert done.stdout.strip() == f"published 6 from the workers; received {orders}"
