@@ -2,8 +2,9 @@
 forked processes: a real scheduler, dag-processor, triggerer and api-server (LocalExecutor), with
 forked_workers/ as the DAGs and plugins folders.
 
-The scheduler imports the plugins folder as it starts (forked_workers/plugins/pulsar_fork_clients.py
-makes the hook, connects its client and admin and opens a producer); the LocalExecutor forks its
+The scheduler imports the plugins folder as it starts, and through it the package
+forked_workers/plugins/pulsar_fork_state, which makes the hook, connects its client and admin and
+opens a producer; the LocalExecutor forks its
 workers from the scheduler, and each worker's supervisor forks the task process. The tasks publish
 through the inherited hook's client and admin, the inherited producer refuses with the fix named,
 and the scheduler's own producer is still on the broker afterwards: nothing in the forked

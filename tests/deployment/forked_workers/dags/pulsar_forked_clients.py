@@ -1,5 +1,5 @@
 """Tasks that publish through the PulsarHook the scheduler made at import (the plugins folder's
-``pulsar_fork_clients``), after the LocalExecutor forked it into their processes; each reports
+``pulsar_fork_state``), after the LocalExecutor forked it into their processes; each reports
 where the hook was made, where it ran, and what the producer made before the fork said."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def publish(index: int) -> dict[str, Any]:
     """Send one message on a producer of the inherited hook; try the inherited producer first."""
     import os
 
-    import pulsar_fork_clients as made_in_scheduler  # the forked copy: already imported
+    import pulsar_fork_state as made_in_scheduler  # the forked copy: already imported
 
     from airflow_pulsar.client import AlreadyClosed
 

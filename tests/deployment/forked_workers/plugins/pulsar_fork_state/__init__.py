@@ -1,4 +1,4 @@
-"""A module every Airflow component imports as it starts (the plugins folder), which makes a
+"""Imported by every Airflow component as it starts (through pulsar_fork_plugin.py); makes a
 PulsarHook at import and uses it: its client and admin connect, and it opens a producer.
 
 The scheduler imports it before its LocalExecutor forks the worker processes, whose supervisors
