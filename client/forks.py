@@ -22,6 +22,7 @@ that the parent's reader thread takes. So, in every child, right after the fork
   Taking them over is not possible (the broker refuses a second Exclusive consumer or a producer
   under a name in use) and re-creating them behind the user's back under a new name would quietly
   change what deduplication and ordering guarantee, so the child is told instead.
+- **TableView** refuses likewise: its reader is the parent's, so it would stop updating unseen.
 - **PulsarAdmin, AsyncPulsarAdmin** keep working over a new HTTP connection pool.
 
 The parent's connections are never closed from the child: closing would write CLOSE_PRODUCER or

@@ -23,6 +23,7 @@ import pytest
 from airflow_pulsar.client import AlreadyClosed, Client, ConsumerType, MessageId, Result
 from airflow_pulsar.client import asyncio as pulsar_asyncio
 from tests.support.forked import run_forked
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -73,12 +74,13 @@ def test_the_child_sends_on_the_inherited_client_and_the_parent_keeps_its_sessio
     assert sorted(received) == sorted([b"parent-before", b"parent-after", *(f"child-{i}".encode() for i in range(5))])
 
 
-def test_inherited_producer_consumer_and_reader_refuse_in_the_child_and_stay_the_parents(client: Client) -> None:
+def test_inherited_producer_consumer_reader_and_table_view_refuse_in_the_child_and_stay_the_parents(client: Client) -> None:
     topic = _topic()
     consumer = client.subscribe(topic, "forks", consumer_type=ConsumerType.Exclusive)
     producer = client.create_producer(topic)
     reader = client.create_reader(topic, MessageId.earliest)
-    producer.send(b"before")
+    table = client.create_table_view(topic)
+    producer.send(b"before", partition_key="k")
 
     def child() -> dict[str, Any]:
         refusals: dict[str, Any] = {}
@@ -89,6 +91,8 @@ def test_inherited_producer_consumer_and_reader_refuse_in_the_child_and_stay_the
             ("acknowledge", lambda: consumer.acknowledge(MessageId.earliest)),
             ("read_next", lambda: reader.read_next(1000)),
             ("has_message_available", reader.has_message_available),
+            ("table get", lambda: table.get("k")),
+            ("table for_each", lambda: table.for_each(lambda key, value: None)),
         ):
             try:
                 call()
@@ -102,6 +106,7 @@ def test_inherited_producer_consumer_and_reader_refuse_in_the_child_and_stay_the
         producer.close()
         consumer.close()
         reader.close()
+        table.close()
         return refusals
 
     refusals = run_forked(child)
@@ -110,9 +115,11 @@ def test_inherited_producer_consumer_and_reader_refuse_in_the_child_and_stay_the
     for name, message in refusals.items():
         assert message is not None, f"{name} did not refuse in the child"
         assert "forked" in message and "Open it again in this process" in message, message
-    producer.send(b"after")
+    producer.send(b"after", partition_key="k")
     assert _receive_all(consumer, 2) == [b"before", b"after"]
     assert [reader.read_next(10_000).data() for _ in range(2)] == [b"before", b"after"]
+    wait_until(lambda: table.get("k") == b"after", "the parent's table view to see the update", 10)
+    table.close()
 
 
 def test_the_asyncio_client_reconnects_in_the_child(broker: Any) -> None:
