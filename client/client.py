@@ -7,6 +7,7 @@ producers, consumers and readers it creates see it only as :class:`~.services.Cl
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from .connection import Connection
 from .exceptions import RETRYABLE, AlreadyClosed, PulsarException, Result, exception_for
 from .factories import ClientFactories
 from .failover import AutoClusterFailover, ClusterFailoverProvider
+from .forks import reset_after_fork
 from .loggers import ConsoleLogger, FileLogger, LogRoute
 from .partition_watch import PartitionWatch
 from .producer.limits import MemoryLimit
@@ -135,9 +137,12 @@ class Client(ClientFactories):
         self._pool_lock = threading.Lock()
         self._handlers: list[TrackedHandler] = []
         self._closed = False
+        self._stats_interval = stats_interval_in_seconds
         self._stats_handle = self.timer.call_every(stats_interval_in_seconds, self._log_stats) if stats_interval_in_seconds else None
         if self._provider is not None:
             self._provider.initialize(self._switch_service)
+        self._pid = os.getpid()
+        reset_after_fork(self._after_fork_in_child)
 
     # ---- the service in use ----
 
@@ -315,6 +320,29 @@ class Client(ClientFactories):
         self.timer.close()
         if self._log_route is not None:
             self._log_route.close()
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child: start over with no connection, new threads and fresh locks (see
+        ``forks``). The parent's connections are let go of, never closed on the wire; what was
+        opened on them stays the parent's and refuses to work here."""
+        parent, self._pid = self._pid, os.getpid()
+        self._pool_lock = threading.Lock()
+        inherited, self._pool = list(self._pool.values()), {}
+        handlers, self._handlers = self._handlers, []
+        if self._closed:
+            return
+        for connection in inherited:
+            connection.abandon()
+        for handler in handlers:
+            handler.forked(parent)
+        self.timer = Timer()
+        self.memory_limit = MemoryLimit(self.memory_limit.limit)
+        self.partition_watch = PartitionWatch(self.partition_count, self.partition_watch.interval)
+        if self._stats_handle is not None:
+            self._stats_handle = self.timer.call_every(self._stats_interval, self._log_stats)
+        if self._provider is not None:
+            # Its threads did not come along: it starts providing again, from the endpoint in use.
+            self._provider.initialize(self._switch_service)
 
     def _log_stats(self) -> None:
         """Every ``stats_interval_in_seconds``: one stats line per producer and consumer, as the official client logs them."""

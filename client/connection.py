@@ -229,6 +229,17 @@ class Connection:
                 pass
             self._sock.close()
 
+    def abandon(self) -> None:
+        """In a process forked from the one that opened it: let go of it without a word on the wire.
+        The socket is the parent's too, so it is neither shut down nor written to; only this
+        process's descriptor closes. Nothing pending is failed: who waits for it lives in the parent."""
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+        self.closed = True
+        self._writer = None
+        self._keepalive = None
+        if self._sock is not None:
+            self._sock.close()
+
     def _check_alive(self) -> None:
         if time.monotonic() - self._last_received > 2 * self._keepalive_seconds:
             log.warning("no traffic from %s for %.0f s; closing", self.address, 2 * self._keepalive_seconds)

@@ -105,7 +105,8 @@ class ServiceInfoProvider:
         raise NotImplementedError
 
     def initialize(self, on_service_info_update: Callable[[ServiceInfo], None]) -> None:
-        """Start providing: call ``on_service_info_update`` whenever the endpoint changes."""
+        """Start providing: call ``on_service_info_update`` whenever the endpoint changes. Called again
+        in a process forked from this one, whose copy of the provider has none of its threads."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -46,6 +46,12 @@ class TrackedHandler(Closeable, Protocol):
         """Log one line of its statistics."""
         ...
 
+    def forked(self, parent_pid: int) -> None:
+        """This process was forked from ``parent_pid``, which keeps its broker session: refuse every
+        call from now on (AlreadyClosed, saying why), close without a word to the broker, take no
+        lock a thread of the parent may have held."""
+        ...
+
 
 class DeadLetterSender(Closeable, Protocol):
     """The producer a consumer opens on its dead-letter topic: what it sends, and closing it."""

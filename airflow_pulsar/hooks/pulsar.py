@@ -17,6 +17,7 @@ from airflow.sdk import BaseHook
 
 from airflow_pulsar.client import Client, Consumer, MessageId, Producer, Reader
 from airflow_pulsar.client.asyncio import Client as AsyncClient
+from airflow_pulsar.client.forks import reset_after_fork
 from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
 from airflow_pulsar.hooks.authentication import ConnectionAuthentication
 
@@ -190,6 +191,14 @@ class PulsarHook(BaseHook):
         self._admin: PulsarAdmin | None = None
         self._handlers: list[Producer | Consumer | Reader] = []
         self._lock = threading.RLock()
+        reset_after_fork(self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (a LocalExecutor or Celery worker): the cached client and admin carry
+        on, reconnecting on first use; the producers, consumers and readers made here before the
+        fork are the parent's and refuse to work here, so they are forgotten (see the client's ``forks``)."""
+        self._lock = threading.RLock()  # a thread of the parent may have held it at the fork
+        self._handlers = []
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(pulsar_conn_id={self.pulsar_conn_id!r})"

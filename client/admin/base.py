@@ -10,6 +10,7 @@ import httpx
 
 from ..auth import Authentication, AuthenticationDisabled, load_client_certificate
 from ..exceptions import AlreadyClosed, InvalidConfiguration
+from ..forks import reset_after_fork
 from . import backlog as backlog_operations
 from . import operations, permissions, schemas
 from .calls import NO_BODY, AdminCall, Operation, T
@@ -59,9 +60,19 @@ class AdminBase:
             # A client certificate (AuthenticationTLS) is presented on https:// as on pulsar+ssl://.
             load_client_certificate(self._verify, self.authentication)
         # Redirects are followed by the Exchange, which keeps the auth headers (httpx drops them across hosts).
-        self._http = self._open(
-            base_url=self._base_url, timeout=httpx.Timeout(timeout_seconds), verify=self._verify, follow_redirects=False
-        )
+        self._http_options: dict[str, Any] = {
+            "base_url": self._base_url, "timeout": httpx.Timeout(timeout_seconds), "verify": self._verify, "follow_redirects": False
+        }
+        self._http = self._open(**self._http_options)
+        self._inherited_http: list[httpx.Client | httpx.AsyncClient] = []
+        reset_after_fork(self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child: a new connection pool. The parent's pooled connections are its own
+        sockets: kept here unused, never closed, so nothing of this process ends them (see ``forks``)."""
+        if not self._http.is_closed:
+            self._inherited_http.append(self._http)
+            self._http = self._open(**self._http_options)
 
     def _open(self, **options: Any) -> httpx.Client | httpx.AsyncClient:
         raise NotImplementedError

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from ..forks import reset_after_fork
 from .base import JAVA_PLUGIN_PREFIX, Authentication, require_str
 from .oauth2_flow import AccessToken, ClientCredentials, ClientCredentialsFlow
 from .params import parse_json_params
@@ -52,6 +53,10 @@ class AuthenticationOauth2(Authentication):
         )
         self._cached: AccessToken | None = None
         self._lock = threading.Lock()
+        reset_after_fork(self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
 
     @classmethod
     def from_params(cls, params: str) -> AuthenticationOauth2:

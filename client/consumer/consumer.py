@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..arguments import check, is_int
 from ..exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, Interrupted, InvalidConfiguration, Timeout
+from ..forks import inherited_message
 from ..protocol.message_id import MessageId
 from .message import Message
 from .partition_consumer import PartitionConsumer
@@ -46,6 +47,7 @@ class Consumer:
         self._children_lock = threading.Lock()
         self._closing = False  # set first thing by a close: no child is added after
         self._closed = False
+        self._closed_because = f"consumer on {topic_label} is closed"
         self._listener_thread: threading.Thread | None = None
         self._listener_paused = threading.Event()
         self._wait_hook: Callable[[], None] | None = None
@@ -151,7 +153,7 @@ class Consumer:
     def check_open(self) -> None:
         """Raise AlreadyClosed once closed, or the error that ended a partition's subscription for good."""
         if self._closed:
-            raise AlreadyClosed(f"consumer on {self._topic_label} is closed")
+            raise AlreadyClosed(self._closed_because)
         for child in self._children.values():
             if child.failure is not None:
                 raise child.failure
@@ -311,6 +313,14 @@ class Consumer:
     def log_stats(self) -> None:
         """Log one line of this consumer's statistics."""
         log.info("%s", self.stats())
+
+    def forked(self, parent_pid: int) -> None:
+        """This process was forked from ``parent_pid``, whose subscription this is: closed here,
+        nothing sent to the broker, no acknowledgement made for the parent (see ``forks``)."""
+        self._children_lock = threading.Lock()
+        self._closing = True
+        self._closed_because = inherited_message(f"consumer on {self._topic_label}", parent_pid)
+        self._closed = True
 
     def _finish_close(self) -> None:
         self._closed = True

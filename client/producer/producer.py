@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..arguments import check_type
 from ..exceptions import AlreadyClosed, Interrupted, PulsarException, Result, exception_for
+from ..forks import inherited_message
 from ..protocol.message_id import MessageId
 from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
@@ -30,6 +31,7 @@ from .delivery import delivery_of
 from .limits import PendingLimit
 from .message import OutgoingMessage
 from .partition_producer import PartitionProducer, SendCallback
+from .pending import fail_callback
 from .routers import (
     CustomRouter,
     KeyHashRouter,
@@ -86,6 +88,7 @@ class Producer:
         self._route_unkeyed = router.choose_unkeyed if isinstance(router, KeyHashRouter) else None
         self._interceptors = config.interceptors
         self._closed = False
+        self._closed_because = f"producer on {self._topic} is closed"
         # Held to close, and to add the partitions the topic gained: neither misses the other's.
         self._lock = threading.Lock()
         _start_all(self._partitions)
@@ -136,6 +139,9 @@ class Producer:
         """
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(result, message_id), got {callback!r}")
+        if self._closed:
+            fail_callback(callback, AlreadyClosed(self._closed_because))
+            return
         if (
             self._plain
             and type(content) is bytes
@@ -254,6 +260,9 @@ class Producer:
     def _dispatch(self, message: OutgoingMessage, callback: SendCallback | None, flush: bool) -> None:
         """Pass ``message`` through the interceptors, route it and queue it on its partition's producer;
         ``flush`` sends its batch at once (a sync send has nothing to wait for)."""
+        if self._closed:
+            fail_callback(callback, AlreadyClosed(self._closed_because))
+            return
         if self._interceptors:
             delivery = message.delivery
             for interceptor in self._interceptors:
@@ -292,7 +301,7 @@ class Producer:
     def check_open(self) -> None:
         """Raise AlreadyClosed once the producer is closed (or shut down)."""
         if self._closed:
-            raise AlreadyClosed(f"producer on {self._topic} is closed")
+            raise AlreadyClosed(self._closed_because)
 
     def flush(self) -> None:
         """Send every batch now and wait until all messages sent so far are acknowledged or failed;
@@ -331,6 +340,13 @@ class Producer:
             self._stats_handle.cancel()
         self._client.partition_watch.unwatch(self)
         return True
+
+    def forked(self, parent_pid: int) -> None:
+        """This process was forked from ``parent_pid``, whose producer this is: closed here, nothing
+        sent to the broker (see ``forks``)."""
+        self._lock = threading.Lock()
+        self._closed_because = inherited_message(f"producer on {self._topic}", parent_pid)
+        self._closed = True
 
     # ---- partitions added to the topic ----
 

@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,10 @@ def _forget_example_topics(web_url: str) -> None:
                 pass
 
 
-@pytest.fixture(scope="module")
-def deployment(broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
-    """Airflow's four components on the module's broker; stopped, and the examples' topics
-    deleted, at the end."""
-    home = tmp_path_factory.mktemp("airflow-deployment")
+@contextmanager
+def airflow_deployment(broker: Any, home: Path, dags_folder: Path, plugins_folder: Path | None = None) -> Iterator[AirflowDeployment]:
+    """Airflow's four components on ``broker`` with ``dags_folder`` (and ``plugins_folder``, which
+    every component imports from as it starts), in ``home``; stopped at the end."""
     port = free_port()
     password = secrets.token_urlsafe(16)
     (home / "passwords.json").write_text(json.dumps({"tester": password}))
@@ -53,7 +53,7 @@ def deployment(broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         # component imports what an installation gives it.
         **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "PYTHONPATH"},
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_DAGS),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
@@ -69,10 +69,22 @@ def deployment(broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
         ),
     }
-    _forget_example_topics(broker.web_url)
+    if plugins_folder is not None:
+        env["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(plugins_folder)
     airflow = AirflowDeployment(home, env, port, password)
     try:
         yield airflow.start()
     finally:
         airflow.stop()
+
+
+@pytest.fixture(scope="module")
+def deployment(broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
+    """Airflow's four components on the module's broker with dags/ as the DAGs folder; stopped,
+    and the examples' topics deleted, at the end."""
+    _forget_example_topics(broker.web_url)
+    try:
+        with airflow_deployment(broker, tmp_path_factory.mktemp("airflow-deployment"), PROJECT_DAGS) as airflow:
+            yield airflow
+    finally:
         _forget_example_topics(broker.web_url)

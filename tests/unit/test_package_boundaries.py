@@ -19,7 +19,7 @@ PACKAGES = {"client": "airflow_pulsar.client", "broker": "airflow_pulsar.broker"
 
 # The client modules the Airflow side may import, besides the names of the client's __all__.
 PUBLIC_CLIENT_MODULES = frozenset(
-    f"airflow_pulsar.client{suffix}" for suffix in ("", ".admin", ".asyncio", ".schema", ".topic_name", ".exceptions", ".entries")
+    f"airflow_pulsar.client{suffix}" for suffix in ("", ".admin", ".asyncio", ".schema", ".topic_name", ".exceptions", ".entries", ".forks")
 )
 # What the broker shares with the client: the wire format, schemas, topic names, errors, key hashes,
 # the installed-version check; and the command-line parsing of the CLI.
