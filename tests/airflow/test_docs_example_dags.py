@@ -23,8 +23,8 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
-from tests.airflow.test_first_dag import xcoms
 from tests.support.dag_files import load_dag_file
+from tests.support.dag_runs import xcoms_in_database as xcoms
 from tests.support.polling import wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"

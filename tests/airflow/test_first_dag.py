@@ -13,17 +13,16 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
+from tests.support.dag_runs import xcoms_in_database as xcoms
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FIRST_DAG = DOCS / "examples" / "dags" / "first_orders.py"
@@ -56,12 +55,6 @@ def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
     finally:
         process.stop()
 
-
-def xcoms(database: Path, dag_id: str) -> dict[str, Any]:
-    """task id -> its ``return_value`` XCom, read from the Airflow database the run wrote."""
-    with sqlite3.connect(database) as db:
-        rows = db.execute("SELECT task_id, value FROM xcom WHERE dag_id = ? AND key = 'return_value'", (dag_id,)).fetchall()
-    return {task_id: json.loads(value) for task_id, value in rows}
 
 
 def test_the_first_dag_runs_as_shown(embedded_broker: BrokerProcess, tmp_path: Path) -> None:
