@@ -16,7 +16,7 @@ LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-icebe
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
+.PHONY: install test demo bench docs docs-check docs-tools browser proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -45,7 +45,7 @@ whole_pyspark = $(UV) pip uninstall --python $(1) --quiet pyspark && \
 # Recompile the lock from pyproject.toml's ranges and requirements/pins.txt.
 lock: | $(VENV)
 	$(UV) pip compile --quiet --universal --python-version 3.10 pyproject.toml \
-		--extra spark --extra dev --extra proto --constraint requirements/pins.txt -o $(LOCK)
+		--extra spark --extra dev --extra docs --extra proto --constraint requirements/pins.txt -o $(LOCK)
 
 $(VENV):
 	$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet uv
@@ -161,6 +161,27 @@ demo: install
 # Quick mode by default; FULL=1 for the longer, steadier run.
 bench: install connector-jar
 	$(PY) bench/suite.py $(if $(FULL),--full)
+
+# The documentation site (docs/) as HTML in the git-ignored build/docs/html. Every warning is an
+# error (-W, all reported first: --keep-going) and every cross-reference must resolve (-n). -E reads
+# every page afresh, so a warning of an unchanged page is not hidden by the last build's cache.
+# Graphviz draws the diagrams from docs/diagrams/*.dot at build time.
+DOCS_HTML := build/docs/html
+NEED_DOT := command -v dot >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; }
+docs: $(STAMP)
+	@$(NEED_DOT)
+	$(VENV)/bin/sphinx-build -E -W --keep-going -n -q -b html docs $(DOCS_HTML)
+	@echo "docs: $(DOCS_HTML)/index.html"
+
+# Debian's Chromium and its driver, which tests/support/browser.py drives through Playwright (no
+# browser download).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+# The built site in a headless browser: navigation, search, and every internal link and image.
+docs-check: docs browser
+	DOCS_HTML=$(DOCS_HTML) $(PY) -m pytest -p no:cacheprovider tests/docs/test_site.py
 
 # Style and correctness checks of every Python file (rules in pyproject.toml's [tool.ruff]), then
 # the type check of client/, broker/ and airflow_pulsar/ ([tool.mypy]). Prerequisites, not a sub-make, so

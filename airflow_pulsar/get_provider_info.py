@@ -8,6 +8,7 @@ Keep this module free of heavy imports: Airflow imports it in every process that
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 HOOK_CLASS_NAME = "airflow_pulsar.hooks.pulsar.PulsarHook"
@@ -125,7 +126,7 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "airflow-pulsar",
         "name": "Apache Pulsar",
         "description": "Apache Pulsar (https://pulsar.apache.org/) integration with a bundled pure-Python client.",
-        "versions": ["0.1.0"],
+        "versions": [version("airflow-pulsar")],  # pyproject.toml's, from the installed metadata
         "integrations": [
             {
                 "integration-name": "Apache Pulsar",

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from google.protobuf.message import Message
 
 from .auth import Authentication
+from .dependencies import DISTRIBUTION, distribution_version
 from .exceptions import AuthenticationError, ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
 from .frame_writer import FrameWriter
 from .protocol import commands
@@ -44,7 +45,8 @@ log = logging.getLogger(__name__)
 
 # Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
 T = BaseCommand
-CLIENT_VERSION = "airflow-pulsar-0.1.0"
+# What CONNECT tells the broker: the distribution and its version, read once from its metadata.
+CLIENT_VERSION = "-".join(filter(None, [DISTRIBUTION, distribution_version()]))
 _RECV_SIZE = 256 * 1024
 _UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 

@@ -163,7 +163,7 @@ class PulsarHook(BaseHook):
     The connection's host (and port) give the service URL, ``pulsar://host:6650`` or, with the
     ``use_tls`` extra, ``pulsar+ssl://host:6651``; a host holding a ``pulsar://`` or
     ``pulsar+ssl://`` URL (several brokers allowed) is used as is. The ``auth_method`` extra picks
-    the authentication (see :mod:`airflow_pulsar.hooks.authentication`): by default the password
+    the authentication (see ``airflow_pulsar.hooks.authentication``): by default the password
     is a token for ``AuthenticationToken``; ``basic``, ``tls`` (client certificate) and ``oauth2``
     read the login, password and extras. Producers, consumers and readers made here are closed by
     ``close()``.

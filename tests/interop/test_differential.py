@@ -4,7 +4,7 @@ the outcomes compared field by field. Where the two disagree, Pulsar is right.
 Only what must differ is normalised away: ports and addresses, timestamps and rates, ledger ids
 (``13:4`` and ``1:4`` both become ``L:4``), and generated names (every producer and consumer here is
 named). Where our broker still differs on purpose, the test says so and asserts each broker's own
-behaviour; README.md ("Tested against Apache Pulsar") lists those differences and why they stay.
+behaviour; docs/broker.md ("Tested against Apache Pulsar") lists those differences and why they stay.
 
 Every test needs both brokers, so the module runs only with ``--brokers both`` (the default). The
 official ``pulsar-client`` drives both, so the comparison does not depend on our client.
