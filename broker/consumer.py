@@ -101,11 +101,19 @@ class ServerConsumer:
 
     def deliver(self, entry: StoredEntry, ledger_id: int, redelivery_count: int, ack_set: list[int] | None) -> None:
         """Send one entry and charge its messages against the permits."""
-        self.permits -= entry.num_messages
         self.pending[entry.entry_id] = entry.num_messages
         self.unacked_messages += entry.num_messages
         if self.max_unacked_messages and self.unacked_messages >= self.max_unacked_messages:
             self.blocked = True
+        self._send(entry, ledger_id, redelivery_count, ack_set)
+
+    def forward(self, entry: StoredEntry, ledger_id: int) -> None:
+        """Send one entry that nothing keeps (a non-persistent topic's) and charge its messages
+        against the permits; it is not held for acknowledgement, as there is nothing to redeliver."""
+        self._send(entry, ledger_id, 0, None)
+
+    def _send(self, entry: StoredEntry, ledger_id: int, redelivery_count: int, ack_set: list[int] | None) -> None:
+        self.permits -= entry.num_messages
         self.msg_out += entry.num_messages
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))

@@ -74,6 +74,23 @@ class SubscriptionError(Exception):
         self.code = code
 
 
+def check_can_join(name: str, consumers: list[ServerConsumer], current_type: int, sub_type: int, limits: ClientLimits) -> None:
+    """Raise SubscriptionError if a consumer of ``sub_type`` may not join the subscription
+    ``name`` now, as Pulsar refuses one (persistent and non-persistent subscriptions alike)."""
+    if not consumers:
+        return
+    if sub_type != current_type:
+        raise SubscriptionError(
+            "ConsumerBusy",
+            f"subscription {name} is of type {SUB_TYPE_NAMES.get(current_type)}, not {SUB_TYPE_NAMES.get(sub_type)}",
+        )
+    if sub_type == CommandSubscribe.Exclusive:
+        raise SubscriptionError("ConsumerBusy", f"exclusive subscription {name} already has a consumer")
+    limit = limits.max_consumers_per_subscription
+    if limit and len(consumers) >= limit:
+        raise SubscriptionError("ConsumerBusy", "Subscription reached max consumers limit")  # Pulsar's words
+
+
 class SubscriptionTopic(Protocol):
     """What a subscription needs from its topic: the name, the ledger it reads, where cursors are saved."""
 
@@ -138,19 +155,7 @@ class Subscription:
 
     def check_can_add(self, sub_type: int) -> None:
         """Raise SubscriptionError if a consumer of ``sub_type`` may not join now."""
-        if not self.consumers:
-            return
-        if sub_type != self.sub_type:
-            raise SubscriptionError(
-                "ConsumerBusy",
-                f"subscription {self.name} is of type {SUB_TYPE_NAMES.get(self.sub_type)}, "
-                f"not {SUB_TYPE_NAMES.get(sub_type)}",
-            )
-        if sub_type == CommandSubscribe.Exclusive:
-            raise SubscriptionError("ConsumerBusy", f"exclusive subscription {self.name} already has a consumer")
-        limit = self.topic.limits.max_consumers_per_subscription
-        if limit and len(self.consumers) >= limit:
-            raise SubscriptionError("ConsumerBusy", "Subscription reached max consumers limit")  # Pulsar's words
+        check_can_join(self.name, self.consumers, self.sub_type, sub_type, self.topic.limits)
 
     def add_consumer(self, consumer: ServerConsumer, sub_type: int) -> None:
         """Attach a consumer (check_can_add first); the type follows the first consumer."""
