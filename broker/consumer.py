@@ -75,6 +75,7 @@ class ServerConsumer:
         name: str,
         priority: int = 0,
         key_shared_meta: Any = None,
+        read_compacted: bool = False,
     ):
         self.subscription = subscription
         self.sink = sink
@@ -82,6 +83,7 @@ class ServerConsumer:
         self.name = name
         self.priority = priority
         self.key_shared_meta = key_shared_meta
+        self.read_compacted = read_compacted  # it reads the topic's compacted view
         self.partition = subscription.topic.name.partition
         self.permits = 0
         self.pending: dict[int, int] = {}  # entry id -> messages in it

@@ -98,6 +98,10 @@ class ConsumerCommands:
         topic = await channel.service.open_topic(name, create=body.force_topic_creation)
         if body.read_compacted and isinstance(topic, NonPersistentTopic):
             raise Rejected(ServerError.NotAllowedError, "readCompacted only valid on persistent topics")  # Pulsar's words
+        if body.read_compacted and body.subType not in (CommandSubscribe.Exclusive, CommandSubscribe.Failover):
+            raise Rejected(
+                ServerError.NotAllowedError, "Read compacted can only be used with exclusive or failover persistent subscriptions"
+            )
         if body.HasField("schema"):
             schema = schema_from_wire(body.schema)
             if schema.schema_type != SchemaType.AUTO_CONSUME:  # it reads whatever the topic has
@@ -127,6 +131,7 @@ class ConsumerCommands:
             body.consumer_name or f"consumer-{body.consumer_id}",
             body.priority_level,
             body.keySharedMeta if body.HasField("keySharedMeta") else None,
+            body.read_compacted,
         )
         self.consumers[body.consumer_id] = (consumer, subscription, topic)
         channel.send(T.SUCCESS, request_id=body.request_id)

@@ -29,8 +29,9 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe
 from airflow_pulsar.client.topic_name import TopicName
 
 from .client_limits import ClientLimits
+from .compaction import Compaction
 from .consumer import ServerConsumer
-from .cursor import Cursor
+from .cursor import Cursor, estimated_backlog_size
 from .delayed_delivery import DelayedEntries
 from .ledger import Ledger
 from .rates import RateMeter
@@ -53,17 +54,6 @@ _INDIVIDUAL_ACK = (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
 # consumer changes, dispatch (and the change notice) waits this long, so acknowledgements the
 # previous active consumer still has in flight land before the new one is given anything.
 FAILOVER_DELAY_SECONDS = 1.0
-
-
-def estimated_backlog_size(total_bytes: int, entries: int, mark_delete: int) -> int:
-    """Pulsar's ``backlogSize`` of a cursor on a one-ledger topic: the ledger's bytes less those
-    consumed up to the mark-delete, reckoned at the ledger's average entry size (exact only once
-    everything is consumed); individual acks above the mark-delete do not count."""
-    if entries <= 0 or mark_delete < 0:
-        return total_bytes
-    if mark_delete + 1 >= entries:
-        return 0
-    return total_bytes - (mark_delete + 1) * (total_bytes // entries)
 
 
 class SubscriptionError(Exception):
@@ -106,6 +96,9 @@ class SubscriptionTopic(Protocol):
     @property
     def limits(self) -> ClientLimits: ...
 
+    @property
+    def compaction(self) -> Compaction: ...
+
 
 class Subscription:
     """Dispatch state of one subscription on one topic partition."""
@@ -140,6 +133,7 @@ class Subscription:
         # Pulsar reports a subscription's type from its first consumer on; "None" until then.
         self.typed = False
         self._failover_timer: asyncio.TimerHandle | None = None
+        self.reads_compacted = False  # whether its consumers read the topic's compacted view
 
     @property
     def name(self) -> str:
@@ -190,6 +184,7 @@ class Subscription:
         return self.selector.active if isinstance(self.selector, SingleActiveSelector) else None
 
     def _after_membership_change(self, before: ServerConsumer | None, joined: ServerConsumer | None) -> None:
+        self.reads_compacted = any(c.read_compacted for c in self.consumers)
         if self.sub_type != CommandSubscribe.Failover:
             return
         active = self._active()
@@ -258,10 +253,11 @@ class Subscription:
             if self.blocked_on_unacked or not any(c.available for c in self.consumers):
                 return
             entries = self.ledger.read(entry_id, 1)
-            if not entries:
+            sent = self._as_read(entries[0]) if entries else None
+            if sent is None:
                 self.replay.discard(entry_id)
                 continue
-            if self._send(entries[0]):
+            if self._send(sent):
                 self.replay.discard(entry_id)
 
     def _dispatch_new(self) -> None:
@@ -281,7 +277,8 @@ class Subscription:
                 if self.blocked_on_unacked:
                     return
                 entry_id = entry.entry_id
-                if self.cursor.is_acked(entry_id) or entry_id in self.holder:
+                sent = self._as_read(entry)
+                if self.cursor.is_acked(entry_id) or entry_id in self.holder or sent is None:
                     self.read_position = entry_id + 1
                     continue
                 if self.sub_type in _INDIVIDUAL_ACK and self.delayed.hold_back(entry):
@@ -289,12 +286,12 @@ class Subscription:
                     continue
                 if key_shared is not None:
                     owner = key_shared.owner(entry.sticky_key)
-                    if owner is None or id(owner) in waiting_owners or not self._send(entry):
+                    if owner is None or id(owner) in waiting_owners or not self._send(sent):
                         if len(self.replay) >= _MAX_REPLAY:
                             return
                         self.replay.add(entry_id)
                         waiting_owners.add(id(owner))
-                elif not self._send(entry):
+                elif not self._send(sent):
                     return
                 self.read_position = entry_id + 1
             # As Pulsar writes each read batch as it is dispatched: the consumer starts on it while
@@ -340,6 +337,11 @@ class Subscription:
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))
         return True
+
+    def _as_read(self, entry: StoredEntry) -> StoredEntry | None:
+        """The entry as this subscription's consumers read it: compacted readers get what the
+        topic's compaction kept of it (None: nothing), the others the entry itself."""
+        return self.topic.compaction.filter(entry) if self.reads_compacted else entry
 
     def _hold_key(self, entry: StoredEntry, consumer: ServerConsumer) -> bool:
         """Record that ``consumer`` holds an entry of its key; False if another consumer still does."""

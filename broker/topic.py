@@ -11,6 +11,7 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
 from airflow_pulsar.client.topic_name import TopicName
 
 from .client_limits import ClientLimits
+from .compaction import Compaction
 from .cursor import Cursor
 from .ledger import CHECKSUM_HEADER_BYTES, Ledger
 from .producer_access import ProducerAccess, ServerProducer
@@ -49,6 +50,7 @@ class Topic(ProducerAccess):
         self.storage = storage
         self.ledger = ledger
         self.dedup = dedup
+        self.compaction = Compaction(ledger)
         self.subscriptions: dict[str, Subscription] = {}
         for sub_name, state in (cursors or {}).items():
             self.subscriptions[sub_name] = Subscription(self, Cursor.from_state(sub_name, state), 0)
