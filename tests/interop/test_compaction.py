@@ -39,9 +39,9 @@ def our_client(broker: Any) -> Any:
     client.close()
 
 
-def _send(client: Any, topic: str, messages: list[tuple[str | None, str]], batch: bool = False) -> None:
+def _send(client: Any, topic: str, messages: list[tuple[str | None, str]], batch: bool = False, **settings: Any) -> None:
     producer = client.create_producer(
-        topic, batching_enabled=batch, batching_max_messages=len(messages), batching_max_publish_delay_ms=60_000
+        topic, batching_enabled=batch, batching_max_messages=len(messages), batching_max_publish_delay_ms=60_000, **settings
     )
     for key, value in messages:
         if key is None:
@@ -69,10 +69,10 @@ def _read_all(read_next: Any) -> list[tuple[str, str]]:
         return messages
 
 
-def _compacted_topic(broker: Any, official: pulsar.Client, topic_name: str) -> str:
+def _compacted_topic(broker: Any, official: pulsar.Client, topic_name: str, **batch_settings: Any) -> str:
     topic = f"persistent://public/default/{topic_name}"
     _send(official, topic, BEFORE)
-    _send(official, topic, BATCH, batch=True)
+    _send(official, topic, BATCH, batch=True, **batch_settings)
     assert _compact(broker, topic) == {"status": "SUCCESS", "lastError": ""}
     _send(official, topic, AFTER)
     return topic
@@ -84,10 +84,14 @@ def test_status_before_any_run(broker: Any, official: pulsar.Client, topic_name:
     assert (response.status_code, response.json()) == (200, {"status": "NOT_RUN", "lastError": ""})
 
 
-def test_official_compacted_reader_and_consumer(broker: Any, official: pulsar.Client, topic_name: str) -> None:
+@pytest.mark.parametrize("compression", [pulsar.CompressionType.NONE, pulsar.CompressionType.LZ4, pulsar.CompressionType.ZSTD])
+def test_official_compacted_reader_and_consumer(
+    broker: Any, official: pulsar.Client, topic_name: str, compression: pulsar.CompressionType
+) -> None:
     """The latest value of each key up to the horizon (tombstoned and keyless messages gone,
-    batches thinned), then everything after it; a reader without the flag sees every message."""
-    topic = _compacted_topic(broker, official, topic_name)
+    batches thinned, compressed or not), then everything after it; a reader without the flag
+    sees every message."""
+    topic = _compacted_topic(broker, official, topic_name, compression_type=compression)
     compacted = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
     assert _read_all(compacted.read_next) == OFFICIAL_COMPACTED
     consumer = official.subscribe(
