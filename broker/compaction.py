@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,8 @@ class CompactedView:
 
     horizon: int
     kept: dict[int, int]
+    # The topic's bytes up to the horizon: what grew after it counts toward the threshold.
+    size: int = 0
     thinned: dict[int, StoredEntry] = field(default_factory=dict)
 
     def entry(self, entry: StoredEntry) -> StoredEntry | None:
@@ -101,6 +104,10 @@ class Compaction:
         else:
             self.state, self.last_error = CompactionState.SUCCESS, ""
 
+    def uncompacted_bytes(self) -> int:
+        """The topic's bytes published since the horizon of its last compaction (all, before any)."""
+        return self.ledger.total_bytes - (self.view.size if self.view is not None else 0)
+
     def status(self) -> dict[str, Any]:
         """Pulsar's LongRunningProcessStatus document."""
         return {"status": self.state.value, "lastError": self.last_error}
@@ -114,9 +121,35 @@ class Compaction:
         return view.entry(entry)
 
 
+class CompactionMonitor:
+    """Pulsar's compaction monitor: every ``interval`` seconds, each topic that grew past its
+    threshold (its namespace's ``compactionThreshold``, in bytes; None or 0: never) since its last
+    compaction is compacted."""
+
+    def __init__(self, interval: float, topics: Callable[[], Iterable[tuple[Compaction, int | None]]]):
+        self._interval = interval
+        self._topics = topics
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Check every interval from now on."""
+        self._timer = loop.call_later(self._interval, self._check, loop)
+
+    def stop(self) -> None:
+        """Check no more."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
+        for compaction, threshold in self._topics():
+            if threshold and not compaction.running and compaction.uncompacted_bytes() > threshold:
+                compaction.trigger()
+        self.start(loop)
+
+
 async def compact(ledger: Ledger) -> CompactedView:
     """The compacted view of ``ledger`` up to its current last entry."""
-    horizon = ledger.last_entry_id
+    horizon, size = ledger.last_entry_id, ledger.total_bytes
     latest: dict[bytes | str, tuple[int, int]] = {}  # key -> (entry id, batch index or WHOLE)
     position = 0
     while position <= horizon:
@@ -131,7 +164,7 @@ async def compact(ledger: Ledger) -> CompactedView:
     kept: dict[int, int] = {}
     for entry_id, index in latest.values():
         kept[entry_id] = WHOLE if index == WHOLE else kept.get(entry_id, 0) | 1 << index
-    return CompactedView(horizon, kept)
+    return CompactedView(horizon, kept, size)
 
 
 def _keyed_messages(entry: StoredEntry) -> list[tuple[bytes | str, int, bool]]:

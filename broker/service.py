@@ -9,12 +9,13 @@ import secrets
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
 from .authorization import Authorizer
+from .compaction import Compaction, CompactionMonitor
 from .config import BrokerConfig
 from .data_dir import DataDirLock
 from .ledger import Ledger
 from .non_persistent import NonPersistentTopic
 from .permissions import Permissions
-from .policies import Policies
+from .policies import COMPACTION_THRESHOLD, Policies
 from .schema_compatibility import IncompatibleSchemaError, SchemaData
 from .schema_registry import SchemaRegistry, schema_id
 from .storage import Storage
@@ -66,6 +67,7 @@ class BrokerService:
         self._producer_prefix = f"standalone-{secrets.token_hex(3)}"
         self.service_url = ""
         self.web_service_url = ""
+        self._compaction_monitor = CompactionMonitor(config.compaction_monitor_seconds, self._compactions)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Load what the storage holds and start its writer."""
@@ -78,9 +80,16 @@ class BrokerService:
         self._next_ledger_id = max(self._ledger_ids.values(), default=0) + 1
         for name in self._ledger_ids:
             self._load(TopicName.parse(name, strict=False))
+        self._compaction_monitor.start(loop)
+
+    def _compactions(self) -> list[tuple[Compaction, int | None]]:
+        """Each loaded topic's compaction, with the threshold of its namespace."""
+        threshold = self.policies.namespace_policy
+        return [(topic.compaction, threshold(topic.name.namespace_name, COMPACTION_THRESHOLD)) for topic in self.topics.values()]
 
     def close(self) -> None:
-        """Flush and close the storage, then let go of the data dir."""
+        """Stop the compaction monitor, flush and close the storage, then let go of the data dir."""
+        self._compaction_monitor.stop()
         self.storage.close()
         self._lock.release()
 

@@ -123,6 +123,27 @@ def test_a_partitioned_topic_is_compacted_partition_by_partition(
     assert sorted(_read_all(reader.read_next)) == [("k1", "new"), ("k2", "new")]
 
 
+def test_a_topic_past_its_namespace_threshold_is_compacted(
+    broker_kind: str, broker: Any, broker_factory: Any, official_factory: Any, topic_name: str
+) -> None:
+    """With the namespace's compactionThreshold set, the broker compacts a topic that grew past it
+    by itself (its monitor runs every 5 s on the test Pulsar, every 2 s on ours here)."""
+    target = broker_factory("--compaction-monitor-interval-seconds", "2") if broker_kind == "embedded" else broker
+    namespace = "public/" + topic_name[-50:]
+    path = f"{target.web_url}/admin/v2/namespaces/{namespace}/compactionThreshold"
+    httpx.put(f"{target.web_url}/admin/v2/namespaces/{namespace}", timeout=30).raise_for_status()
+    assert httpx.put(path, json=-1, timeout=30).status_code == 412
+    httpx.put(path, json=200, timeout=30).raise_for_status()
+    assert httpx.get(path, timeout=30).json() == 200
+    topic = f"persistent://{namespace}/prices"
+    official = official_factory(target)
+    _send(official, topic, [(f"k{index % 4}", f"value {index:02} " + "x" * 40) for index in range(12)])
+    with PulsarAdmin(target.web_url, timeout_seconds=30) as admin:
+        wait_until(lambda: admin.compaction_status(topic)["status"] == "SUCCESS", "automatic compaction", 30)
+    reader = official.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    assert [value[:8] for _, value in _read_all(reader.read_next)] == [f"value {index:02}" for index in range(8, 12)]
+
+
 def test_the_documented_example(broker: Any, topic_name: str) -> None:
     """pending-docs/examples/compaction.py does what its page says."""
     example = runpy.run_path(str(Path(__file__).parents[2] / "pending-docs" / "examples" / "compaction.py"))
