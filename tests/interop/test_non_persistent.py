@@ -89,6 +89,18 @@ def test_every_subscription_gets_its_own_copy(official: pulsar.Client, topic_nam
     assert spread[0] and spread[1]
 
 
+def test_key_shared_keeps_each_key_with_one_consumer(official: pulsar.Client, topic_name: str) -> None:
+    topic = np_topic(topic_name)
+    consumers = [official.subscribe(topic, "keyed", consumer_type=pulsar.ConsumerType.KeyShared) for _ in range(2)]
+    producer = official.create_producer(topic, batching_enabled=False)
+    for index in range(20):
+        producer.send(f"m{index}".encode(), partition_key=f"key-{index % 4}")
+    received = [_drain(consumer) for consumer in consumers]
+    assert sorted(m.data() for messages in received for m in messages) == sorted(f"m{index}".encode() for index in range(20))
+    keys = [{m.partition_key() for m in messages} for messages in received]
+    assert not keys[0] & keys[1]
+
+
 def _drain(consumer: Any) -> list[Any]:
     messages = []
     try:
