@@ -120,6 +120,10 @@ class AdminBase:
     topic_stats = AdminMethod(operations.topic_stats)
     internal_stats = AdminMethod(operations.internal_stats)
     partitioned_stats = AdminMethod(operations.partitioned_stats)
+
+    # ---- compaction ----
+    trigger_compaction = AdminMethod(operations.trigger_compaction)
+    compaction_status = AdminMethod(operations.compaction_status)
     backlog = AdminMethod(backlog_operations.backlog)
     message_backlog = AdminMethod(backlog_operations.message_backlog)
 

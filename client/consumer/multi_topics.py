@@ -97,8 +97,8 @@ class MultiTopicsConsumer(Consumer):
     # ---- pattern discovery ----
 
     def _matching_topics(self) -> list[str]:
-        """The namespace's topics of the ``regex_subscription_mode`` kind that the pattern matches,
-        domain left out on both sides, as the C++ client matches them."""
+        """The namespace's topics of the ``regex_subscription_mode`` kind (asked of the broker, and
+        checked) that the pattern matches, domain left out on both sides, as the C++ client matches them."""
         assert self._pattern is not None
         namespace = _namespace_of(self._pattern.pattern)
         response = self._client.service_connection().call(
@@ -108,7 +108,11 @@ class MultiTopicsConsumer(Consumer):
             mode=self._settings.regex_subscription_mode.wire,
         )
         pattern = re.compile(_without_domain(self._pattern.pattern))
-        bases = {str(TopicName.parse(topic).base) for topic in response.topics}
+        # The broker lists the mode's domains; a broker that ignores the mode (or lists a domain
+        # it was not asked for) does not widen the subscription.
+        domains = self._settings.regex_subscription_mode.domains
+        names = [TopicName.parse(topic) for topic in response.topics]
+        bases = {str(name.base) for name in names if name.domain in domains}
         return sorted(topic for topic in bases if pattern.fullmatch(_without_domain(topic)))
 
     def _discover(self) -> None:

@@ -776,19 +776,27 @@ def test_listener_name_the_broker_does_not_advertise(brokers: dict[str, Any], to
     assert assert_same(outcomes) == "Timeout"
 
 
-def test_non_persistent_topics_stay_refused_by_ours(brokers: dict[str, Any], topic_name: str) -> None:
-    """A documented difference: Pulsar serves non-persistent topics; the embedded broker refuses
-    them at once (NotAllowedError, not a retried error), as its README says."""
+def test_non_persistent_topics_are_served_alike(brokers: dict[str, Any], topic_name: str) -> None:
+    """Both brokers serve a non-persistent topic: a message published before the consumer came is
+    gone, the one after is delivered, every id is 0:0, and the stats show no storage or backlog."""
     topic = f"non-persistent://public/default/{topic_name}"
-    with official(brokers["pulsar"]) as client:
-        consumer = client.subscribe(topic, "sub")
-        client.create_producer(topic).send(b"fleeting")
-        assert consumer.receive(5000).data() == b"fleeting"
-    with official(brokers["embedded"]) as client:
-        began = time.monotonic()
-        with pytest.raises(pulsar.NotAllowedError):
-            client.create_producer(topic)
-        assert time.monotonic() - began < 3
+
+    def scenario(broker: Any, client: pulsar.Client, topic: str) -> Any:
+        producer = client.create_producer(topic, producer_name="p", batching_enabled=False)
+        before = producer.send(b"lost")
+        consumer = client.subscribe(topic, "sub", consumer_name="c")
+        after = producer.send(b"fleeting")
+        message = consumer.receive(5000)
+        assert_nothing_more(consumer.receive)
+        stats = admin(broker, "GET", f"/admin/v2/non-persistent/public/default/{topic_name}/stats").json()
+        subscription = {"msgBacklog", "msgOutCounter", "type", "isDurable"}
+        spec = dict.fromkeys(("msgInCounter", "msgOutCounter", "storageSize", "backlogSize"), ...)
+        picked = pick(stats, spec | {"subscriptions": {"sub": subscription}})
+        ids = [[i.ledger_id(), i.entry_id()] for i in (before, after, message.message_id())]
+        return [message.data(), ids, picked]
+
+    outcome = assert_same(run_both(brokers, topic, scenario))
+    assert outcome[0] == b"fleeting" and outcome[1] == [[0, 0]] * 3
 
 
 def test_two_brokers_cannot_open_one_data_dir(our_broker: BrokerProcess) -> None:
