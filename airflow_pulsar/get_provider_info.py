@@ -111,7 +111,7 @@ PULSAR_UI_FIELD_BEHAVIOUR: dict[str, Any] = {
         "password": "Token, password or client secret",
     },
     "placeholders": {
-        "host": "localhost or pulsar://broker-1:6650,broker-2:6650",
+        "host": "localhost, pulsar://broker-1:6650,broker-2:6650 or http://broker-1:8080",
         "port": "6650 (6651 with TLS)",
         "login": "only for basic or OAuth2 authentication",
         "password": "a JWT for token authentication (optional)",

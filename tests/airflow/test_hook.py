@@ -129,19 +129,23 @@ def test_importing_and_constructing_the_hook_opens_no_socket() -> None:
         ({"host": "pulsar+ssl://b1:6651"}, "pulsar+ssl://b1:6651", "https://b1:8443"),
         ({"host": "broker", "extra": {"admin_url": "http://admin:9090/"}}, "pulsar://broker:6650", "http://admin:9090"),
         ({"host": "broker", "extra": {"extra__pulsar__admin_url": "http://old:1"}}, "pulsar://broker:6650", "http://old:1"),
+        # An admin port's URL: the client looks topics up over HTTP, and the admin URL is that port.
+        ({"host": "http://broker:8080"}, "http://broker:8080", "http://broker:8080"),
+        ({"host": "https://broker:8443"}, "https://broker:8443", "https://broker:8443"),
+        ({"host": "http://broker:8080", "extra": {"admin_url": "http://admin:9090"}}, "http://broker:8080", "http://admin:9090"),
     ],
 )
 def test_service_and_admin_urls(fields: dict, service_url: str, admin_url: str) -> None:
     config = PulsarConnectionConfig.from_connection(_conn(**fields))
     assert (config.service_url, config.admin_url) == (service_url, admin_url)
-    assert config.use_tls == service_url.startswith("pulsar+ssl")
+    assert config.use_tls == service_url.startswith(("pulsar+ssl", "https"))
 
 
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
         ({}, "has no host"),
-        ({"host": "http://broker:8080"}, "must be a host name or a pulsar:// or pulsar"),
+        ({"host": "ftp://broker:8080"}, "must be a host name or a pulsar://, pulsar+ssl://, http:// or https://"),
         ({"host": "broker", "extra": {"use_tls": "maybe"}}, "'use_tls' must be a boolean"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": "soon"}}, "must be a number"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": 0}}, "must be positive"),
