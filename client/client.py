@@ -37,6 +37,8 @@ T = BaseCommand.Type
 R = TypeVar("R")
 _MAX_REDIRECTS = 20
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
+# How long close() waits for a connection's threads to end (they do once its socket is closed).
+_THREAD_JOIN_SECONDS = 5.0
 
 
 class Client(ClientFactories):
@@ -350,6 +352,8 @@ class Client(ClientFactories):
             self._pool.clear()
         for connection in connections:
             connection.close()
+        for connection in connections:
+            connection.join(_THREAD_JOIN_SECONDS)
         if self._http_lookup is not None:
             self._http_lookup.close()
         self.timer.close()

@@ -69,7 +69,6 @@ def test_a_token_over_https(tls_token_broker: SecuredBroker, pki: Pki, topic_nam
     subscribe) when it looks a topic up over ``https://`` with a trust store, so it cannot be the
     oracle here; what ours does is what the ``http://`` tests hold both clients to."""
     assert tls_token_broker.web_url.startswith("https://")
-    outcome = _send_and_receive(
-        ours, tls_token_broker.web_url, topic_name, ours.AuthenticationToken(tls_token_broker.token()), tls_trust_certs_file_path=str(pki.ca)
-    )
+    token = ours.AuthenticationToken(tls_token_broker.token())
+    outcome = _send_and_receive(ours, tls_token_broker.web_url, topic_name, token, tls_trust_certs_file_path=str(pki.ca))
     assert outcome == b"over http"
