@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .arguments import check, check_type, check_type_or_none
 from .auth import Authentication
@@ -19,7 +19,6 @@ from .connection import Connection
 from .exceptions import RETRYABLE, AlreadyClosed, PulsarException, Result, exception_for
 from .factories import ClientFactories
 from .failover import AutoClusterFailover, ClusterFailoverProvider
-from .http_lookup import HttpLookup
 from .loggers import ConsoleLogger, FileLogger, LogRoute
 from .partition_watch import PartitionWatch
 from .producer.limits import MemoryLimit
@@ -30,6 +29,9 @@ from .services import TrackedHandler
 from .timer import Timer
 from .tls import TlsOptions
 from .topic_name import TopicName
+
+if TYPE_CHECKING:  # imported when a client is given an http(s):// URL: httpx is costly to import
+    from .http_lookup import HttpLookup
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +156,8 @@ class Client(ClientFactories):
         self._tls_context = self._tls_options.context(info.tls_trust_certs_file_path, info.authentication) if info.use_tls else None
         previous, self._http_lookup = self._http_lookup, None
         if self.service_url.http:
+            from .http_lookup import HttpLookup
+
             options = self._tls_options
             self._http_lookup = HttpLookup(
                 info.service_url,

@@ -112,7 +112,8 @@ class Record(FieldOptions, metaclass=RecordMeta):
             return
         field = self._fields.get(key)
         if field is None:
-            raise AttributeError(f"Cannot set undeclared field {key} on record")  # the official message
+            # The official message, then the record's own words.
+            raise AttributeError(f"Cannot set undeclared field {key} on record: {type(self).__name__} has no field {key!r}")
         object.__setattr__(self, key, field.validate_type(key, value))
 
     def __eq__(self, other: object) -> bool:

@@ -273,8 +273,8 @@ def test_a_record_drops_undeclared_fields_and_refuses_to_set_them() -> None:
         record = record_type(a=1, c=8)
         with pytest.raises(AttributeError) as raised:
             record.c = 8
-        outcomes.append([record.a, hasattr(record, "c"), str(raised.value)])
-    assert outcomes[0] == [1, False, "Cannot set undeclared field c on record"]
+        outcomes.append([record.a, hasattr(record, "c"), str(raised.value).startswith("Cannot set undeclared field c on record")])
+    assert outcomes[0] == [1, False, True]
     assert outcomes[1] == outcomes[0]
 
 
