@@ -268,7 +268,10 @@ class Client(ClientFactories):
     @staticmethod
     def _broker_address(topic: str, url: str) -> tuple[str, int]:
         try:
-            return ServiceUrl(url).hosts[0]
+            broker = ServiceUrl(url)
+            if broker.http:
+                raise ValueError(f"broker URL {url!r} must start with pulsar:// or pulsar+ssl://")
+            return broker.hosts[0]
         except ValueError as exc:  # the broker's answer, not the user's argument
             raise exception_for(Result.InvalidConfiguration, f"lookup of {topic} answered {exc}") from None
 

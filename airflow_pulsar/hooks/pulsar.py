@@ -348,8 +348,9 @@ class PulsarHook(BaseHook):
         except Exception as exc:
             return False, self._redact(f"Invalid Pulsar client settings for {config.service_url}: {exc}")
         try:
-            connection = client.service_connection()
             partitions = client.partition_count(self.test_topic)
+            # The broker serving the probe topic: over the binary protocol, or found over HTTP.
+            connection = client.lookup(self.test_topic)
         except Exception as exc:
             return False, self._redact(f"Cannot reach Pulsar at {config.service_url}: {type(exc).__name__}: {exc}")
         finally:

@@ -145,7 +145,7 @@ def test_service_and_admin_urls(fields: dict, service_url: str, admin_url: str) 
     ("fields", "error"),
     [
         ({}, "has no host"),
-        ({"host": "ftp://broker:8080"}, "must be a host name or a pulsar://, pulsar+ssl://, http:// or https://"),
+        ({"host": "ftp://broker:8080"}, r"must be a host name or a pulsar://, pulsar\+ssl://, http:// or https://"),
         ({"host": "broker", "extra": {"use_tls": "maybe"}}, "'use_tls' must be a boolean"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": "soon"}}, "must be a number"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": 0}}, "must be positive"),
@@ -233,6 +233,21 @@ def test_connection_test_succeeds_against_the_broker(broker, pulsar_conn, form: 
     assert hook._client is None  # the probe client is separate and closed
 
 
+def test_a_connection_to_an_http_service_url(broker, pulsar_conn, topic_name: str) -> None:
+    # The admin port's URL as host: topics are looked up over HTTP, and it is the admin URL too.
+    pulsar_conn(host=broker.web_url)
+    hook = PulsarHook()
+    ok, message = hook.test_connection()
+    assert ok, message
+    assert message.startswith(f"Connected to Pulsar at {broker.web_url} (")
+    try:
+        consumer = hook.get_client().subscribe(topic_name, "sub")
+        hook.get_client().create_producer(topic_name).send(b"through an http:// connection")
+        assert consumer.receive(5000).data() == b"through an http:// connection"
+    finally:
+        hook.close()
+
+
 def test_connection_test_through_the_task_sdk(broker, pulsar_conn) -> None:
     pulsar_conn(host=broker.service_url, extra={"admin_url": broker.web_url})
     ok, message = Connection.get("pulsar_default").test_connection()
@@ -261,7 +276,7 @@ def test_connection_test_fails_clearly_on_a_closed_port(pulsar_conn) -> None:
 
 
 def test_connection_test_fails_clearly_on_a_bad_connection(pulsar_conn) -> None:
-    pulsar_conn(host="http://wrong:8080")
+    pulsar_conn(host="ftp://wrong:8080")
     ok, message = PulsarHook().test_connection()
     assert not ok and message.startswith("Invalid Pulsar connection 'pulsar_default':"), message
 
