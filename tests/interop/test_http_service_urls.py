@@ -8,8 +8,10 @@ basic authentication and over ``https://``: ``tests/interop/test_http_service_ur
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -134,3 +136,13 @@ def test_an_http_service_url_nothing_answers(scheme: str, topic_name: str) -> No
         finally:
             client.close()
     assert outcomes == ["Timeout", "ConnectError"]
+
+
+def test_the_documented_example(broker: Any, topic_name: str) -> None:
+    """pending-docs/examples/http_service_url.py, as http-service-urls.md shows it."""
+    path = Path(__file__).resolve().parents[2] / "pending-docs" / "examples" / "http_service_url.py"
+    spec = importlib.util.spec_from_file_location("http_service_url_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.round_trip(broker.web_url, topic_name) == b"hello over an HTTP lookup"
