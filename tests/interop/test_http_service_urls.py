@@ -8,6 +8,7 @@ basic authentication and over ``https://``: ``tests/interop/test_http_service_ur
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import re
 from collections.abc import Callable
@@ -16,9 +17,11 @@ from types import ModuleType
 from typing import Any
 
 import pulsar
+import pulsar.asyncio
 import pytest
 
 import airflow_pulsar.client as ours
+import airflow_pulsar.client.asyncio as ours_asyncio
 from tests.support.official_client import OPERATION_TIMEOUT, RECEIVE_TIMEOUT_MS
 
 pytestmark = pytest.mark.interop
@@ -146,3 +149,20 @@ def test_the_documented_example(broker: Any, topic_name: str) -> None:
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     assert example.round_trip(broker.web_url, topic_name) == b"hello over an HTTP lookup"
+
+
+async def _asyncio_round_trip(api: ModuleType, url: str, topic: str) -> bytes:
+    client = api.Client(url)
+    try:
+        consumer = await client.subscribe(topic, "sub")
+        producer = await client.create_producer(topic)
+        await producer.send(b"async over http")
+        return (await consumer.receive()).data()
+    finally:
+        await client.close()
+
+
+def test_the_asyncio_clients_over_an_http_service_url(broker: Any, topic_name: str) -> None:
+    apis = (pulsar.asyncio, ours_asyncio)
+    outcomes = [asyncio.run(_asyncio_round_trip(api, broker.web_url, f"{topic_name}-{index}")) for index, api in enumerate(apis)]
+    assert outcomes == [b"async over http", b"async over http"]
