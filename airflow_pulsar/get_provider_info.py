@@ -28,12 +28,15 @@ PULSAR_ASSET_URIS: list[dict[str, Any]] = [
 PULSAR_CONN_FIELDS: dict[str, dict[str, Any]] = {
     "admin_url": {
         "label": "Admin URL",
-        "description": "Admin REST URL; default http://{host}:8080, or https://{host}:8443 with TLS.",
+        "description": (
+            "Admin REST URL; default http://{host}:8080, or https://{host}:8443 with TLS "
+            "(the host itself when it is an http:// or https:// service URL)."
+        ),
         "schema": {"type": ["string", "null"]},
     },
     "use_tls": {
         "label": "Use TLS",
-        "description": "Connect with pulsar+ssl:// (default port 6651).",
+        "description": "Connect with pulsar+ssl:// (default port 6651); implied by a pulsar+ssl:// or https:// host.",
         "schema": {"type": ["boolean", "null"], "default": False},
     },
     "tls_trust_certs_file_path": {
