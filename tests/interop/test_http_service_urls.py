@@ -166,3 +166,19 @@ def test_the_asyncio_clients_over_an_http_service_url(broker: Any, topic_name: s
     apis = (pulsar.asyncio, ours_asyncio)
     outcomes = [asyncio.run(_asyncio_round_trip(api, broker.web_url, f"{topic_name}-{index}")) for index, api in enumerate(apis)]
     assert outcomes == [b"async over http", b"async over http"]
+
+
+def test_a_namespace_that_does_not_exist(broker: Any) -> None:
+    """Refused at once over either URL; over HTTP the official client calls it ConnectError, ours
+    TopicNotFound, as both clients call it over the binary protocol (pending-docs/client-differences.md)."""
+    outcomes = []
+    for url in (broker.web_url, broker.service_url):
+        for api in (pulsar, ours):
+            client = api.Client(url, operation_timeout_seconds=OPERATION_TIMEOUT)
+            try:
+                with pytest.raises(api.PulsarException) as raised:
+                    client.create_producer("persistent://no-such-tenant/ns/topic")
+                outcomes.append(type(raised.value).__name__)
+            finally:
+                client.close()
+    assert outcomes == ["ConnectError", "TopicNotFound", "TopicNotFound", "TopicNotFound"]
