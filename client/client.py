@@ -160,7 +160,7 @@ class Client(ClientFactories):
 
             options = self._tls_options
             self._http_lookup = HttpLookup(
-                info.service_url,
+                self.service_url,
                 info.authentication,
                 self.operation_timeout,
                 info.tls_trust_certs_file_path,

@@ -5,7 +5,8 @@ The topic's broker comes from ``GET /lookup/v2/topic/...`` (``brokerUrl``, or ``
 for ``https://``), partitioned metadata from ``GET /admin/v2/.../partitions``, a schema version
 from ``GET /admin/v2/schemas/.../schema/{version}`` and a namespace's topics from
 ``GET /admin/v2/namespaces/.../topics``; producers and consumers then speak the binary protocol to
-the broker found. Failures are raised as the client's own errors (``ConnectError`` when the port
+the broker found. A URL naming several hosts (``http://h1:8080,h2:8080``) is served by the first
+that answers, the next one tried when one does not. Failures are raised as the client's own errors (``ConnectError`` when the port
 does not answer, ``TopicNotFound``, ``AuthenticationError``...), so retries treat them as they
 treat the binary lookup's.
 """
@@ -13,18 +14,21 @@ treat the binary lookup's.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .admin import PulsarAdmin
 from .admin.errors import AdminError, AdminNotFoundError, AdminServerError
 from .auth import Authentication
-from .exceptions import Result, exception_for
+from .exceptions import ConnectError, Result, exception_for
 from .schema import SchemaInfo, SchemaType
+from .service_info import ServiceUrl
 
 __all__ = ["HttpLookup"]
 
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 
 class HttpLookup:
@@ -32,29 +36,31 @@ class HttpLookup:
 
     def __init__(
         self,
-        service_url: str,
+        service_url: ServiceUrl,
         authentication: Authentication | None,
         timeout_seconds: float,
         tls_trust_certs_file_path: str | None,
         tls_allow_insecure_connection: bool,
         tls_validate_hostname: bool,
     ):
-        self._tls = service_url.startswith("https:")
-        try:
-            self._admin = PulsarAdmin(
-                service_url,
+        self._tls = service_url.tls
+        scheme = "https" if service_url.tls else "http"
+        # One admin client per host; the one that answered last is asked first.
+        self._admins = [
+            PulsarAdmin(
+                f"{scheme}://{host}:{port}",
                 authentication,
                 timeout_seconds,
                 tls_trust_certs_file_path,
                 tls_allow_insecure_connection,
                 tls_validate_hostname,
             )
-        except AdminError as exc:
-            raise ValueError(f"service URL {service_url!r}: {exc}") from None
+            for host, port in service_url.hosts
+        ]
 
     def broker_url(self, topic: str) -> str:
         """The binary URL (``pulsar://`` or, for ``https://``, ``pulsar+ssl://``) of the broker serving ``topic``."""
-        data = self._ask(lambda: self._admin.lookup_topic(topic))
+        data = self._ask(lambda admin: admin.lookup_topic(topic))
         url = data.get("brokerUrlTls") if self._tls else data.get("brokerUrl")
         if not url:
             field = "brokerUrlTls" if self._tls else "brokerUrl"
@@ -63,32 +69,46 @@ class HttpLookup:
 
     def partition_count(self, topic: str) -> int:
         """Partitions of ``topic``; 0 when it is not partitioned."""
-        return self._ask(lambda: self._admin.partitioned_topic_metadata(topic))
+        return self._ask(lambda admin: admin.partitioned_topic_metadata(topic))
 
     def schema_info(self, topic: str, version: int) -> SchemaInfo:
         """The schema ``topic`` registered under ``version``."""
-        document = self._ask(lambda: self._admin.get_schema(topic, version))
+        document = self._ask(lambda admin: admin.get_schema(topic, version))
         return _schema_info(topic, document)
 
     def topics_of_namespace(self, namespace: str, mode: str) -> list[str]:
         """The topics of ``namespace`` of the kind ``mode`` (``PERSISTENT``, ``NON_PERSISTENT``, ``ALL``)."""
-        return self._ask(lambda: self._admin.topics_of_namespace(namespace, mode))
+        return self._ask(lambda admin: admin.topics_of_namespace(namespace, mode))
 
     def close(self) -> None:
         """Close the HTTP connections."""
-        self._admin.close()
+        for admin in self._admins:
+            admin.close()
 
-    @staticmethod
-    def _ask(request: Callable[[], R]) -> R:
-        try:
-            return request()
-        except AdminNotFoundError as exc:
-            raise exception_for(Result.TopicNotFound, str(exc)) from None
-        except AdminServerError as exc:  # the broker is busy or moving the topic: worth retrying
-            raise exception_for(Result.ServiceUnitNotReady, str(exc)) from None
-        except AdminError as exc:
-            result = exc.result if exc.result != Result.UnknownError else Result.LookupError
-            raise exception_for(result, str(exc)) from None
+    def _ask(self, request: Callable[[PulsarAdmin], R]) -> R:
+        admins = list(self._admins)
+        for admin in admins[:-1]:
+            try:
+                return _translated(request, admin)
+            except ConnectError as exc:
+                # Nothing answered there: the next host, and this one last from now on.
+                log.info("%s; trying the next host of the service URL", exc)
+                self._admins.remove(admin)
+                self._admins.append(admin)
+        return _translated(request, admins[-1])
+
+
+def _translated(request: Callable[[PulsarAdmin], R], admin: PulsarAdmin) -> R:
+    """``request`` of ``admin``, its admin errors raised as the client's own."""
+    try:
+        return request(admin)
+    except AdminNotFoundError as exc:
+        raise exception_for(Result.TopicNotFound, str(exc)) from None
+    except AdminServerError as exc:  # the broker is busy or moving the topic: worth retrying
+        raise exception_for(Result.ServiceUnitNotReady, str(exc)) from None
+    except AdminError as exc:
+        result = exc.result if exc.result != Result.UnknownError else Result.LookupError
+        raise exception_for(result, str(exc)) from None
 
 
 def _schema_info(topic: str, document: dict[str, Any]) -> SchemaInfo:

@@ -182,3 +182,19 @@ def test_a_namespace_that_does_not_exist(broker: Any) -> None:
             finally:
                 client.close()
     assert outcomes == ["ConnectError", "TopicNotFound", "TopicNotFound", "TopicNotFound"]
+
+
+def test_several_hosts_the_first_answering_serves(broker: Any, topic_name: str) -> None:
+    """``http://dead:1,live:port``: nothing answers on the first host, the second serves the lookups."""
+    url = "http://127.0.0.1:1," + broker.web_url.removeprefix("http://")
+    outcomes = []
+    for index, api in enumerate((pulsar, ours)):
+        client = api.Client(url, operation_timeout_seconds=OPERATION_TIMEOUT)
+        try:
+            topic = f"{topic_name}-{index}"
+            consumer = client.subscribe(topic, "sub")
+            client.create_producer(topic).send(b"second host")
+            outcomes.append(consumer.receive(RECEIVE_TIMEOUT_MS).data())
+        finally:
+            client.close()
+    assert outcomes == [b"second host", b"second host"]
