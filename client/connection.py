@@ -101,6 +101,7 @@ class Connection:
         self._keepalive_seconds = keepalive_seconds
         self._sock: socket.socket | TlsStream | None = None
         self._writer: FrameWriter | None = None
+        self._reader: threading.Thread | None = None
         self._lock = threading.Lock()
         self._requests: dict[int, Future[Any]] = {}
         self._request_ids = itertools.count(1)
@@ -154,7 +155,8 @@ class Connection:
         self._sock = stream
         self._writer = FrameWriter(stream, f"pulsar-writer-{self.address}", self._write_failed)
         self._last_received = time.monotonic()
-        threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
+        self._reader = threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True)
+        self._reader.start()
         self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
 
     def _presents_certificate(self) -> bool:
@@ -241,6 +243,15 @@ class Connection:
         self._keepalive = None
         if self._sock is not None:
             self._sock.close()
+
+    def join(self, timeout: float) -> None:
+        """After :meth:`close`: wait up to ``timeout`` seconds for its reader and writer threads to
+        end (the reader fails what is pending first), so none outlives the client's close."""
+        deadline = time.monotonic() + timeout
+        writer = self._writer
+        for thread in (self._reader, writer.thread if writer is not None else None):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def _check_alive(self) -> None:
         if time.monotonic() - self._last_received > 2 * self._keepalive_seconds:

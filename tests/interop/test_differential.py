@@ -658,6 +658,35 @@ def test_wrong_credentials(token_brokers: tuple[dict[str, Any], bytes], topic_na
     assert outcomes["pulsar"]["good"] == ["sent", 200]
 
 
+def test_http_service_url_with_a_token(token_brokers: tuple[dict[str, Any], bytes], topic_name: str) -> None:
+    """The official client and ours, each given a broker's ``http://`` URL and a token, look the
+    topic up over REST (the token as a Bearer header) and produce and consume on the broker found;
+    with no token, the lookup is refused (the official client calls every refused HTTP lookup
+    ConnectError, ours says AuthenticationError: pending-docs/client-differences.md)."""
+    import airflow_pulsar.client as ours
+    from airflow_pulsar.broker.tokens import create_token
+
+    brokers, secret = token_brokers
+    token = create_token(secret, "app")
+    outcomes: dict[str, Any] = {}
+    for name, broker in brokers.items():
+        seen = []
+        for api in (pulsar, ours):
+            for authentication in (api.AuthenticationToken(token), None):
+                client = api.Client(broker.web_url, authentication=authentication, operation_timeout_seconds=5)
+                topic = f"{topic_name}-{api.__name__.rsplit('.', 1)[-1]}"
+                try:
+                    consumer = client.subscribe(topic, "sub")
+                    client.create_producer(topic, batching_enabled=False).send(b"looked up over http")
+                    seen.append(consumer.receive(5000).data())
+                except api.PulsarException as exc:
+                    seen.append(type(exc).__name__)
+                finally:
+                    client.close()
+        outcomes[name] = seen
+    assert assert_same(outcomes) == [b"looked up over http", "ConnectError", b"looked up over http", "AuthenticationError"]
+
+
 # ---------------------------------------------------------------------------------------------
 # The suspected divergences
 
