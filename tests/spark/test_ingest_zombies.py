@@ -1,0 +1,103 @@
+"""A job that goes on after its task died (a zombie) cannot change a batch a later attempt committed.
+
+The first run's processes are stopped (SIGSTOP) while its job holds at a crash point, and its task
+process is killed (SIGKILL); the task is retried: the retry writes the batch again under the same
+id, as the next attempt, commits it and acknowledges it. Then the first run's processes go on
+(SIGCONT): the zombie's job must leave the table as the retry left it, and its report, of an
+attempt given up, must not make the next run settle anything.
+
+Where the job stands when it is stopped decides what fences it. After planning (``before-write``),
+the zombie finds the batch in the table when it goes on. Within the write (``mid-read``: an
+executor holds while Spark writes what it read), the zombie has looked already and found nothing:
+only the table commit itself can refuse it (Iceberg's validation from the snapshot it looked at,
+Delta's transaction versions, the rename of a parquet batch's directory). A parquet table's Derby
+metastore, which the zombie's JVM keeps open from its first use, lets the retry run only while
+the zombie has not used it yet: before its session starts.
+
+Local Spark on the broker process, one of each per run; the zombie's JVM must not time out its
+own executor while it is stopped (``spark.network.timeout``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from airflow_pulsar.broker.process import BrokerProcess
+from airflow_pulsar.client.admin import PulsarAdmin
+from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from tests.support.ingest_task import END_TIMEOUT_SECONDS, IngestTasks
+from tests.support.lakehouse_tables import LakehouseTable
+from tests.support.process_tree import signal_all, wait_gone
+from tests.support.spark_ingest import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, Catalog, assert_exactly_once, produce_json
+
+pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
+
+MESSAGES = 20_000
+# A stopped JVM finds its heartbeats late when it goes on: long enough not to give its executor up.
+PATIENT_SPARK = {**LOCAL_SPARK_CONF, "spark.network.timeout": "1800s", "spark.executor.heartbeatInterval": "600s"}
+
+
+@pytest.fixture
+def admin(pulsar_default: BrokerProcess) -> Iterator[PulsarAdmin]:
+    with PulsarAdmin(pulsar_default.web_url) as client:
+        yield client
+
+
+def zombie_case(kind: str, point: str, *marks: pytest.MarkDecorator) -> object:
+    return pytest.param(kind, point, marks=marks, id=f"{kind}-{point}")
+
+
+@pytest.mark.parametrize(
+    ("kind", "point"),
+    [
+        zombie_case("parquet", "before-write"),
+        zombie_case("delta-location", "mid-read"),
+        zombie_case("iceberg-hadoop", "mid-read"),
+        zombie_case("delta-location", "before-write", pytest.mark.crash_matrix),
+        zombie_case("iceberg-hadoop", "before-write", pytest.mark.crash_matrix),
+    ],
+)
+def test_a_job_going_on_after_its_retry_committed_leaves_the_table_as_it_was(
+    kind: str,
+    point: str,
+    pulsar_default: BrokerProcess,
+    admin: PulsarAdmin,
+    catalog: Catalog,
+    topic_name: str,
+    ingest_tasks: IngestTasks,
+) -> None:
+    target = LakehouseTable.of(kind, catalog, "zombies")
+    arguments = target.operator_arguments(catalog, topic_name, "zombie", conf=PATIENT_SPARK)
+    admin.create_partitioned_topic(topic_name, 2)
+    produce_json(pulsar_default.service_url, topic_name, 0, MESSAGES)
+
+    first = ingest_tasks.operator(arguments, point)
+    first.held()
+    signal_all(first.processes(), signal.SIGSTOP)
+    # Again: a process started while the first were being stopped.
+    signal_all(first.processes(), signal.SIGSTOP)
+    zombie = [process for process in first.processes() if process.pid != first.pid]
+    os.kill(first.pid, signal.SIGKILL)
+    assert first.wait() == -signal.SIGKILL
+
+    retry = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
+
+    assert retry["settled"]["was"] == "planned" and retry["settled"]["total_rows"] == MESSAGES
+    assert admin.backlog(topic_name, "zombie").msg_backlog == 0
+    committed = target.files()
+    assert_exactly_once(target.rows(), range(MESSAGES))
+
+    signal_all(zombie, signal.SIGCONT)
+    first.release()
+    left = wait_gone(zombie, END_TIMEOUT_SECONDS)
+    assert not left, f"the zombie still runs: {[str(process) for process in left]}"
+
+    assert target.files() == committed
+    assert_exactly_once(target.rows(), range(MESSAGES))
+    final = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
+    assert final["skipped"] is True and final["settled"] is None
+    assert admin.backlog(topic_name, "zombie").msg_backlog == 0
