@@ -17,7 +17,9 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
+from airflow_pulsar.client.admin import PulsarAdmin
 from tests.support.airflow_env import AIRFLOW_HOME
+from tests.support.crash_matrix import CrashCell
 from tests.support.ingest_task import IngestTasks
 from tests.support.spark_cluster import StandaloneCluster
 from tests.support.spark_ingest import Catalog
@@ -58,6 +60,13 @@ def ingest_tasks(tmp_path: Path) -> Iterator[IngestTasks]:
         yield tasks
     finally:
         tasks.clean_up()
+
+
+@pytest.fixture
+def crash_cell(pulsar_default: BrokerProcess, catalog: Catalog, topic_name: str, ingest_tasks: IngestTasks) -> Iterator[CrashCell]:
+    """A cell of the crash matrix (tests/support/crash_matrix.py), on the module's broker."""
+    with PulsarAdmin(pulsar_default.web_url) as admin:
+        yield CrashCell(pulsar_default.service_url, admin, catalog, topic_name, ingest_tasks)
 
 
 @pytest.fixture

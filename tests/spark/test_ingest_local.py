@@ -225,6 +225,31 @@ def test_crashes_before_and_during_the_acks_leave_each_message_once(
     assert not list(job_temp_dir.iterdir())
 
 
+def test_a_csv_table_takes_each_batch_in_its_column_order_and_options(
+    pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str
+) -> None:
+    admin.create_partitioned_topic(topic_name, 2)
+    produce_json(pulsar_default.service_url, topic_name, 0, 500, batch=50)
+    arguments = {**ingest_arguments(catalog, topic_name, "as_csv"), "format": "csv", "min_partitions": 2}
+
+    first = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
+    produce_json(pulsar_default.service_url, topic_name, 500, 200, batch=50)
+    second = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
+
+    assert (first["total_rows"], second["total_rows"]) == (500, 200)
+    directory = catalog.table_dir("as_csv")
+    assert sorted(path.name for path in directory.iterdir() if path.name.startswith("batch_id=")) == sorted(
+        f"batch_id={result['batch_id']}" for result in (first, second)
+    )
+    # The files hold the table's columns in its order, without a header (a csv table's default):
+    # the key first, then the JSON fields; no staging directory is left.
+    lines = [line for path in directory.glob("batch_id=*/*.csv") for line in path.read_text().splitlines()]
+    pairs = sorted((fields[0], fields[2]) for fields in (line.split(",") for line in lines))
+    assert pairs == sorted((f"k{i}", f"n{i}") for i in range(700))
+    assert not list(directory.glob("_ingest_staging/*"))
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 0
+
+
 def test_a_second_run_cannot_take_a_held_subscription(
     pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str
 ) -> None:

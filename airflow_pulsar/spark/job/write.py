@@ -36,6 +36,9 @@ from .spec import TOKEN_ENV, IngestJobSpec, is_table_path
 
 log = logging.getLogger("airflow_pulsar.spark.job")
 
+# The column the job's csv and json readers would put a line they cannot parse in: none of the table's.
+UNPARSED_LINE = "_airflow_pulsar_unparsed_line"
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the job described by ``--spec``; the exit status is 0 once the batch is committed."""
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def session(spec: IngestJobSpec, hive_local: str) -> SparkSession:
-    """The Hive-enabled session, overwriting partitions dynamically.
+    """The Hive-enabled session.
 
     Hive's session makes a directory for downloaded resources in the JVM's temp directory, named
     by the session's id, and Spark never closes the session, which would delete it: every run
@@ -77,8 +80,10 @@ def session(spec: IngestJobSpec, hive_local: str) -> SparkSession:
     """
     builder = (
         SparkSession.builder.enableHiveSupport()
-        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.hadoop.hive.downloaded.resources.dir", os.path.join(hive_local, "resources"))
+        # Spark's csv and json readers take a column named as this setting (by default the rows'
+        # ``_corrupt_record``) for one to fill themselves, so a csv table read back its files askew.
+        .config("spark.sql.columnNameOfCorruptRecord", UNPARSED_LINE)
     )
     if os.environ.get(TOKEN_ENV):
         # Executors on other machines need the token too; Spark redacts "token" keys in its UI.
