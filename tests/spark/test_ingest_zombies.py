@@ -15,14 +15,17 @@ metastore, which the zombie's JVM keeps open from its first use, lets the retry 
 the zombie has not used it yet: before its session starts.
 
 Local Spark on the broker process, one of each per run; the zombie's JVM must not time out its
-own executor while it is stopped (``spark.network.timeout``).
+own executor while it is stopped (``spark.network.timeout``). Spark's event logs show how a
+zombie that wrote went: its commit refused.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +42,19 @@ pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 MESSAGES = 20_000
 # A stopped JVM finds its heartbeats late when it goes on: long enough not to give its executor up.
 PATIENT_SPARK = {**LOCAL_SPARK_CONF, "spark.network.timeout": "1800s", "spark.executor.heartbeatInterval": "600s"}
+# What a zombie's refused commit says, by format: Iceberg's validation, Delta's conflict checks.
+REFUSALS = {"iceberg": "Found conflicting files", "delta": "Concurrent"}
+
+
+def failed_queries(event_logs: Path) -> list[str]:
+    """The errors of the SQL executions that failed, in the Spark event logs of ``event_logs``."""
+    errors = []
+    for path in event_logs.iterdir():
+        for line in path.read_text(errors="replace").splitlines():
+            event = json.loads(line)
+            if event["Event"].endswith("SparkListenerSQLExecutionEnd") and event.get("errorMessage"):
+                errors.append(event["errorMessage"])
+    return errors
 
 
 @pytest.fixture
@@ -69,9 +85,13 @@ def test_a_job_going_on_after_its_retry_committed_leaves_the_table_as_it_was(
     catalog: Catalog,
     topic_name: str,
     ingest_tasks: IngestTasks,
+    tmp_path: Path,
 ) -> None:
     target = LakehouseTable.of(kind, catalog, "zombies")
-    arguments = target.operator_arguments(catalog, topic_name, "zombie", conf=PATIENT_SPARK)
+    event_logs = tmp_path / "events"
+    event_logs.mkdir()
+    spark_conf = {**PATIENT_SPARK, "spark.eventLog.enabled": "true", "spark.eventLog.dir": event_logs.as_uri()}
+    arguments = target.operator_arguments(catalog, topic_name, "zombie", conf=spark_conf)
     admin.create_partitioned_topic(topic_name, 2)
     produce_json(pulsar_default.service_url, topic_name, 0, MESSAGES)
 
@@ -98,6 +118,9 @@ def test_a_job_going_on_after_its_retry_committed_leaves_the_table_as_it_was(
 
     assert target.files() == committed
     assert_exactly_once(target.rows(), range(MESSAGES))
+    if point == "mid-read" and target.table_format in REFUSALS:
+        # The zombie had looked before it was stopped, and wrote when it went on: its commit was refused.
+        assert any(REFUSALS[target.table_format] in error for error in failed_queries(event_logs)), failed_queries(event_logs)
     final = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
     assert final["skipped"] is True and final["settled"] is None
     assert admin.backlog(topic_name, "zombie").msg_backlog == 0

@@ -71,6 +71,8 @@ class CrashCell:
         """Produce, crash a run at ``point`` killing ``kill``, rerun, check the table and the backlog."""
         target = LakehouseTable.of(kind, self.catalog, "crash_matrix")
         arguments = target.operator_arguments(self.catalog, self.topic, SUBSCRIPTION, **spark_arguments(master))
+        # A plan log of the cell's own: one a failed cell left unfinished is no other cell's concern.
+        arguments["plan_topic"] = f"persistent://public/default/{self.topic}-plans"
         self.admin.create_partitioned_topic(self.topic, 2)
         produce_json(self.service_url, self.topic, 0, MESSAGES, batch=100)
         status, settled = expected(master, point, kill)

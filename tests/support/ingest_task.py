@@ -49,7 +49,7 @@ KILLABLE = {
 }
 # The longest a run may take to reach its crash point, and its processes to end after a death.
 HOLD_TIMEOUT_SECONDS = 300
-END_TIMEOUT_SECONDS = 120
+END_TIMEOUT_SECONDS = 240
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,11 @@ def crash(task: IngestTask, kill: str, extra_roots: Sequence[int] = ()) -> int:
     workers of a standalone cluster, for a driver in cluster deploy mode)."""
     held = task.held()
     run = [*task.processes(), *descendants(extra_roots)]
-    signal_all(victims(task, held, kill, run), signal.SIGKILL)
+    killed = victims(task, held, kill, run)
+    signal_all(killed, signal.SIGKILL)
+    # Released only once they are gone: a JVM takes a while to die, and a process holding below it
+    # would otherwise go on as if its parent were alive.
+    assert not wait_gone(killed, END_TIMEOUT_SECONDS), f"still running after SIGKILL: {[str(p) for p in killed]}"
     task.release()
     status = task.wait()
     left = wait_gone(run, END_TIMEOUT_SECONDS)

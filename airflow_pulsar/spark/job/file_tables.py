@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 from py4j.protocol import Py4JJavaError
@@ -71,7 +72,7 @@ def write_files(spark: SparkSession, rows: DataFrame, spec: IngestJobSpec) -> bo
     attempt commits it first; whether this job committed it."""
     plan = spec.plan
     table = FileTable.of(spark, plan.table)
-    files = _file_system(spark, table.location)
+    files = file_system(spark, table.location)
     committed = False
     if files.exists(table.partition(plan.batch_id)):
         log.info("batch %s is in %s already: not writing it again", plan.batch_id, plan.table)
@@ -90,7 +91,23 @@ def write_files(spark: SparkSession, rows: DataFrame, spec: IngestJobSpec) -> bo
     return committed
 
 
-class _LocalFiles:
+class BatchFiles(Protocol):
+    """What committing a batch needs of the file system a table is on (paths are URIs)."""
+
+    def exists(self, uri: str) -> bool:
+        """Whether a file or directory is there."""
+
+    def rename_if_absent(self, source: str, target: str) -> bool:
+        """Rename directory ``source`` to ``target`` in one step unless ``target`` exists; whether it was."""
+
+    def names(self, directory: str) -> list[str]:
+        """The names in ``directory``; none if it is missing."""
+
+    def remove(self, uri: str) -> None:
+        """Remove a directory and what it holds."""
+
+
+class LocalFiles:
     """A table on this machine's file system (or one mounted here)."""
 
     @staticmethod
@@ -117,7 +134,7 @@ class _LocalFiles:
         shutil.rmtree(self._path(uri), ignore_errors=True)
 
 
-class _HadoopFiles:
+class HadoopFiles:
     """A table on a Hadoop file system (HDFS, an object store), through the driver's JVM."""
 
     def __init__(self, spark: SparkSession, location: str) -> None:
@@ -153,5 +170,8 @@ class _HadoopFiles:
         self._fs.delete(self._jvm.org.apache.hadoop.fs.Path(uri), True)
 
 
-def _file_system(spark: SparkSession, location: str) -> _LocalFiles | _HadoopFiles:
-    return _LocalFiles() if urlparse(location).scheme in ("", "file") else _HadoopFiles(spark, location)
+def file_system(spark: SparkSession, location: str) -> BatchFiles:
+    """The files of the table at ``location``: local ones through the operating system, whose rename
+    refuses an existing directory in one step (Hadoop's local file system checks first, and should
+    the directory appear before it renames, copies the source into it)."""
+    return LocalFiles() if urlparse(location).scheme in ("", "file") else HadoopFiles(spark, location)
