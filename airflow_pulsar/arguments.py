@@ -10,6 +10,7 @@ Each check takes the value as the task will use it: templated values are checked
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import importlib.util
 import re
@@ -18,9 +19,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
-from airflow_pulsar.client.consumer.settings import ConsumerType, InitialPosition
-from airflow_pulsar.client.producer.config import ProducerConfig
-from airflow_pulsar.client.protocol.message_id import MessageId
+from airflow_pulsar.client import ConsumerType, InitialPosition, MessageId, ProducerOptions
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
 E = TypeVar("E", bound=enum.Enum)
@@ -300,8 +299,11 @@ def resolve_function(value: Any, name: str) -> Callable[..., Any]:
     return function
 
 
-# Producer settings whose values are enums: DAG authors may write the member names ("LZ4").
-_PRODUCER_ENUMS = ("compression_type", "message_routing_mode", "hashing_scheme", "access_mode", "batching_type")
+# Producer settings whose values are enums (those whose default is a member): DAG authors may
+# write the member names ("LZ4").
+_PRODUCER_ENUMS = {
+    option.name: type(option.default) for option in dataclasses.fields(ProducerOptions) if isinstance(option.default, enum.Enum)
+}
 
 
 def producer_settings(settings: Mapping[str, Any] | None, name: str = "producer_settings") -> dict[str, Any]:
@@ -311,13 +313,11 @@ def producer_settings(settings: Mapping[str, Any] | None, name: str = "producer_
     if not isinstance(settings, Mapping):
         raise ValueError(f"{name} must be a dict of create_producer keyword arguments, got {settings!r}")
     result = dict(settings)
-    for key in _PRODUCER_ENUMS:
+    for key, kind in _PRODUCER_ENUMS.items():
         if isinstance(result.get(key), str):
-            # Each of these settings defaults to a member of its enum.
-            enum_type = type(ProducerConfig.__dataclass_fields__[key].default)
-            result[key] = enum_member(enum_type, result[key], f"{name}[{key!r}]")
+            result[key] = enum_member(kind, result[key], f"{name}[{key!r}]")
     try:
-        ProducerConfig.from_settings(**result)
+        ProducerOptions.from_settings(**result).check()
     except Exception as exc:  # ValueError, or TypeError for unknown names
         raise ValueError(f"{name}: {exc}") from None
     return result

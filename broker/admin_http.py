@@ -10,7 +10,8 @@ are served by resources of their own: ``admin_namespaces`` (cluster, tenants, na
 ``admin_topics`` (lookup, topics, partitions, stats), ``admin_subscriptions`` (subscriptions
 and message reads), ``admin_schemas`` (the schema registry and the schema policies) and
 ``admin_permissions`` (grants). What each path requires of the caller's role is declared on its
-handler and checked, with ``--authorization``, by ``admin_authorization``.
+handler and checked, with ``--authorization``, by ``admin_authorization``. Requests a web page of
+another site could send are refused before anything else by ``admin_browser_guard``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aiohttp.typedefs import Middleware
 from airflow_pulsar.client.topic_name import InvalidTopicNameError
 
 from .admin_authorization import authorization_middleware
+from .admin_browser_guard import browser_guard
 from .admin_namespaces import Namespaces, Tenants
 from .admin_permissions import Permissions
 from .admin_resource import error
@@ -78,7 +80,10 @@ class AdminApi:
         self.service = service
         authenticate: list[Middleware] = [authentication.http_middleware()] if authentication is not None else []
         authorize: list[Middleware] = [] if service.authorization is None else [authorization_middleware(service.authorization)]
-        # As in Pulsar: credentials first, then the content type, then what the role may do.
-        self.app = web.Application(middlewares=[*authenticate, _json_only, *authorize, _errors])
+        config = service.config
+        guard = browser_guard("https" if config.tls else "http", config.host)
+        # Web pages of other sites are refused first; then, as in Pulsar: credentials, the content
+        # type, and what the role may do.
+        self.app = web.Application(middlewares=[guard, *authenticate, _json_only, *authorize, _errors])
         resources = (TopicLookup, Tenants, Namespaces, Permissions, PersistentTopics, Subscriptions, Schemas)
         self.app.add_routes([route for resource in resources for route in resource(service).routes()])

@@ -12,6 +12,7 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import ServerError
 from airflow_pulsar.client.topic_name import TopicName
 
 from .authorization import Refusal, TopicOperation
+from .read_pauses import PauseReason
 from .service import BrokerService
 
 
@@ -49,6 +50,14 @@ class Channel(Protocol):
     def protocol_error(self, reason: str) -> None: ...
 
     def next_request_id(self) -> int: ...
+
+    def pause_reading(self, reason: PauseReason) -> None:
+        """Stop reading the connection for ``reason``."""
+        ...
+
+    def resume_reading(self, reason: PauseReason) -> None:
+        """``reason`` no longer holds the connection's reading."""
+        ...
 
 
 class InProgress:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 from dataclasses import dataclass
 from pathlib import Path
 
-from airflow_pulsar.cli.command_line import port_number, positive_int
+from airflow_pulsar.cli.command_line import port_number, positive_float, positive_int
 from airflow_pulsar.client.protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
+
+from .client_limits import ClientLimits, add_limit_arguments, limits_from_arguments
 
 
 class ConfigError(ValueError):
@@ -28,7 +32,10 @@ class BrokerConfig:
     # brokerEntryMetadataInterceptors=...AppendIndexMetadataInterceptor; off mirrors a Pulsar without it.
     entry_index: bool = True
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    # Pulsar's keepAliveIntervalSeconds: a client must complete CONNECT within it, and one that
+    # sends no frame for two of them is closed.
     keepalive_seconds: float = 30.0
+    limits: ClientLimits = ClientLimits()
     # Authentication providers, each on when configured, as Pulsar's authenticationProviders list.
     token_secret_file: str | None = None
     token_public_key: str | None = None
@@ -76,16 +83,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-message-size", type=positive_int, default=DEFAULT_MAX_MESSAGE_SIZE, help="largest message in bytes"
     )
     parser.add_argument(
+        "--keep-alive-interval-seconds",
+        type=positive_float,
+        default=30.0,
+        metavar="S",
+        help="Pulsar's keepAliveIntervalSeconds: a client must complete CONNECT within this time; one sending no "
+        "frame for twice this time is closed",
+    )
+    add_limit_arguments(parser)
+    parser.add_argument(
         "--token-secret-file",
         metavar="F",
-        help="require token authentication on both ports, checking tokens with this secret key "
-        "(raw bytes, or data:;base64,...; also a file: or data: URL, as Pulsar's tokenSecretKey)",
+        help="require token authentication on both ports, checking tokens with this secret key: a file of raw "
+        "bytes or of data:;base64,... (also a file: URL, as Pulsar's tokenSecretKey), or env:NAME, the environment "
+        "variable NAME holding it in base64; never the key itself, which every user could read in the arguments",
     )
     parser.add_argument(
         "--token-public-key",
         metavar="F",
         help="require token authentication, checking tokens (e.g. OAuth2 access tokens) with this public key "
-        "(DER or PEM; also a file: or data: URL, as Pulsar's tokenPublicKey)",
+        "(DER or PEM; also a file: or data: URL, as Pulsar's tokenPublicKey, or env:NAME)",
     )
     parser.add_argument(
         "--token-public-alg", default="RS256", help="algorithm family of --token-public-key: RS256, ES256, ..."
@@ -97,7 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--basic-auth-conf",
         metavar="F",
         help="enable basic authentication with this users file of user:hash lines ($apr1$ MD5 or crypt DES, as "
-        "htpasswd -m or -d writes them; also a file: or data: URL, as Pulsar's basicAuthConf)",
+        "htpasswd -m or -d writes them; also a file: URL, as Pulsar's basicAuthConf, or env:NAME, the environment "
+        "variable NAME holding the lines)",
     )
     parser.add_argument("--tls-cert-file", type=Path, help="PEM certificate (chain): both ports then serve TLS only")
     parser.add_argument("--tls-key-file", type=Path, help="PEM private key of --tls-cert-file")
@@ -131,6 +149,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def from_arguments(args: argparse.Namespace) -> BrokerConfig:
     """Build a BrokerConfig from parsed arguments."""
     _check_combinations(args)
+    _check_secrets_kept_off_the_command_line(args)
     return BrokerConfig(
         data_dir=args.data_dir,
         host=args.host,
@@ -140,6 +159,8 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         dedup=args.dedup,
         entry_index=not args.no_entry_index,
         max_message_size=args.max_message_size,
+        keepalive_seconds=args.keep_alive_interval_seconds,
+        limits=limits_from_arguments(args),
         token_secret_file=args.token_secret_file,
         token_public_key=args.token_public_key,
         token_public_alg=args.token_public_alg,
@@ -159,6 +180,33 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
 def _role_list(text: str) -> frozenset[str]:
     """Roles as Pulsar reads a list setting: comma-separated, blanks around each ignored."""
     return frozenset(role.strip() for role in text.split(",") if role.strip())
+
+
+def _check_secrets_kept_off_the_command_line(args: argparse.Namespace) -> None:
+    """A secret key or a users file given in place (a ``data:`` URL, base64) is refused: every user
+    of the machine can read a process's arguments (``ps``, ``/proc/PID/cmdline``)."""
+    given = [
+        ("--token-secret-file", args.token_secret_file, "the secret key", "secret.key"),
+        ("--basic-auth-conf", args.basic_auth_conf, "the users file", "users.htpasswd"),
+    ]
+    for option, value, what, example in given:
+        if value and (value.startswith("data:") or (option == "--basic-auth-conf" and _is_inline_base64(value))):
+            raise ConfigError(
+                f"{option}: {what} is given on the command line, where every user of this machine can read it "
+                f"(ps, /proc/PID/cmdline); give a file ({option} {example}) or an environment variable holding it "
+                f"({option} env:NAME)"
+            )
+
+
+def _is_inline_base64(value: str) -> bool:
+    """Whether a ``--basic-auth-conf`` value is content in base64 rather than a file, a URL or a variable."""
+    if value.startswith(("file:", "env:")) or Path(value).exists():
+        return False
+    try:
+        base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return False
+    return True
 
 
 def _check_combinations(args: argparse.Namespace) -> None:
@@ -182,5 +230,9 @@ def _check_combinations(args: argparse.Namespace) -> None:
         )
     if args.superuser_roles and not args.authorization:
         raise ConfigError("--superuser-roles needs --authorization: without it every authenticated role may do anything")
+    if args.pulsar_channel_write_buffer_low_water_mark > args.pulsar_channel_write_buffer_high_water_mark:
+        raise ConfigError(
+            "--pulsar-channel-write-buffer-low-water-mark must not exceed --pulsar-channel-write-buffer-high-water-mark"
+        )
     if args.token_secret_file and args.token_public_key:
         raise ConfigError("give --token-secret-file or --token-public-key, not both: tokens are checked with one key")

@@ -55,6 +55,8 @@ class ConsumerCommands:
         self._in_progress = InProgress(T.SUBSCRIBE)
         # Bound once: every MESSAGE frame goes out through it.
         self._write = channel.write
+        # False while the connection's socket has more waiting than its high water mark.
+        self.writable = True
 
     @property
     def remote_address(self) -> str:
@@ -234,7 +236,7 @@ class ConsumerCommands:
             # Permits run below zero when a batch outgrows them; the wire field is unsigned.
             availablePermits=max(consumer.permits, 0),
             unackedMessages=consumer.reported_unacked,
-            blockedConsumerOnUnackedMsgs=False,
+            blockedConsumerOnUnackedMsgs=consumer.blocked,
             address=self.channel.remote_address,
             connectedSince=stats["connectedSince"],
             type=SUB_TYPE_NAMES.get(subscription.sub_type, "Exclusive"),
@@ -303,6 +305,16 @@ class ConsumerCommands:
     def flush(self) -> None:
         """Write the MESSAGEs queued so far now: a read block leaves as it is dispatched."""
         self.channel.flush()
+
+    def pause_dispatch(self) -> None:
+        """The connection's socket is backed up: its consumers are sent nothing until it drains."""
+        self.writable = False
+
+    def resume_dispatch(self) -> None:
+        """The socket drained: dispatch again to every subscription with a consumer here."""
+        self.writable = True
+        for subscription in {id(s): s for _, s, _ in self.consumers.values()}.values():
+            subscription.dispatch()
 
     def close_consumer(self, consumer_id: int) -> None:
         """The broker closes a consumer (seek, unsubscribe by another): tell the client."""

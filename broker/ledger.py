@@ -20,6 +20,9 @@ from .storage import Commit, Storage, StoredEntry
 
 # Tail entries kept in memory so consumers that keep up never touch the database.
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+# What the cache holds for an entry besides its data (the tuple, its numbers, the dict slot),
+# counted with it: a flood of tiny entries must not hold many times the cache's bytes.
+CACHED_ENTRY_OVERHEAD = 256
 # Pulsar keeps more of an entry than the producer's [metadata size][metadata][payload]: the
 # checksum header (magic and CRC32C) it arrived with and, with the index interceptor, the broker
 # entry metadata ([magic][u32 size][BrokerEntryMetadata{index}]). Its byte counts (storageSize,
@@ -132,10 +135,10 @@ class Ledger:
         self._cache[entry.entry_id] = (
             entry.entry_id, entry.publish_time, entry.num_messages, entry.checksum, entry.sticky_key, entry.data
         )
-        self._cache_size += len(entry.data)
+        self._cache_size += len(entry.data) + CACHED_ENTRY_OVERHEAD
         while self._cache_size > self.cache_bytes and self._cache:
             oldest = next(iter(self._cache))
-            self._cache_size -= len(self._cache.pop(oldest)[5])
+            self._cache_size -= len(self._cache.pop(oldest)[5]) + CACHED_ENTRY_OVERHEAD
         if not self._notify_scheduled:
             # After the rest of the group: one dispatch then serves every entry in it.
             self._notify_scheduled = True

@@ -98,6 +98,7 @@ class BrokerService:
             dedup=self.policies.deduplication(name),
             cursors=self.storage.load_cursors(ledger_id),
             last_sequence_ids=self.storage.last_sequence_ids(ledger_id),
+            limits=self.config.limits,
         )
         self.topics[key] = topic
         return topic

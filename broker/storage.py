@@ -24,6 +24,8 @@ from typing import Any
 
 from airflow_pulsar.client.protocol.wire import signed64
 
+from .data_dir import make_private_file
+
 log = logging.getLogger(__name__)
 
 _SCHEMA = """
@@ -157,7 +159,11 @@ class Storage:
 
     def __init__(self, data_dir: str | Path, *, fsync: bool = True):
         self.path = Path(data_dir) / "broker.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_file(self.path)
+        for suffix in ("-wal", "-shm"):  # SQLite creates these with the database file's mode
+            companion = self.path.with_name(self.path.name + suffix)
+            if companion.exists():  # left by an earlier run, maybe wider
+                make_private_file(companion)
         self.fsync = fsync
         self._reader = self._connect()
         self._reader.executescript(_SCHEMA)

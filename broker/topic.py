@@ -12,6 +12,7 @@ from airflow_pulsar.client.protocol.frames import FrameError, split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import ProducerAccessMode
 from airflow_pulsar.client.topic_name import TopicName
 
+from .client_limits import ClientLimits
 from .cursor import Cursor
 from .ledger import CHECKSUM_HEADER_BYTES, Ledger
 from .rates import RateMeter
@@ -76,11 +77,13 @@ class Topic:
         dedup: bool,
         cursors: dict[str, dict[str, Any]] | None = None,
         last_sequence_ids: dict[str, int] | None = None,
+        limits: ClientLimits,
     ):
         self.name = name
         self.storage = storage
         self.ledger = ledger
         self.dedup = dedup
+        self.limits = limits
         self.producers: list[ServerProducer] = []
         self.subscriptions: dict[str, Subscription] = {}
         for sub_name, state in (cursors or {}).items():
@@ -128,6 +131,7 @@ class Topic:
         ``epoch`` is the topic epoch a reconnecting exclusive producer had: one older than the
         topic's means another exclusive producer came in between, and it stays fenced.
         """
+        self.check_producer_room()
         mode = producer.access_mode
         holder = self._exclusive.name if self._exclusive is not None else None
         if mode == ProducerAccessMode.Shared:
@@ -159,6 +163,12 @@ class Topic:
         self._exclusive = producer
         self.topic_epoch = epoch if epoch is not None else (-1 if self.topic_epoch is None else self.topic_epoch) + 1
         self.producers.append(producer)
+
+    def check_producer_room(self) -> None:
+        """Refuse another producer when the topic has Pulsar's maxProducersPerTopic already."""
+        limit = self.limits.max_producers_per_topic
+        if limit and len(self.producers) >= limit:
+            raise SubscriptionError("ProducerBusy", f"Topic '{self.name}' reached max producers limit")  # Pulsar's words
 
     def _check_epoch(self, epoch: int | None) -> None:
         if epoch is not None and self.topic_epoch is not None and epoch < self.topic_epoch:

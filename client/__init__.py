@@ -42,12 +42,15 @@ from .consumer import (
 from .consumer.message_batch import MessageBatch
 from .crypto import ConsumerCryptoFailureAction, CryptoKeyReader, EncryptionContext, EncryptionKey
 from .exceptions import *  # noqa: F403
+from .factory_options import ProducerOptions, SubscribeOptions
 from .failover import AutoClusterFailover
 from .loggers import ConsoleLogger, FileLogger, LoggerLevel
 from .producer import (
     BatchingType,
     CompressionType,
+    DeterministicRouter,
     HashingScheme,
+    OutgoingMessage,
     PartitionsRoutingMode,
     Producer,
     ProducerAccessMode,
@@ -81,6 +84,7 @@ __all__ = [
     "EncryptionContext",
     "EncryptionKey",
     "DeadLetterPolicyBuilder",
+    "DeterministicRouter",
     "FileLogger",
     "HashingScheme",
     "InitialPosition",
@@ -90,14 +94,17 @@ __all__ = [
     "Message",
     "MessageBatch",
     "MessageId",
+    "OutgoingMessage",
     "PartitionsRoutingMode",
     "Producer",
     "ProducerAccessMode",
+    "ProducerOptions",
     "Reader",
     "RegexSubscriptionMode",
     "ServiceInfo",
     "ServiceInfoProvider",
     "ServiceUrl",
+    "SubscribeOptions",
     "TableView",
     "recommend_settings",
     "schema",

@@ -1,6 +1,7 @@
 """The asyncio API, as the official ``pulsar.asyncio`` module has it, over the same core as the sync API.
 
-Names, parameters (in their positional order) and defaults follow ``pulsar.asyncio``; so do its
+Names, parameters (in their positional order) and defaults follow ``pulsar.asyncio`` (the
+factories' options are declared once for both APIs, in :mod:`.factory_options`); so do its
 errors: whatever fails inside the client is raised as :class:`PulsarException` carrying the
 :class:`Result`, and bad arguments the official module checks itself raise ``ValueError``.
 
@@ -21,17 +22,13 @@ import asyncio
 import functools
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from . import exceptions
 from .client import Client as SyncClient
 from .consumer import (
-    ConsumerBatchReceivePolicy,
-    ConsumerDeadLetterPolicy,
-    ConsumerKeySharedPolicy,
-    ConsumerType,
     InitialPosition,
     Message,
     RegexSubscriptionMode,
@@ -39,12 +36,14 @@ from .consumer import (
 from .consumer.consumer import Consumer as SyncConsumer
 from .consumer.reader import Reader as SyncReader
 from .consumer.reader import mark_read
-from .crypto import ConsumerCryptoFailureAction, KeyReader
+from .crypto import ConsumerCryptoFailureAction
 from .exceptions import Result
-from .producer import BatchingType, CompressionType, PartitionsRoutingMode, ProducerAccessMode
+from .factories import open_consumer, open_reader
+from .factory_options import Api, ProducerOptions, ReaderOptions, SubscribeOptions
+from .factory_signature import factory
+from .producer import BatchingType, CompressionType, PartitionsRoutingMode, ProducerAccessMode, create_producer
 from .producer import Producer as SyncProducer
 from .protocol.message_id import MessageId
-from .schema import Schema
 
 __all__ = [
     "BatchingType",
@@ -115,18 +114,13 @@ def _defaults(method: Callable[..., Any]) -> dict[str, Any]:
 
 
 def _given(method: Callable[..., Any], arguments: dict[str, Any], *consumed: str) -> dict[str, Any]:
-    """The settings given values other than the official defaults, plus the extra keywords.
-
-    The core defaults the rest alike, and a setting it does not implement yet is refused by name
-    only when asked for.
-    """
+    """The arguments given values other than the official defaults (the core defaults the rest alike)."""
     defaults = _defaults(method)
-    given = {
+    return {
         name: value
         for name, value in arguments.items()
         if name in defaults and name not in consumed and value is not defaults[name] and value != defaults[name]
     }
-    return given | arguments.get("settings", {})
 
 
 def _message_id(messageid: Any) -> MessageId | int:
@@ -218,6 +212,11 @@ class Producer:
     def last_sequence_id(self) -> int:
         """The last sequence id the broker acknowledged; -1 if none."""
         return self._producer.last_sequence_id()
+
+    def last_sequence_ids(self) -> dict[str, int]:
+        """The last sequence id the broker stored from this producer on each partition (see the sync
+        ``Producer.last_sequence_ids``)."""
+        return self._producer.last_sequence_ids()
 
     def is_connected(self) -> bool:
         """Whether the producer is connected."""
@@ -380,74 +379,22 @@ class Client:
     def __init__(self, service_url: str, **kwargs: Any) -> None:
         self._client = SyncClient(service_url, **kwargs)
 
-    async def create_producer(
-        self,
-        topic: str,
-        producer_name: str | None = None,
-        schema: Schema[Any] | None = None,
-        initial_sequence_id: int | None = None,
-        send_timeout_millis: int = 30000,
-        compression_type: CompressionType = CompressionType.NONE,
-        max_pending_messages: int = 1000,
-        max_pending_messages_across_partitions: int = 50000,
-        block_if_queue_full: bool = False,
-        batching_enabled: bool = True,
-        batching_max_messages: int = 1000,
-        batching_max_allowed_size_in_bytes: int = 128 * 1024,
-        batching_max_publish_delay_ms: int = 10,
-        chunking_enabled: bool = False,
-        message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution,
-        lazy_start_partitioned_producers: bool = False,
-        properties: dict[str, str] | None = None,
-        batching_type: BatchingType = BatchingType.Default,
-        encryption_key: str | Sequence[str] | None = None,
-        crypto_key_reader: KeyReader | None = None,
-        access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
-        message_router: Callable[[Any, int], int] | None = None,
-        **settings: Any,
-    ) -> Producer:
-        """A producer on ``topic``, batching by default; ``settings`` takes the sync ``create_producer``'s extras."""
-        if batching_enabled and chunking_enabled:
+    @factory(ProducerOptions, Api.ASYNCIO)
+    async def create_producer(self, topic: str, options: ProducerOptions) -> Producer:
+        """A producer on ``topic``, batching by default; the options are :class:`~.factory_options.ProducerOptions`."""
+        if options.batching_enabled and options.chunking_enabled:
             raise ValueError("Batching and chunking of messages can't be enabled together.")
-        given = _given(Client.create_producer, locals(), "topic")
-        return Producer(await _blocking(self._client.create_producer, topic, **given))
+        return Producer(await _blocking(create_producer, self._client, topic, options.config()))
 
-    async def subscribe(
-        self,
-        topic: str | list[str],
-        subscription_name: str,
-        consumer_type: ConsumerType = ConsumerType.Exclusive,
-        schema: Schema[Any] | None = None,
-        receiver_queue_size: int = 1000,
-        max_total_receiver_queue_size_across_partitions: int = 50000,
-        consumer_name: str | None = None,
-        unacked_messages_timeout_ms: int | None = None,
-        broker_consumer_stats_cache_time_ms: int = 30000,
-        negative_ack_redelivery_delay_ms: int = 60000,
-        is_read_compacted: bool = False,
-        properties: dict[str, str] | None = None,
-        initial_position: InitialPosition = InitialPosition.Latest,
-        crypto_key_reader: KeyReader | None = None,
-        replicate_subscription_state_enabled: bool = False,
-        max_pending_chunked_message: int = 10,
-        auto_ack_oldest_chunked_message_on_queue_full: bool = False,
-        start_message_id_inclusive: bool = False,
-        batch_receive_policy: ConsumerBatchReceivePolicy | None = None,
-        key_shared_policy: ConsumerKeySharedPolicy | None = None,
-        batch_index_ack_enabled: bool = False,
-        regex_subscription_mode: RegexSubscriptionMode = RegexSubscriptionMode.PersistentOnly,
-        dead_letter_policy: ConsumerDeadLetterPolicy | None = None,
-        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
-        is_pattern_topic: bool = False,
-        **settings: Any,
-    ) -> Consumer:
+    @factory(SubscribeOptions, Api.ASYNCIO)
+    async def subscribe(self, topic: str | list[str], subscription_name: str, options: SubscribeOptions) -> Consumer:
         """A consumer on a topic, a list of topics, or (``is_pattern_topic``) a regex of topic names;
-        ``settings`` takes the sync ``subscribe``'s extras (``ack_receipt_enabled``, ...)."""
+        the options are :class:`~.factory_options.SubscribeOptions`."""
         topics: str | list[str] | re.Pattern[str]
         if isinstance(topic, str):
-            topics = re.compile(topic) if is_pattern_topic else topic
+            topics = re.compile(topic) if options.is_pattern_topic else topic
         elif isinstance(topic, list):
-            if is_pattern_topic:
+            if options.is_pattern_topic:
                 raise ValueError(
                     "Argument 'topic' must be a string when 'is_pattern_topic' is True; "
                     "lists of topics do not support pattern subscriptions"
@@ -455,28 +402,15 @@ class Client:
             topics = topic
         else:
             raise ValueError("Argument 'topic' is expected to be of type 'str' or 'list'")
-        given = _given(Client.subscribe, locals(), "topic", "subscription_name", "is_pattern_topic")
-        return Consumer(await _blocking(self._client.subscribe, topics, subscription_name, **given))
+        return Consumer(await _blocking(open_consumer, self._client, topics, subscription_name, options))
 
-    async def create_reader(
-        self,
-        topic: str,
-        start_message_id: MessageId,
-        schema: Schema[Any] | None = None,
-        receiver_queue_size: int = 1000,
-        reader_name: str | None = None,
-        subscription_role_prefix: str | None = None,
-        is_read_compacted: bool = False,
-        crypto_key_reader: KeyReader | None = None,
-        start_message_id_inclusive: bool = False,
-        crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL,
-        **settings: Any,
-    ) -> Reader:
-        """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``, ``latest`` or an id)."""
+    @factory(ReaderOptions, Api.ASYNCIO)
+    async def create_reader(self, topic: str, start_message_id: MessageId, options: ReaderOptions) -> Reader:
+        """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``, ``latest`` or an id);
+        the options are :class:`~.factory_options.ReaderOptions`."""
         if not isinstance(start_message_id, MessageId):
             raise ValueError(f"Argument start_message_id is expected to be of type 'MessageId' and not '{type(start_message_id).__name__}'")
-        given = _given(Client.create_reader, locals(), "topic", "start_message_id")
-        return Reader(await _blocking(self._client.create_reader, topic, start_message_id, **given))
+        return Reader(await _blocking(open_reader, self._client, topic, start_message_id, options))
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition names of ``topic``, or ``[topic]`` if it is not partitioned."""

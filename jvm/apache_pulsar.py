@@ -376,9 +376,9 @@ class PulsarStandalone(AdminRest):
         self.startup_seconds = time.monotonic() - began
         return self
 
-    def stop(self) -> int:
-        """SIGTERM and wait (kill -9 after 30 s); returns the exit code."""
-        return self.jvm.stop() if self.jvm is not None else 0
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM and wait (kill -9 after ``timeout`` seconds); returns the exit code."""
+        return self.jvm.stop(timeout) if self.jvm is not None else 0
 
     def kill(self) -> None:
         """kill -9, as a crash."""

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import httpx
 import pytest
+from hypothesis import settings
 
 from airflow_pulsar.broker.process import BrokerProcess
 from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
@@ -34,6 +35,11 @@ from tests.support.security import Pki, SecuredBroker, make_pki, secured_broker
 os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM_OPTIONS)
 
 BROKER_KINDS = ("embedded", "pulsar")
+
+# Property tests check what a codec or a state machine does, not how fast: no per-example deadline,
+# which a loaded machine (the suite's two workers beside CI's environment builds) overruns.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 class Broker(Protocol):
@@ -65,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "one_broker: not about the broker; runs on Apache Pulsar if selected, else on the embedded broker"
     )
     config.addinivalue_line(
-        "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, a bookie, two brokers), one a session"
+        "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, three bookies, two brokers), one a session"
     )
 
 

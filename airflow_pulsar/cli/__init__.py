@@ -7,7 +7,6 @@ the line) shows the traceback instead (``airflow_pulsar/cli/command_line.py``).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -44,6 +43,8 @@ def usage() -> str:
 
 def version() -> str:
     """The installed version of the airflow-pulsar distribution."""
+    import importlib.metadata  # some 20 ms, for --version alone
+
     try:
         return importlib.metadata.version(PROG)
     except importlib.metadata.PackageNotFoundError:

@@ -9,8 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client import Consumer, ConsumerType, Message, exceptions
-from airflow_pulsar.client.consumer.settings import ConsumerSettings
+from airflow_pulsar.client import Consumer, ConsumerType, Message, SubscribeOptions, exceptions
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import TEMPLATE_FIELDS, dead_letter_arguments, dead_letter_policy
 from airflow_pulsar.templated_arguments import TemplatedArguments
@@ -175,13 +174,11 @@ class PulsarConsumeOperator(TemplatedArguments):
         # Messages of a producer batch are acknowledged one by one, so a failed task redoes only its own.
         settings.setdefault("batch_index_ack_enabled", True)
         try:
-            ConsumerSettings(
-                # The name is checked on its own (maybe once rendered); these are checked with any.
-                "subscription",
-                consumer_type=self.subscription_type,
-                initial_position=self.initial_position,
-                **settings,
+            options = SubscribeOptions.from_settings(
+                consumer_type=self.subscription_type, initial_position=self.initial_position, **settings
             )
+            # The name is checked on its own (maybe once rendered); these are checked with any.
+            options.check("subscription")
         except Exception as exc:  # ValueError, or TypeError for an unknown name
             raise ValueError(f"consumer_settings: {exc}") from None
         return settings

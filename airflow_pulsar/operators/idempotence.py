@@ -7,9 +7,11 @@ under that name where it stopped. So the produce operator
 
 * names its producer after the task instance (:func:`producer_name`), the same on every try;
 * gives each message its position in the function's output as its sequence id;
-* sends each message to a partition that depends only on the message and its position
-  (:class:`PartitionRouting`), so a retry sends it where the earlier try did; and
-* skips the messages at or below the sequence id the broker reports for their partition.
+* routes with a :class:`~airflow_pulsar.client.DeterministicRouter` (or the DAG's own
+  ``message_router``), whose partition for a message depends only on the message (its key, else
+  its position), so a retry sends it where the earlier try did; and
+* skips the messages at or below the sequence id the broker reports for their partition
+  (``Producer.last_sequence_ids``).
 
 The skipping matters: Pulsar judges a batch by its first sequence id, so a batch that straddles
 what an earlier try stored (batches form by timing, differently on every try) would be dropped
@@ -24,21 +26,26 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_pulsar.client import (
+    BatchingType,
+    DeterministicRouter,
+    OutgoingMessage,
+    PartitionsRoutingMode,
+    ProducerOptions,
+)
 from airflow_pulsar.client.admin import AdminError, PulsarAdmin
-from airflow_pulsar.client.producer.config import BatchingType, ProducerConfig
-from airflow_pulsar.client.producer.message import OutgoingMessage
-from airflow_pulsar.client.producer.routers import PartitionsRoutingMode, hash_function
 from airflow_pulsar.client.topic_name import TopicName
 
 __all__ = [
-    "PartitionRouting",
     "check_producer_settings",
     "deduplication_in_force",
-    "partition_producer_settings",
+    "partition_of",
     "producer_name",
+    "producer_settings",
+    "stored_by_partition",
 ]
 
 # Producer names go into message metadata, stats and logs: keep them to plain characters. Pulsar
@@ -51,15 +58,6 @@ _FIXED_SETTINGS = {
     "producer_name": "the operator names its producer after the task instance, so that a retry is deduplicated",
     "initial_sequence_id": "the operator numbers messages by their position in the function's output",
 }
-# Settings of a partitioned producer the operator applies itself (routing each message, sharing the
-# pending limit out); the producer of each partition gets none of them.
-_PARTITIONED_SETTINGS = (
-    "message_routing_mode",
-    "message_router",
-    "hashing_scheme",
-    "skip_full_partitions",
-    "max_pending_messages_across_partitions",
-)
 
 
 def check_producer_settings(settings: Mapping[str, Any]) -> None:
@@ -104,58 +102,51 @@ def producer_name(dag_id: str, task_id: str, run_id: str, map_index: int) -> str
     return f"airflow.{readable}{mapped}.{digest}"
 
 
-def partition_producer_settings(settings: Mapping[str, Any], partitions: int, name: str) -> dict[str, Any]:
-    """``create_producer`` settings for the producer of each of ``partitions`` partitions (0: of
-    the non-partitioned topic).
+def producer_settings(settings: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``create_producer`` settings of the producer named ``name``, for the DAG's ``settings``.
 
-    Routing settings are left out (the operator routes); each partition gets the pending limit a
-    partitioned producer would give it, ``min(max_pending_messages,
-    max_pending_messages_across_partitions / partitions)``; sends wait when it is reached, and
-    are never given up on (no send timeout: the client resends until the broker stores them).
+    Its sends wait when the pending queue is full and are never given up on (no send timeout: the
+    client resends until the broker stores them). Its ``message_router`` is the DAG's own if it
+    has one, else a :class:`~airflow_pulsar.client.DeterministicRouter` following the routing
+    mode: round robin moves to the next partition every ``batching_max_messages`` messages
+    (every message without batching), so consecutive messages still share batches; single
+    partition sends every unkeyed message to the partition the producer name hashes to.
     """
-    config = ProducerConfig.from_settings(**settings)
-    result = {key: value for key, value in settings.items() if key not in _PARTITIONED_SETTINGS}
-    pending = config.max_pending_messages
-    if partitions:
-        pending = max(1, min(pending, config.max_pending_messages_across_partitions // partitions))
-    result.update(producer_name=name, block_if_queue_full=True, max_pending_messages=pending, send_timeout_millis=0)
-    return result
+    options = ProducerOptions.from_settings(**settings)
+    router = options.message_router
+    if router is None:
+        if options.message_routing_mode == PartitionsRoutingMode.UseSinglePartition:
+            router = DeterministicRouter(options.hashing_scheme, default_key=name)
+        else:
+            run = options.batching_max_messages if options.batching_enabled else 1
+            router = DeterministicRouter(options.hashing_scheme, messages_per_partition=run)
+    return {
+        **settings,
+        "producer_name": name,
+        "block_if_queue_full": True,
+        "send_timeout_millis": 0,
+        "message_router": router,
+    }
 
 
-class PartitionRouting:
-    """Picks a message's partition from the message and its position only, never from timing.
+def partition_of(router: Callable[[OutgoingMessage, int], int], message: OutgoingMessage, partitions: int) -> int:
+    """The index of the partition ``router`` sends ``message`` to, of ``partitions`` (0 for a
+    non-partitioned topic, which has no router)."""
+    if not partitions:
+        return 0
+    chosen = int(router(message, partitions))
+    if not 0 <= chosen < partitions:
+        raise ValueError(f"message_router returned {chosen}, not in 0..{partitions - 1}")
+    return chosen
 
-    A keyed message goes to ``hash(key) % n`` (the settings' hashing scheme), as any Pulsar
-    producer sends it. An unkeyed one follows the routing mode: round robin moves to the next
-    partition every ``batching_max_messages`` messages (every message without batching), so
-    consecutive messages still share batches; single partition uses one partition chosen from the
-    producer name; a custom ``message_router`` is asked, and must answer the same on every try.
-    """
 
-    def __init__(self, settings: Mapping[str, Any], partitions: int, name: str):
-        config = ProducerConfig.from_settings(**settings)
-        self.partitions = partitions
-        self._hash = hash_function(config.hashing_scheme)
-        self._router = config.message_router
-        self._single = self._hash(name) % partitions if partitions else 0
-        self._single_mode = config.message_routing_mode == PartitionsRoutingMode.UseSinglePartition
-        self._block = config.batching_max_messages if config.batching_enabled else 1
-
-    def partition(self, position: int, key: str | None, value: bytes, properties: Mapping[str, str] | None) -> int:
-        """The partition index of the message at ``position`` (0 for a non-partitioned topic)."""
-        if not self.partitions:
-            return 0
-        if self._router is not None:
-            message = OutgoingMessage(value, properties, key, None, None, position)
-            chosen = int(self._router(message, self.partitions))
-            if not 0 <= chosen < self.partitions:
-                raise ValueError(f"message_router returned {chosen}, not in 0..{self.partitions - 1}")
-            return chosen
-        if key is not None:
-            return self._hash(key) % self.partitions
-        if self._single_mode:
-            return self._single
-        return (position // self._block) % self.partitions
+def stored_by_partition(last_sequence_ids: Mapping[str, int], topic: str, partitions: int) -> list[int]:
+    """The last sequence id stored on each partition of ``topic``, by partition index (one, the
+    topic's own, for a non-partitioned topic), from what ``Producer.last_sequence_ids()`` returned."""
+    name = TopicName.parse(topic)
+    if not partitions:
+        return [last_sequence_ids[str(name)]]
+    return [last_sequence_ids[str(name.partition_name(index))] for index in range(partitions)]
 
 
 def deduplication_in_force(admin: PulsarAdmin, topic: str) -> bool | None:

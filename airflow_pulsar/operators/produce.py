@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client import MessageId, Result
+from airflow_pulsar.client import MessageId, OutgoingMessage, Result
 from airflow_pulsar.client.topic_name import TopicName
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.operators import idempotence
@@ -36,8 +36,8 @@ class _Receipts:
         self.last_message_id: MessageId | None = None
         self._last_index = -1
 
-    def callback(self, index: int, partition: int) -> Callable[[Result, MessageId | None], None]:
-        """The send callback of the message at ``index``, going to ``partition`` (-1: not partitioned)."""
+    def callback(self, index: int) -> Callable[[Result, MessageId | None], None]:
+        """The send callback of the message at ``index``."""
 
         def done(result: Result, message_id: MessageId | None) -> None:
             with self._lock:
@@ -49,7 +49,6 @@ class _Receipts:
                     self.already_stored += 1
                 else:
                     self.sent += 1
-                    message_id = _in_partition(message_id, partition)
                     # Receipts of different partitions arrive in any order; keep the last one queued.
                     if index > self._last_index:
                         self._last_index = index
@@ -117,8 +116,8 @@ class PulsarProduceOperator(TemplatedArguments):
         values may be given by name, e.g. ``{"compression_type": "LZ4"}``. Batching is on
         unless turned off here. The operator sets ``producer_name``, ``initial_sequence_id``,
         ``block_if_queue_full`` and ``send_timeout_millis`` itself (and refuses
-        ``skip_full_partitions`` and key-based batching); a ``message_router`` must choose the same partition for a
-        message on every try.
+        ``skip_full_partitions`` and key-based batching); a ``message_router`` must choose the partition from the
+        message alone (it is asked more than once for each message, and again on a retry).
     :param delivery_callback: Called with each send receipt as ``callback(result, message_id)``, the
         arguments of the client's ``send_async`` callback: a ``Result`` and, once stored, the
         message's ``MessageId`` (``None`` when the send failed; ledger and entry -1 when the broker
@@ -182,28 +181,22 @@ class PulsarProduceOperator(TemplatedArguments):
         attempted = 0
         with PulsarHook(pulsar_conn_id=self.pulsar_conn_id) as hook:
             partitions = hook.get_client().partition_count(self.topic)
-            settings = idempotence.partition_producer_settings(self.producer_settings, partitions, name)
-            topic = TopicName.parse(self.topic)
-            targets = [str(topic.partition_name(i)) for i in range(partitions)] if partitions else [str(topic)]
-            producers = [hook.create_producer(target, **settings) for target in targets]
+            settings = idempotence.producer_settings(self.producer_settings, name)
+            router = settings["message_router"]
+            producer = hook.create_producer(self.topic, **settings)
             self._warn_unless_deduplicated(hook)
-            # What the broker reports stored under this producer name: an earlier try's messages.
-            stored = [producer.last_sequence_id() for producer in producers]
-            routing = idempotence.PartitionRouting(self.producer_settings, partitions, name)
+            # What the broker reports stored under this producer name on each partition: an earlier try's messages.
+            stored = idempotence.stored_by_partition(producer.last_sequence_ids(), self.topic, partitions)
             for index, item in enumerate(messages):
                 key, value, properties = _message_parts(item, index)
-                partition = routing.partition(index, key, value, properties)
+                message = OutgoingMessage(value, properties, key, sequence_id=index)
                 attempted += 1
-                if index <= stored[partition]:
+                if index <= stored[idempotence.partition_of(router, message, partitions)]:
                     receipts.stored_before()
                     continue
                 try:
-                    producers[partition].send_async(
-                        value,
-                        receipts.callback(index, partition if partitions else -1),
-                        properties=properties,
-                        partition_key=key,
-                        sequence_id=index,
+                    producer.send_async(
+                        value, receipts.callback(index), properties=properties, partition_key=key, sequence_id=index
                     )
                 except Exception as exc:  # refused before reaching the client's queue
                     receipts.failure(index, exc)
@@ -211,8 +204,7 @@ class PulsarProduceOperator(TemplatedArguments):
                 # big): a retry would take the later sequence ids for proof that it was stored.
                 if receipts.failed:
                     break
-            for producer in producers:
-                producer.flush()
+            producer.flush()
         stored_text = f"{receipts.already_stored} were already stored (by an earlier try, or before a reconnect)"
         if receipts.failed:
             raise AirflowException(
@@ -276,15 +268,6 @@ class PulsarProduceOperator(TemplatedArguments):
         (topic,) = lineage.topic_names(self.topic)
         messages = getattr(self, "_run_summary", {}).get("messages")
         return lineage.lineage(outputs=[lineage.topic_output(lineage.cluster_of(self.pulsar_conn_id), topic, messages)])
-
-
-def _in_partition(message_id: MessageId, partition: int) -> MessageId:
-    """A partition producer's message id with its partition index (-1 keeps the id as it is)."""
-    if partition < 0:
-        return message_id
-    return MessageId(
-        partition, message_id.ledger_id(), message_id.entry_id(), message_id.batch_index(), message_id.batch_size()
-    )
 
 
 def _message_parts(item: Any, index: int) -> tuple[str | None, bytes, dict[str, str] | None]:

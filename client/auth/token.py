@@ -7,11 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..exceptions import AuthenticationError
-from .base import Authentication
+from .base import JAVA_PLUGIN_PREFIX, Authentication
 
 
 class AuthenticationToken(Authentication):
     """Token authentication: a JWT string, or a callable returning a fresh one each time."""
+
+    plugin_names = ("token", JAVA_PLUGIN_PREFIX + "authenticationtoken")
 
     def __init__(self, token: str | Callable[[], str]):
         if not callable(token) and not (isinstance(token, str) and token):

@@ -7,12 +7,13 @@ from .config import BatchingType, ProducerAccessMode, ProducerConfig
 from .interceptors import ProducerInterceptor
 from .message import OutgoingMessage
 from .producer import Producer, create_producer
-from .routers import HashingScheme, PartitionsRoutingMode
+from .routers import DeterministicRouter, HashingScheme, PartitionsRoutingMode
 from .tuning import ProducerTuning, recommend_settings
 
 __all__ = [
     "BatchingType",
     "CompressionType",
+    "DeterministicRouter",
     "HashingScheme",
     "OutgoingMessage",
     "PartitionsRoutingMode",

@@ -15,7 +15,7 @@ Not thread-safe: the partition producer calls it under its lock.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from ..crypto import MessageEncryptor
 from ..protocol.batch import single_header, single_header_with
@@ -23,6 +23,7 @@ from .batch_container import BatchContainer, KeyBasedBatchContainer, SendCallbac
 from .config import BatchingType, ProducerConfig
 from .delivery import Delivery
 from .entry_builder import EntryBuilder
+from .message import OutgoingMessage
 from .pending import OpSend
 from .stats import ProducerStats
 
@@ -80,47 +81,43 @@ class MessageAccumulator:
         if self._batch is not None:
             self._batch.max_bytes = min(self._max_batch_bytes, max(1, max_message_size - _BATCH_HEADROOM))
 
-    def add(
-        self,
-        content: bytes | None,
-        callback: SendCallback | None,
-        sequence_id: int,
-        properties: Mapping[str, str] | None,
-        partition_key: str | None,
-        ordering_key: bytes | None,
-        event_timestamp: int | None,
-        flush: bool,
-        delivery: Delivery | None = None,
-    ) -> bool:
-        """Take one message; True when it waits in the batch (the batch timer must be running).
+    def add(self, message: OutgoingMessage, sequence_id: int, callback: SendCallback | None, flush: bool) -> bool:
+        """Take one message, numbered ``sequence_id``; True when it waits in the batch (the batch
+        timer must be running).
 
-        ``content`` None is a null value: an empty payload flagged ``null_value``. ``flush`` sends
-        the batch at once (a sync send has nothing to wait for). ``delivery`` holds the message's
-        delivery time and replication clusters, if it has any.
+        A message without content is a null value: an empty payload flagged ``null_value``.
+        ``flush`` sends the batch at once (a sync send has nothing to wait for).
 
         Raises:
             MessageTooBig: an unbatched message exceeds the max message size and chunking is off.
             CryptoError: the producer encrypts and its public keys cannot be read or used.
         """
         batch = self._batch
+        content = message.content
         if (
-            batch is None and content is not None and properties is None and partition_key is None
-            and ordering_key is None and event_timestamp is None and delivery is None
+            batch is None and content is not None and message.props is None and message.key is None
+            and message.ordering is None and message.event_time is None and message.delivery is None
         ):  # the common unbatched message, spelled out; None when it needs more than the plain entry
             entry = self._entries.plain_entry(content, sequence_id)
             if entry is not None:
                 now = time.monotonic()
+                timeout = self._send_timeout
+                # A send_async(..., None) has nothing to call back: no container to build (nor to collect).
+                callbacks = () if callback is None else (callback,)
                 # In OpSend's order: sequence ids (first, highest), messages, batched, entry, callbacks, permits, memory, created, deadline.
-                self._queue(OpSend(sequence_id, sequence_id, 1, False, entry, [callback], 1, len(content), now, self._deadline(now)))
+                self._queue(OpSend(sequence_id, sequence_id, 1, False, entry, callbacks, 1, len(content),
+                                   now, None if timeout is None else now + timeout))
                 return False
         encryptor = self._entries.encryptor
         if encryptor is not None:
             encryptor.check_ready()  # now, not when the batch is built: the send fails, nothing goes out unencrypted
         null_value = content is None
-        if content is None:
-            content = b""
-        size = len(content)
+        payload = b"" if content is None else content
+        size = len(payload)
+        delivery = message.delivery
         if batch is not None and batch.accepts(size) and (delivery is self._batch_delivery or self._joins_batch(delivery)):
+            properties, partition_key, event_timestamp = message.props, message.key, message.event_time
+            ordering_key = None if message.ordering is None else message.ordering.encode()
             if properties is None and partition_key is None and ordering_key is None and event_timestamp is None and not null_value:
                 header = single_header(size, sequence_id)
             else:
@@ -137,7 +134,7 @@ class MessageAccumulator:
             if not batch.has_space(len(header) + size):
                 self.flush()
             # Past its max delay the batch goes now, from the sender's thread, rather than on the timer's.
-            full = batch.add(header, content, callback, sequence_id, partition_key, ordering_key)
+            full = batch.add(header, payload, callback, sequence_id, partition_key, ordering_key)
             if full or flush or time.monotonic() - batch.first_added >= self.batch_delay:
                 self.flush()
                 return False
@@ -145,9 +142,7 @@ class MessageAccumulator:
         self.flush()  # keep order: the batch was sent first
         now = time.monotonic()
         deadline = self._deadline(now)
-        entries = self._entries.message_entries(
-            content, sequence_id, properties, partition_key, ordering_key, event_timestamp, null_value, delivery
-        )
+        entries = self._entries.message_entries(message, sequence_id)
         last = len(entries) - 1
         for index, entry in enumerate(entries):
             # Only the last chunk completes the message: its callback, slot and memory.
@@ -159,7 +154,7 @@ class MessageAccumulator:
                     num_messages=1,
                     batched=False,
                     entry=entry,
-                    callbacks=[callback] if done else [],
+                    callbacks=(callback,) if done and callback is not None else (),
                     permits=1 if done else 0,
                     memory=size if done else 0,
                     created=now,

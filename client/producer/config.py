@@ -1,16 +1,17 @@
-"""Producer settings: the official ``create_producer`` keyword names, validated once.
+"""Producer settings as the producer uses them: the options of ``create_producer``, validated once.
 
-Every setting defaults as in ``pulsar.Client.create_producer`` except ``batching_enabled``, which
-is on here (the official sync API turns it off; ours is the primary path and batches) unless
-``chunking_enabled`` is set, since the two cannot be on together. ``None`` means "not set", so 0
-can mean 0. A bad argument raises ``ValueError`` naming it, as the official wrapper does.
+The options and their defaults are declared in :class:`~..factory_options.ProducerOptions`;
+:meth:`ProducerConfig.from_options` checks each (name, type, range) and holds them in the forms
+the producer reads (enum members, tuples, a schema). A bad argument raises ``ValueError``
+naming it, as the official wrapper does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..arguments import check, check_type, to_enum
@@ -42,46 +43,43 @@ class BatchingType(enum.IntEnum):
 
 @dataclass(frozen=True)
 class ProducerConfig:
-    """Validated producer settings; build with :meth:`from_settings`."""
+    """Validated producer settings; build with :meth:`from_options`."""
 
-    producer_name: str | None = None
+    producer_name: str | None
     # Encodes what ``send`` takes; declared on PRODUCER when the broker keeps its type.
-    schema: Schema[Any] = field(default_factory=BytesSchema)
-    initial_sequence_id: int | None = None
-    send_timeout_millis: int = 30_000
-    compression_type: CompressionType = CompressionType.NONE
-    max_pending_messages: int = 1000
-    max_pending_messages_across_partitions: int = 50_000
-    block_if_queue_full: bool = False
-    batching_enabled: bool = True
-    batching_max_messages: int = 1000
-    batching_max_allowed_size_in_bytes: int = 131_072
-    batching_max_publish_delay_ms: int = 10
-    batching_partition_switch_frequency_by_publish_delay: int = 10
-    batching_type: BatchingType = BatchingType.Default
+    schema: Schema[Any]
+    initial_sequence_id: int | None
+    send_timeout_millis: int
+    compression_type: CompressionType
+    max_pending_messages: int
+    max_pending_messages_across_partitions: int
+    block_if_queue_full: bool
+    batching_enabled: bool
+    batching_max_messages: int
+    batching_max_allowed_size_in_bytes: int
+    batching_max_publish_delay_ms: int
+    chunking_enabled: bool
+    message_routing_mode: PartitionsRoutingMode
+    lazy_start_partitioned_producers: bool
+    properties: Mapping[str, str]
+    batching_type: BatchingType
     # The key names the data key is wrapped for (official: one str; a list wraps it for each).
-    encryption_key: tuple[str, ...] = ()
-    crypto_key_reader: KeyReader | None = None
-    message_routing_mode: PartitionsRoutingMode = PartitionsRoutingMode.RoundRobinDistribution
-    hashing_scheme: HashingScheme = HashingScheme.JavaStringHash
-    message_router: Callable[[Any, int], int] | None = None
-    skip_full_partitions: bool = False
-    chunking_enabled: bool = False
-    # Accepted for the official signature; every partition producer starts when the producer does.
-    lazy_start_partitioned_producers: bool = False
-    access_mode: ProducerAccessMode = ProducerAccessMode.Shared
-    properties: Mapping[str, str] = field(default_factory=dict)
-    interceptors: Sequence[Any] = ()
-    stats_log_interval_seconds: float | None = None
+    encryption_key: tuple[str, ...]
+    crypto_key_reader: KeyReader | None
+    access_mode: ProducerAccessMode
+    message_router: Callable[[Any, int], int] | None
+    hashing_scheme: HashingScheme
+    skip_full_partitions: bool
+    batching_partition_switch_frequency_by_publish_delay: int
+    interceptors: tuple[Any, ...]
+    stats_log_interval_seconds: float | None
 
     @classmethod
-    def from_settings(cls, **settings: Any) -> ProducerConfig:
-        """Check every keyword (name, type, range) and fill the defaults; raise naming the bad one."""
-        known = cls.__dataclass_fields__
-        unknown = sorted(set(settings) - set(known))
-        if unknown:
-            raise TypeError(f"create_producer() got unexpected keyword argument(s): {', '.join(unknown)}")
-        values = {k: v for k, v in settings.items() if v is not None}
+    def from_options(cls, options: Any) -> ProducerConfig:
+        """Check every option of a :class:`~..factory_options.ProducerOptions` (type, range,
+        combination) and convert it; raise naming the bad one. (Typed loosely: the options' module
+        imports this one's enums and checks options with this method.)"""
+        values = {option.name: getattr(options, option.name) for option in dataclasses.fields(options)}
         for name in (
             "batching_enabled",
             "block_if_queue_full",
@@ -89,10 +87,11 @@ class ProducerConfig:
             "skip_full_partitions",
             "lazy_start_partitioned_producers",
         ):
-            if name in values:
-                check_type(bool, values[name], name)
-        for name in ("send_timeout_millis", "batching_max_publish_delay_ms", "initial_sequence_id"):
-            _check_int(values, name, minimum=0)
+            check_type(bool, values[name], name)
+        for name in ("send_timeout_millis", "batching_max_publish_delay_ms"):
+            _check_int(values[name], name, minimum=0)
+        if values["initial_sequence_id"] is not None:
+            _check_int(values["initial_sequence_id"], "initial_sequence_id", minimum=0)
         for name in (
             "max_pending_messages",
             "max_pending_messages_across_partitions",
@@ -100,10 +99,11 @@ class ProducerConfig:
             "batching_max_allowed_size_in_bytes",
             "batching_partition_switch_frequency_by_publish_delay",
         ):
-            _check_int(values, name, minimum=1)
-        if "schema" in values:
-            check(isinstance(values["schema"], Schema), "schema", "a Schema (airflow_pulsar.client.schema)", values["schema"])
-        if "producer_name" in values:
+            _check_int(values[name], name, minimum=1)
+        if values["schema"] is None:
+            values["schema"] = BytesSchema()
+        check(isinstance(values["schema"], Schema), "schema", "a Schema (airflow_pulsar.client.schema)", values["schema"])
+        if values["producer_name"] is not None:
             check_type(str, values["producer_name"], "producer_name")
         for name, kind in (
             ("compression_type", CompressionType),
@@ -112,33 +112,30 @@ class ProducerConfig:
             ("access_mode", ProducerAccessMode),
             ("batching_type", BatchingType),
         ):
-            if name in values:
-                values[name] = to_enum(kind, values[name], name)
-        router = values.get("message_router")
+            values[name] = to_enum(kind, values[name], name)
+        router = values["message_router"]
         check(router is None or callable(router), "message_router", "callable(message, num_partitions)", router)
         if router is not None:
             values["message_routing_mode"] = PartitionsRoutingMode.CustomPartition
-        elif values.get("message_routing_mode") == PartitionsRoutingMode.CustomPartition:
+        elif values["message_routing_mode"] == PartitionsRoutingMode.CustomPartition:
             raise ValueError("Argument message_routing_mode CustomPartition needs a message_router")
-        properties = values.get("properties", {})
+        if values["properties"] is None:
+            values["properties"] = {}
+        properties = values["properties"]
         check(
             isinstance(properties, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()),
             "properties", "a dict of str to str", properties,
         )
-        _check_encryption(values)
-        interval = values.get("stats_log_interval_seconds")
+        values["encryption_key"] = _encryption_key_names(values["encryption_key"], values["crypto_key_reader"])
+        interval = values["stats_log_interval_seconds"]
         check(
             interval is None or (isinstance(interval, (int, float)) and interval > 0),
             "stats_log_interval_seconds", "a positive number", interval,
         )
-        values["interceptors"] = tuple(values.get("interceptors", ()))
-        if values.get("chunking_enabled"):
-            # Batching is on only by our default; chunking asked for explicitly wins over it.
-            if values.get("batching_enabled"):
-                raise ValueError("Batching and chunking of messages can't be enabled together (batching_enabled, chunking_enabled).")
-            values["batching_enabled"] = False
-        config = cls(**values)
-        return config
+        values["interceptors"] = tuple(values["interceptors"])
+        if values["chunking_enabled"] and values["batching_enabled"]:
+            raise ValueError("Batching and chunking of messages can't be enabled together (batching_enabled, chunking_enabled).")
+        return cls(**values)
 
     @property
     def declared_schema(self) -> SchemaPb | None:
@@ -164,21 +161,21 @@ class ProducerConfig:
         return self.send_timeout_millis / 1000 if self.send_timeout_millis else None
 
 
-def _check_int(values: dict[str, Any], name: str, minimum: int) -> None:
-    if name in values:
-        check_type(int, values[name], name)
-        check(values[name] >= minimum, name, f">= {minimum}", values[name])
+def _check_int(value: Any, name: str, minimum: int) -> None:
+    check_type(int, value, name)
+    check(value >= minimum, name, f">= {minimum}", value)
 
 
-def _check_encryption(values: dict[str, Any]) -> None:
-    names = values.get("encryption_key") or ()
-    if isinstance(names, str):
-        names = (names,) if names else ()  # "" means none, as in the official client
+def _encryption_key_names(names: Any, reader: Any) -> tuple[str, ...]:
+    """The key names to wrap the data key for, each once; checked with the key reader that reads them."""
+    if names is None or names == "":
+        names = ()  # "" means none, as in the official client
+    elif isinstance(names, str):
+        names = (names,)
     check(
         isinstance(names, (list, tuple)) and all(isinstance(n, str) and n for n in names),
         "encryption_key", "a key name (str) or a list of them", names,
     )
-    reader = values.get("crypto_key_reader")
     check(
         reader is None or isinstance(reader, KeyReader),
         "crypto_key_reader", "a CryptoKeyReader (airflow_pulsar.client) or have get_public_key and get_private_key", reader,
@@ -186,4 +183,4 @@ def _check_encryption(values: dict[str, Any]) -> None:
     if names and reader is None:
         # The official client would send such messages unencrypted; refusing is the safe reading.
         raise ValueError(f"Argument encryption_key {list(names)} needs a crypto_key_reader to read the public keys from")
-    values["encryption_key"] = tuple(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names))

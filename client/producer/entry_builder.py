@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..crypto import MessageEncryptor
 from ..exceptions import MessageTooBig
+from ..protocol import checksum
 from ..protocol.batch import set_message_fields
-from ..protocol.checksum import crc32c
 from ..protocol.compression import CompressionType, compress
 from ..protocol.frames import encode_entry
 from ..protocol.PulsarApi_pb2 import CompressionType as WireCompression
@@ -27,7 +26,7 @@ from ..protocol.PulsarApi_pb2 import MessageMetadata
 from ..protocol.wire import PlainMetadata, tag, varint
 from .batch_container import Batch
 from .chunking import chunk_size_for, split_into_chunks
-from .delivery import Delivery
+from .message import OutgoingMessage
 from .stats import ProducerStats
 
 __all__ = ["Entry", "EntryBuilder"]
@@ -113,7 +112,7 @@ class EntryBuilder:
         payload = compress(compression, batch.payload)
         metadata = self._plain.encode(
             batch.first_sequence_id,
-            int(time.time() * 1000),
+            time.time_ns() // 1_000_000,
             int(compression),
             len(batch.payload),
             count,
@@ -135,28 +134,24 @@ class EntryBuilder:
         if self._transforms or size > self.max_message_size:
             return None
         self._written.record(1, size, size, False)
-        metadata = self._plain.encode(sequence_id, int(time.time() * 1000)) + self._schema_field
+        metadata = self._plain.encode(sequence_id, time.time_ns() // 1_000_000) + self._schema_field
         data = _U32.pack(len(metadata)) + metadata + content
-        return _new_entry(Entry, (data, crc32c(data)))
+        return _new_entry(Entry, (data, checksum.crc32c(data)))
 
-    def message_entries(
-        self,
-        content: bytes,
-        sequence_id: int,
-        properties: Mapping[str, str] | None = None,
-        partition_key: str | None = None,
-        ordering_key: bytes | None = None,
-        event_timestamp: int | None = None,
-        null_value: bool = False,
-        delivery: Delivery | None = None,
-    ) -> list[Entry]:
-        """The entry of one unbatched message, or its chunks in order when it exceeds the max message size.
+    def message_entries(self, message: OutgoingMessage, sequence_id: int) -> list[Entry]:
+        """The entry of one unbatched message numbered ``sequence_id``, or its chunks in order when
+        it exceeds the max message size. A message without content is a null value: an empty
+        payload flagged ``null_value``.
 
         A message that needs chunks always splits into two or more.
 
         Raises:
             MessageTooBig: the compressed message exceeds the max message size and chunking is off.
         """
+        null_value = message.content is None
+        content = b"" if message.content is None else message.content
+        properties, partition_key, event_timestamp, delivery = message.props, message.key, message.event_time, message.delivery
+        ordering_key = None if message.ordering is None else message.ordering.encode()
         compression = self._compression
         payload = compress(compression, content)
         size = len(content)
@@ -173,10 +168,10 @@ class EntryBuilder:
             and not null_value
             and delivery is None
         ):
-            metadata = self._plain.encode(sequence_id, int(time.time() * 1000), int(compression), size) + self._schema_field
+            metadata = self._plain.encode(sequence_id, time.time_ns() // 1_000_000, int(compression), size) + self._schema_field
             return [self._sealed(metadata, payload)]
         full = MessageMetadata(
-            producer_name=self.producer_name, sequence_id=sequence_id, publish_time=int(time.time() * 1000)
+            producer_name=self.producer_name, sequence_id=sequence_id, publish_time=time.time_ns() // 1_000_000
         )
         if compression != CompressionType.NONE:
             full.compression = WireCompression.ValueType(compression)
@@ -215,4 +210,4 @@ class EntryBuilder:
 
 def _entry(metadata: MessageMetadata | bytes, payload: bytes | bytearray | memoryview) -> Entry:
     data = encode_entry(metadata, payload)
-    return _new_entry(Entry, (data, crc32c(data)))
+    return _new_entry(Entry, (data, checksum.crc32c(data)))

@@ -1,21 +1,28 @@
-"""A message on its way out, as routers and interceptors see it."""
+"""A message on its way out: what one ``send`` carries from the producer down to its entry."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .delivery import Delivery
+
 __all__ = ["OutgoingMessage"]
 
 
 class OutgoingMessage:
-    """Content and per-message fields of one ``send``.
+    """Content and per-message fields of one ``send``, built once by the producer and handed down
+    through routing, interceptors, the partition producer and batching unchanged (never copied).
 
     The accessor methods are those of the official ``pulsar.Message`` (``data()``,
     ``partition_key()``, ...), so a ``message_router`` written for that client works unchanged;
-    the plain attributes are for our own code.
+    the plain attributes are for routers and interceptors of this client, and for its own code.
+    ``sequence_id`` is the one the send asked for until the partition producer gives the message
+    its own (when none was asked for). ``delivery`` holds the delayed delivery and replication
+    fields, None for a message that uses neither.
     """
 
-    __slots__ = ("content", "props", "key", "ordering", "event_time", "seq")
+    # Slots and plain attributes: one is built per send, on the fast path too.
+    __slots__ = ("content", "props", "key", "ordering", "event_time", "sequence_id", "delivery")
 
     def __init__(
         self,
@@ -25,13 +32,15 @@ class OutgoingMessage:
         ordering_key: str | None = None,
         event_timestamp: int | None = None,
         sequence_id: int | None = None,
+        delivery: Delivery | None = None,
     ):
         self.content = content
         self.props = properties
         self.key = partition_key
         self.ordering = ordering_key
         self.event_time = event_timestamp
-        self.seq = sequence_id
+        self.sequence_id = sequence_id
+        self.delivery = delivery
 
     def data(self) -> bytes | None:
         """The payload; None for a null value."""

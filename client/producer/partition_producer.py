@@ -19,7 +19,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..backoff import Backoff
@@ -39,8 +39,8 @@ from ..protocol.PulsarApi_pb2 import BaseCommand, KeyValue
 from ..protocol.wire import SendEncoder, signed64
 from .accumulator import MessageAccumulator
 from .config import ProducerConfig
-from .delivery import Delivery
 from .limits import PendingLimit, SendQuota
+from .message import OutgoingMessage
 from .pending import OpSend, PendingQueue, fail_callback
 from .stats import ProducerStats
 
@@ -208,22 +208,13 @@ class PartitionProducer:
 
     # ---- sending ----
 
-    def send_async(
-        self,
-        content: bytes | None,
-        callback: SendCallback | None,
-        properties: Mapping[str, str] | None = None,
-        partition_key: str | None = None,
-        ordering_key: bytes | None = None,
-        event_timestamp: int | None = None,
-        sequence_id: int | None = None,
-        flush: bool = False,
-        delivery: Delivery | None = None,
-    ) -> None:
+    def send_async(self, message: OutgoingMessage, callback: SendCallback | None, flush: bool = False) -> None:
         """Queue one message; ``callback(result, message_id)`` runs when it completes (None: nobody waits).
 
-        ``flush`` sends the batch at once (a sync send has nothing to wait for); ``delivery``: see :mod:`.delivery`.
+        ``flush`` sends the batch at once (a sync send has nothing to wait for). The message keeps
+        the sequence id it asked for, if any; otherwise it gets the partition's next one.
         """
+        content = message.content
         size = 0 if content is None else len(content)
         error = self._quota.reserve(size)
         if error is not None:
@@ -234,13 +225,13 @@ class PartitionProducer:
         try:
             if self._closing or self._failure is not None:
                 raise self._failure or AlreadyClosed(f"producer on {self.topic} is closed")
+            sequence_id = message.sequence_id
             if sequence_id is None:
                 sequence_id = self._next_sequence_id
                 self._next_sequence_id = sequence_id + 1
             elif sequence_id >= self._next_sequence_id:
                 self._next_sequence_id = sequence_id + 1
-            batched = self._accumulator.add(content, callback, sequence_id, properties, partition_key, ordering_key,
-                                            event_timestamp, flush, delivery)
+            batched = self._accumulator.add(message, sequence_id, callback, flush)
             # One batch timer at a time, not one per batch: when it fires it flushes the batch if
             # its first message has waited long enough, and otherwise waits for the rest of that time.
             if batched and not self._batch_timer_armed:

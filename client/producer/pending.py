@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -42,12 +42,13 @@ class OpSend:
     """One SEND: a batch, a single message, or one chunk of a chunked message.
 
     ``entry`` is kept so the op can be written again, under a new producer id, after a reconnect.
-    ``callbacks`` holds one callback per message (empty for all but the last chunk of a chunked
-    message), ``permits`` and ``memory`` what completing the op gives back. ``done`` turns true
-    after the op left the queue and its callbacks ran. ``ranged`` is false for a key-based batch:
-    its SEND names no highest sequence id, as the official clients send it, since the ranges of a
-    flush's key batches interleave and the broker would take every batch after the first for a
-    duplicate of it.
+    ``callbacks`` holds one callback per message of a batch (None where nobody waits), and for an
+    unbatched message its callback if it has one, as a tuple (the cheaper to build; none for all but
+    the last chunk of a chunked message); ``permits`` and ``memory`` are what completing the op
+    gives back. ``done`` turns true after the op left the queue and its callbacks ran. ``ranged`` is
+    false for a key-based batch: its SEND names no highest sequence id, as the official clients
+    send it, since the ranges of a flush's key batches interleave and the broker would take every
+    batch after the first for a duplicate of it.
     """
 
     sequence_id: int
@@ -55,7 +56,7 @@ class OpSend:
     num_messages: int
     batched: bool
     entry: Entry
-    callbacks: list[SendCallback | None]
+    callbacks: Sequence[SendCallback | None]
     permits: int
     memory: int
     created: float

@@ -2,10 +2,12 @@
 
 Mirrors ``pulsar.Producer``: ``send``, ``send_async(content, callback)``, ``flush``, ``close``,
 ``topic``, ``producer_name``, ``last_sequence_id``, ``is_connected``; plus ``send_future`` (a
-``concurrent.futures.Future``, awaitable through ``asyncio.wrap_future``) and ``stats``.
-A non-partitioned topic has a single partition producer and no router. The delivery arguments of
-a send (delayed delivery, replication clusters) travel down as one :class:`~.delivery.Delivery`,
-None for the messages that use none of them.
+``concurrent.futures.Future``, awaitable through ``asyncio.wrap_future``), ``last_sequence_ids``
+(per partition) and ``stats``.
+A non-partitioned topic has a single partition producer and no router. Each send becomes one
+:class:`~.message.OutgoingMessage` here, which routing, interceptors, the partition producer and
+batching take as it is; its delivery arguments (delayed delivery, replication clusters) are one
+:class:`~.delivery.Delivery` in it, None for the messages that use none of them.
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ __all__ = ["Producer", "create_producer"]
 log = logging.getLogger(__name__)
 
 
-def create_producer(client: ClientServices, topic: str, **settings: Any) -> Producer:
-    """A connected producer on ``topic``; settings as ``pulsar.Client.create_producer``."""
+def create_producer(client: ClientServices, topic: str, config: ProducerConfig) -> Producer:
+    """A connected producer on ``topic`` (``create_producer`` of either API, with the options checked)."""
     check_type(str, topic, "topic")
-    return Producer(client, topic, ProducerConfig.from_settings(**settings))
+    return Producer(client, topic, config)
 
 
 class Producer:
@@ -150,15 +152,16 @@ class Producer:
         ):
             # The common case, with nothing to check or convert; a custom router goes through _dispatch.
             if self._router is None:
-                self._partitions[0].send_async(content, callback)
+                self._partitions[0].send_async(OutgoingMessage(content), callback)
                 return
             if self._route_unkeyed is not None:
-                self._partitions[self._route_unkeyed(self._num_partitions)].send_async(content, callback)
+                self._partitions[self._route_unkeyed(self._num_partitions)].send_async(OutgoingMessage(content), callback)
                 return
-        self._dispatch(
-            content, callback, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, False,
+        message = self._outgoing(
+            content, properties, partition_key, ordering_key, sequence_id,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
         )
+        self._dispatch(message, callback, False)
 
     def send(
         self,
@@ -179,11 +182,12 @@ class Producer:
         Key_Shared subscriptions; ``replication_clusters`` overrides the namespace's clusters for it,
         ``disable_replication`` keeps it in this cluster.
         """
-        waiter = _Waiter()
-        self._dispatch(
-            content, waiter, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, True,
+        message = self._outgoing(
+            content, properties, partition_key, ordering_key, sequence_id,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
         )
+        waiter = _Waiter()
+        self._dispatch(message, waiter, True)
         try:
             return waiter.wait()
         except KeyboardInterrupt as exc:  # Ctrl-C while waiting, reported as the official client reports it
@@ -203,17 +207,17 @@ class Producer:
         deliver_after: timedelta | None = None,
     ) -> Future[MessageId]:
         """Queue a message; the future resolves to its MessageId (``await asyncio.wrap_future(f)``)."""
-        waiter = _Waiter()
-        self._dispatch(
-            content, waiter, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, False,
+        message = self._outgoing(
+            content, properties, partition_key, ordering_key, sequence_id,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
         )
+        waiter = _Waiter()
+        self._dispatch(message, waiter, False)
         return waiter.future
 
-    def _dispatch(
+    def _outgoing(
         self,
         content: Any,
-        callback: SendCallback | None,
         properties: Mapping[str, str] | None,
         partition_key: str | None,
         ordering_key: str | None,
@@ -223,8 +227,8 @@ class Producer:
         event_timestamp: int | None,
         deliver_at: int | None,
         deliver_after: timedelta | None,
-        flush: bool,
-    ) -> None:
+    ) -> OutgoingMessage:
+        """The message a send's arguments make: its value encoded by the schema, every field checked."""
         if content is None:
             pass  # a null value (a tombstone for compaction), as the official client sends it
         elif self._config.key_value_separated:
@@ -245,29 +249,23 @@ class Producer:
             if deliver_after is None and deliver_at is None and replication_clusters is None and disable_replication is False
             else delivery_of(replication_clusters, disable_replication, deliver_at, deliver_after)
         )
+        return OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id, delivery)
+
+    def _dispatch(self, message: OutgoingMessage, callback: SendCallback | None, flush: bool) -> None:
+        """Pass ``message`` through the interceptors, route it and queue it on its partition's producer;
+        ``flush`` sends its batch at once (a sync send has nothing to wait for)."""
         if self._interceptors:
-            message = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
+            delivery = message.delivery
             for interceptor in self._interceptors:
                 message = interceptor.before_send(self, message)
+            # A replacement keeps the send's delivery fields: they are the send's arguments, not content.
+            message.delivery = delivery
             callback = self._intercepted(callback if callback is not None else _ignore, message)
-            content, properties, partition_key = message.content, message.props, message.key
-            ordering_key, event_timestamp, sequence_id = message.ordering, message.event_time, message.seq
         if self._router is None:
             target = self._partitions[0]
         else:
-            routed = OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id)
-            target = self._partitions[self._router.choose_partition(routed, self._num_partitions)]
-        target.send_async(
-            content,
-            callback,
-            properties,
-            partition_key,
-            ordering_key.encode() if ordering_key is not None else None,
-            event_timestamp,
-            sequence_id,
-            flush,
-            delivery,
-        )
+            target = self._partitions[self._router.choose_partition(message, self._num_partitions)]
+        target.send_async(message, callback, flush)
 
     def _intercepted(self, callback: SendCallback, message: OutgoingMessage) -> SendCallback:
         """Wrap a callback so every interceptor hears of the acknowledgement first."""
@@ -371,6 +369,17 @@ class Producer:
     def last_sequence_id(self) -> int:
         """The highest sequence id acknowledged by the broker, across partitions; -1 if none."""
         return max(partition.last_sequence_id for partition in self._partitions)
+
+    def last_sequence_ids(self) -> dict[str, int]:
+        """The highest sequence id the broker has stored from this producer on each partition: the
+        partition's topic name (the topic's own for a non-partitioned topic) to the id, -1 for none.
+
+        Where the broker deduplicates, it tells a producer that connects under a name it knows the
+        last sequence id it stored under that name on the partition, and the id rises with each
+        receipt. So a producer that comes back under an earlier one's name (a retried task, say)
+        reads here how far the earlier one got on each partition, and can skip what is stored there.
+        """
+        return {partition.topic: partition.last_sequence_id for partition in self._partitions}
 
     def is_connected(self) -> bool:
         """Whether every partition producer is connected."""

@@ -7,7 +7,8 @@ in the Java and C++ clients). Unkeyed messages follow the routing mode:
   ``batching_max_publish_delay_ms * batching_partition_switch_frequency_by_publish_delay`` ms, so
   consecutive messages fill one batch; without batching, every message goes to the next partition.
 * UseSinglePartition: one partition, picked at random when the producer starts.
-* CustomPartition: the user's ``message_router(message, num_partitions)``.
+* CustomPartition: the user's ``message_router(message, num_partitions)``, such as a
+  :class:`DeterministicRouter`, which routes by the message alone (its key, else its sequence id).
 
 Optionally (``skip_full_partitions``) an unkeyed message skips partitions whose pending queue is
 full, so one slow partition does not hold up the whole topic.
@@ -22,12 +23,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..arguments import check, is_int, to_enum
 from ..exceptions import InvalidConfiguration
 from ..hashing import java_string_hash, murmur3_32
 from .message import OutgoingMessage
 
 __all__ = [
     "CustomRouter",
+    "DeterministicRouter",
     "HashingScheme",
     "KeyHashRouter",
     "MessageRouter",
@@ -143,3 +146,45 @@ class CustomRouter:
         if not 0 <= partition < num_partitions:
             raise InvalidConfiguration(f"message_router returned {partition}, not in 0..{num_partitions - 1}")
         return partition
+
+
+class DeterministicRouter:
+    """A ``message_router`` that picks each message's partition from the message alone, never from
+    the time, the load or what was sent before: the same message goes to the same partition, in
+    this producer or any later one, as long as the topic keeps its partition count. A retried task
+    whose producer sends its messages again (under the same sequence ids) so reaches, on each
+    partition, the messages an earlier try stored there.
+
+    A keyed message goes to ``hash(key) % n`` (``hashing_scheme``), as every Pulsar producer sends
+    it. An unkeyed one goes by its sequence id, which must be given to ``send``: round robin, a
+    run of ``messages_per_partition`` consecutive ids to each partition (so that consecutive
+    messages still share batches); or, given ``default_key``, all to the partition of that key.
+    """
+
+    __slots__ = ("_hash", "_run", "_default_key")
+
+    def __init__(
+        self,
+        hashing_scheme: HashingScheme = HashingScheme.JavaStringHash,
+        messages_per_partition: int = 1,
+        default_key: str | None = None,
+    ):
+        check(is_int(messages_per_partition) and messages_per_partition > 0, "messages_per_partition", "an int > 0", messages_per_partition)
+        check(default_key is None or isinstance(default_key, str), "default_key", "a str or None", default_key)
+        self._hash = hash_function(to_enum(HashingScheme, hashing_scheme, "hashing_scheme"))
+        self._run = messages_per_partition
+        self._default_key = default_key
+
+    def __call__(self, message: OutgoingMessage, num_partitions: int) -> int:
+        """The partition index of ``message`` among ``num_partitions``.
+
+        Raises:
+            ValueError: the message has neither a key nor a sequence id (and there is no default key).
+        """
+        key = message.key if message.key is not None else self._default_key
+        if key is not None:
+            return self._hash(key) % num_partitions
+        sequence_id = message.sequence_id
+        if sequence_id is None:
+            raise ValueError("DeterministicRouter routes a message without a partition_key by its sequence_id: give send() one")
+        return sequence_id // self._run % num_partitions

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from .checksum import crc32c
+from . import checksum as crc
 from .commands import missing_body
 from .compression import Buffer
 from .message_command import MessageFields, read_message
@@ -118,7 +118,7 @@ class MessageTemplate:
             return None
         at += self.width + len(tail)
         entry = bytes(view[at + 4 : stop])
-        if verify_checksum and crc32c(entry) != _U32.unpack_from(buf, at)[0]:
+        if verify_checksum and crc.crc32c(entry) != _U32.unpack_from(buf, at)[0]:
             return None
         if _U32.unpack_from(entry, 0)[0] > len(entry) - 4:
             return None
@@ -187,7 +187,7 @@ def encode_payload_command(
     ``command`` may be given already serialized (see :func:`.wire.encode_send`).
     """
     if checksum is None:
-        checksum = crc32c(entry)
+        checksum = crc.crc32c(entry)
     body = command if isinstance(command, bytes) else command.SerializeToString()
     extra = 0
     bem_part = b""
@@ -386,7 +386,7 @@ def _entry(view: memoryview, pos: int, stop: int, verify_checksum: bool) -> tupl
         raise FrameError(f"unexpected magic 0x{magic:04x} where 0x0e01 was expected")
     entry = bytes(view[pos + 6 : stop])
     if verify_checksum:
-        actual = crc32c(entry)
+        actual = crc.crc32c(entry)
         if actual != checksum:
             raise ChecksumError(f"checksum mismatch: frame says 0x{checksum:08x}, contents give 0x{actual:08x}")
     (meta_size,) = _U32.unpack_from(entry, 0)

@@ -4,15 +4,14 @@ surface. Imports at any scope count, type-only ones included."""
 
 from __future__ import annotations
 
-import ast
 import importlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import airflow_pulsar.client
+from tests.support.import_statements import ImportStatement, import_statements, source_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 # Source folder -> the import package it is installed as (pyproject.toml's package-dir).
@@ -22,61 +21,22 @@ PACKAGES = {"client": "airflow_pulsar.client", "broker": "airflow_pulsar.broker"
 PUBLIC_CLIENT_MODULES = frozenset(
     f"airflow_pulsar.client{suffix}" for suffix in ("", ".admin", ".asyncio", ".schema", ".topic_name", ".exceptions", ".entries")
 )
-# What the broker shares with the client: the wire format, schemas, topic names, errors, key hashes.
-BROKER_MAY_IMPORT = ("airflow_pulsar.client.protocol", "airflow_pulsar.client.schema", "airflow_pulsar.client.topic_name",
-                     "airflow_pulsar.client.exceptions", "airflow_pulsar.client.hashing", "airflow_pulsar.cli.command_line")
+# What the broker shares with the client: the wire format, schemas, topic names, errors, key hashes,
+# the installed-version check; and the command-line parsing of the CLI.
+BROKER_MAY_IMPORT = tuple(
+    f"airflow_pulsar.{name}"
+    for name in ("client.protocol", "client.schema", "client.topic_name", "client.exceptions", "client.hashing", "client.dependencies")
+) + ("airflow_pulsar.cli.command_line",)
 # The Airflow-side modules that start the embedded broker: the CLI's commands and the demo.
 BROKER_USERS = ("airflow_pulsar.cli", "airflow_pulsar.demo")
 # What ships to Spark executors (spark/archive.py): the job, the client, and nothing of Airflow.
 SPARK_JOB = "airflow_pulsar.spark.job"
 
 
-@dataclass(frozen=True)
-class Import:
-    """One import statement's target as the importing module sees it."""
-
-    importer: str
-    module: str
-    names: tuple[str, ...]  # ``from module import names``; empty for ``import module``
-    line: int
-
-    def __str__(self) -> str:
-        what = f"from {self.module} import {', '.join(self.names)}" if self.names else f"import {self.module}"
-        return f"{self.importer}:{self.line}: {what}"
-
-
-def module_name(path: Path, folder: Path, package: str) -> str:
-    """The dotted name ``path`` (under ``folder``, installed as ``package``) is imported by."""
-    parts = path.relative_to(folder).with_suffix("").parts
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join((package, *parts))
-
-
-def imports(path: Path, folder: Path, package: str) -> Iterator[Import]:
-    """Every import in the module at ``path``, relative ones made absolute."""
-    name = module_name(path, folder, package)
-    is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield Import(name, alias.name, (), node.lineno)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".")
-                base = base[: len(base) - node.level + (1 if is_package else 0)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            yield Import(name, target, tuple(alias.name for alias in node.names), node.lineno)
-
-
-def tree_imports(root: Path) -> Iterator[Import]:
+def tree_imports(root: Path) -> Iterator[ImportStatement]:
     """The imports of every hand-written module of the packages in ``root``."""
-    for folder, package in PACKAGES.items():
-        for path in sorted((root / folder).rglob("*.py")):
-            if not path.name.endswith("_pb2.py"):
-                yield from imports(path, root / folder, package)
+    for module in source_modules({package: root / folder for folder, package in PACKAGES.items()}).values():
+        yield from import_statements(module)
 
 
 def within(module: str, *packages: str) -> bool:
@@ -84,7 +44,7 @@ def within(module: str, *packages: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def breaches(found: Iterator[Import], client_all: frozenset[str]) -> list[str]:
+def breaches(found: Iterator[ImportStatement], client_all: frozenset[str]) -> list[str]:
     """Each import that crosses a boundary, with the rule it breaks."""
     wrong = []
     for imp in found:
@@ -152,7 +112,7 @@ def test_relative_imports_resolve_from_modules_and_packages(tmp_path: Path) -> N
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "__init__.py").write_text("from . import c\nfrom ..d import e\n")
     (tmp_path / "a" / "b" / "c.py").write_text("from . import f\nfrom .g import h\n")
-    got = {str(i) for p in sorted(tmp_path.rglob("*.py")) for i in imports(p, tmp_path / "a", "pkg")}
+    got = {str(i) for m in source_modules({"pkg": tmp_path / "a"}).values() for i in import_statements(m)}
     assert got == {
         "pkg.b:1: from pkg.b import c",
         "pkg.b:2: from pkg.d import e",

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from airflow_pulsar.client.exceptions import Result
-from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.limits import PendingLimit
+from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.partition_producer import PartitionProducer
 from airflow_pulsar.client.producer.stats import ProducerStats
 from airflow_pulsar.client.protocol.message_id import MessageId
@@ -31,6 +31,7 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     SingleMessageMetadata,
 )
 from tests.support.polling import wait_until
+from tests.support.producer_config import producer_config
 from tests.support.scripted_connection import PRODUCER_NAME, FakeServices, decode_frames, payload_frame, simple_frame
 
 T = BaseCommand.Type
@@ -45,7 +46,7 @@ class Producing:
     """A started partition producer and the id the scripted broker knows it by."""
 
     def __init__(self, services: FakeServices, **settings: Any) -> None:
-        config = ProducerConfig.from_settings(**settings)
+        config = producer_config(**settings)
         self.producer = PartitionProducer(services, TOPIC, PARTITION, config, PendingLimit(100), ProducerStats())
         self.producer.start()
         (registered,) = services.connection.written_frames()
@@ -55,7 +56,7 @@ class Producing:
     def send(self, content: bytes) -> Future[Outcome]:
         """``send_async``; the future resolves with what its callback was given."""
         outcome: Future[Outcome] = Future()
-        self.producer.send_async(content, lambda result, message_id: outcome.set_result((result, message_id)))
+        self.producer.send_async(OutgoingMessage(content), lambda result, message_id: outcome.set_result((result, message_id)))
         return outcome
 
 

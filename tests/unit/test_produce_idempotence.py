@@ -8,14 +8,16 @@ from typing import Any
 
 import pytest
 
+from airflow_pulsar.client import DeterministicRouter, OutgoingMessage
 from airflow_pulsar.client.admin import AdminError
 from airflow_pulsar.client.hashing import java_string_hash, murmur3_32
 from airflow_pulsar.operators.idempotence import (
-    PartitionRouting,
     check_producer_settings,
     deduplication_in_force,
-    partition_producer_settings,
+    partition_of,
     producer_name,
+    producer_settings,
+    stored_by_partition,
 )
 
 RUN = "manual__2024-01-01T00:00:00+00:00"
@@ -46,23 +48,28 @@ def test_producer_name_stays_plain_short_and_unique_for_odd_ids() -> None:
         assert not name.startswith("pulsar.repl")
 
 
+def _partition(
+    settings: dict[str, Any], partitions: int, position: int, key: str | None = None,
+    value: bytes = b"v", properties: dict[str, str] | None = None,
+) -> int:
+    """The partition the operator's producer settings route the message at ``position`` to."""
+    router = producer_settings(settings, "p")["message_router"]
+    return partition_of(router, OutgoingMessage(value, properties, key, sequence_id=position), partitions)
+
+
 def test_keyed_messages_route_by_the_key_hash_of_the_scheme() -> None:
-    java = PartitionRouting({}, 5, "p")
-    murmur = PartitionRouting({"hashing_scheme": 1}, 5, "p")
     for position, key in enumerate(["k1", "key1", "key01", "orders-7"]):
-        assert java.partition(position, key, b"v", None) == java_string_hash(key) % 5
-        assert murmur.partition(position, key, b"v", None) == murmur3_32(key) % 5
+        assert _partition({}, 5, position, key) == java_string_hash(key) % 5
+        assert _partition({"hashing_scheme": 1}, 5, position, key) == murmur3_32(key) % 5
 
 
 def test_unkeyed_messages_go_round_a_batch_at_a_time() -> None:
-    routing = PartitionRouting({"batching_max_messages": 10}, 3, "p")
-    assert [routing.partition(i, None, b"v", None) for i in (0, 9, 10, 19, 20, 30, 31)] == [0, 0, 1, 1, 2, 0, 0]
-    unbatched = PartitionRouting({"batching_enabled": False}, 3, "p")
-    assert [unbatched.partition(i, None, b"v", None) for i in range(5)] == [0, 1, 2, 0, 1]
+    assert [_partition({"batching_max_messages": 10}, 3, i) for i in (0, 9, 10, 19, 20, 30, 31)] == [0, 0, 1, 1, 2, 0, 0]
+    assert [_partition({"batching_enabled": False}, 3, i) for i in range(5)] == [0, 1, 2, 0, 1]
 
 
 def test_single_partition_mode_picks_the_same_partition_for_the_same_producer() -> None:
-    chosen = {PartitionRouting({"message_routing_mode": 0}, 7, "p").partition(i, None, b"v", None) for i in range(50)}
+    chosen = {_partition({"message_routing_mode": 0}, 7, i) for i in range(50)}
     assert chosen == {java_string_hash("p") % 7}
 
 
@@ -70,37 +77,42 @@ def test_a_custom_router_sees_the_position_as_sequence_id() -> None:
     seen: list[Any] = []
 
     def router(message: Any, partitions: int) -> int:
-        seen.append((message.seq, message.partition_key(), message.data(), message.properties()))
-        return message.seq % partitions
+        seen.append((message.sequence_id, message.partition_key(), message.data(), message.properties()))
+        return message.sequence_id % partitions
 
-    routing = PartitionRouting({"message_router": router}, 4, "p")
-    assert routing.partition(6, "k", b"v", {"a": "b"}) == 2
+    assert _partition({"message_router": router}, 4, 6, "k", b"v", {"a": "b"}) == 2
     assert seen == [(6, "k", b"v", {"a": "b"})]
     with pytest.raises(ValueError, match="message_router returned 9, not in 0..3"):
-        PartitionRouting({"message_router": lambda message, n: 9}, 4, "p").partition(0, None, b"v", None)
+        _partition({"message_router": lambda message, n: 9}, 4, 0)
 
 
 def test_a_non_partitioned_topic_has_partition_zero() -> None:
-    assert PartitionRouting({}, 0, "p").partition(123, "k", b"v", None) == 0
+    assert _partition({}, 0, 123, "k") == 0
 
 
-def test_partition_producers_block_and_leave_routing_to_the_operator() -> None:
-    settings = {
+def test_the_producer_blocks_never_gives_up_and_routes_by_the_message() -> None:
+    settings = {"compression_type": 2, "hashing_scheme": 1, "max_pending_messages": 500}
+    made = producer_settings(settings, "name")
+    router = made.pop("message_router")
+    assert made == {
         "compression_type": 2,
-        "message_routing_mode": 0,
         "hashing_scheme": 1,
         "max_pending_messages": 500,
-        "max_pending_messages_across_partitions": 900,
-    }
-    assert partition_producer_settings(settings, 3, "name") == {
-        "compression_type": 2,
         "producer_name": "name",
         "block_if_queue_full": True,
-        "max_pending_messages": 300,  # 900 / 3 partitions
         "send_timeout_millis": 0,
     }
-    assert partition_producer_settings({}, 0, "name")["max_pending_messages"] == 1000
-    assert partition_producer_settings({}, 200, "name")["max_pending_messages"] == 250  # 50 000 / 200
+    assert isinstance(router, DeterministicRouter)
+    assert router(OutgoingMessage(b"v", partition_key="key1"), 5) == murmur3_32("key1") % 5
+    own = producer_settings({"message_router": len}, "name")["message_router"]
+    assert own is len, "a DAG's own router is kept"
+
+
+def test_stored_sequence_ids_are_read_by_partition_index() -> None:
+    topic = "persistent://public/default/orders"
+    reported = {f"{topic}-partition-{index}": last for index, last in ((1, 40), (0, -1), (2, 7))}
+    assert stored_by_partition(reported, "orders", 3) == [-1, 40, 7]
+    assert stored_by_partition({topic: 12}, "orders", 0) == [12]
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,10 @@ import pytest
 from airflow_pulsar.client.exceptions import MessageTooBig
 from airflow_pulsar.client.producer.accumulator import MessageAccumulator
 from airflow_pulsar.client.producer.batch_container import BatchContainer
-from airflow_pulsar.client.producer.config import BatchingType, ProducerConfig
+from airflow_pulsar.client.producer.config import BatchingType
 from airflow_pulsar.client.producer.delivery import LOCAL_CLUSTER, Delivery
 from airflow_pulsar.client.producer.entry_builder import Entry, EntryBuilder
+from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.pending import OpSend
 from airflow_pulsar.client.producer.stats import ProducerStats
 from airflow_pulsar.client.protocol.batch import parse_single, read_batch, single_header, single_header_with
@@ -22,6 +23,7 @@ from airflow_pulsar.client.protocol.compression import CompressionType, decompre
 from airflow_pulsar.client.protocol.frames import decode_frame, split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata
 from airflow_pulsar.client.protocol.wire import SendEncoder
+from tests.support.producer_config import producer_config
 
 NAME = "standalone-0-7"
 MAX_SIZE = 5 * 1024 * 1024
@@ -61,7 +63,7 @@ def _batch_messages(metadata: MessageMetadata, payload: bytes) -> list[tuple[byt
 def test_plain_message_entry_carries_name_sequence_id_and_publish_time() -> None:
     builder, stats = _builder()
     before = int(time.time() * 1000)
-    (entry,) = builder.message_entries(b"hello", 41)
+    (entry,) = builder.message_entries(OutgoingMessage(b"hello"), 41)
     metadata, payload = _decode(entry)
     assert payload == b"hello"
     assert (metadata.producer_name, metadata.sequence_id) == (NAME, 41)
@@ -76,7 +78,7 @@ def test_plain_entry_is_the_entry_message_entries_builds() -> None:
     builder, stats = _builder()
     entry = builder.plain_entry(b"hello", 41)
     assert entry is not None
-    (built,) = builder.message_entries(b"hello", 41)
+    (built,) = builder.message_entries(OutgoingMessage(b"hello"), 41)
     metadata, payload = _decode(entry)
     expected, _ = _decode(built)
     expected.publish_time = metadata.publish_time  # both stamp the time they were built
@@ -92,7 +94,7 @@ def test_the_partitions_counts_add_up_in_the_producers_figures() -> None:
     for builder in (first, second):
         builder.connected(NAME, MAX_SIZE)
     first.plain_entry(b"abc", 1)
-    second.message_entries(b"z" * 1000, 1)
+    second.message_entries(OutgoingMessage(b"z" * 1000), 1)
     batch = _batch((b"one", 1, {}), (b"two", 2, {}))
     second.batch_entry(batch)
     written = stats.written()
@@ -111,7 +113,7 @@ def test_plain_entry_leaves_what_must_be_compressed_encrypted_or_split_to_messag
 def test_message_fields_are_written_to_the_entry_metadata() -> None:
     builder, _ = _builder()
     (entry,) = builder.message_entries(
-        b"v", 3, properties={"a": "1", "b": "2"}, partition_key="key", ordering_key=b"order", event_timestamp=1234
+        OutgoingMessage(b"v", properties={"a": "1", "b": "2"}, partition_key="key", ordering_key="order", event_timestamp=1234), 3
     )
     metadata, payload = _decode(entry)
     assert payload == b"v"
@@ -125,7 +127,7 @@ def test_message_fields_are_written_to_the_entry_metadata() -> None:
 def test_message_payload_is_compressed_with_the_producers_codec(codec: CompressionType, keyed: bool) -> None:
     builder, stats = _builder(codec)
     content = b"compress me " * 500
-    (entry,) = builder.message_entries(content, 0, partition_key="k" if keyed else None)
+    (entry,) = builder.message_entries(OutgoingMessage(content, partition_key="k" if keyed else None), 0)
     metadata, payload = _decode(entry)
     assert (metadata.compression, metadata.uncompressed_size) == (codec, len(content))
     assert payload == content
@@ -173,7 +175,7 @@ def test_message_over_the_max_size_is_split_into_chunks(codec: CompressionType) 
     builder, stats = _builder(codec, chunking=True, max_size=max_size)
     # Digits compress a little but not much: the compressed message still needs several chunks.
     content = b"".join(b"%08d" % (i * 7919 % 10**8) for i in range(5000))
-    entries = builder.message_entries(content, 9, properties={"x": "y"})
+    entries = builder.message_entries(OutgoingMessage(content, properties={"x": "y"}), 9)
     assert len(entries) > 2
     compressed = b""
     for chunk_id, entry in enumerate(entries):
@@ -193,27 +195,27 @@ def test_message_over_the_max_size_is_split_into_chunks(codec: CompressionType) 
 def test_message_over_the_max_size_without_chunking_is_refused() -> None:
     builder, _ = _builder(max_size=1024)
     with pytest.raises(MessageTooBig, match="1024"):
-        builder.message_entries(b"x" * 2000, 0)
-    (entry,) = builder.message_entries(b"x" * 1000, 1)
+        builder.message_entries(OutgoingMessage(b"x" * 2000), 0)
+    (entry,) = builder.message_entries(OutgoingMessage(b"x" * 1000), 1)
     assert _decode(entry)[1] == b"x" * 1000
 
 
 def test_connected_renames_later_entries() -> None:
     builder, _ = _builder()
     builder.connected("renamed", MAX_SIZE)
-    metadata, _ = _decode(builder.message_entries(b"m", 0)[0])
+    metadata, _ = _decode(builder.message_entries(OutgoingMessage(b"m"), 0)[0])
     assert metadata.producer_name == "renamed"
 
 
 def _accumulator(**settings: Any) -> tuple[MessageAccumulator, list[OpSend]]:
     ops: list[OpSend] = []
-    accumulator = MessageAccumulator(ProducerConfig.from_settings(**settings), ProducerStats(), ops.append)
+    accumulator = MessageAccumulator(producer_config(**settings), ProducerStats(), ops.append)
     accumulator.connected(NAME, MAX_SIZE)
     return accumulator, ops
 
 
 def _send(accumulator: MessageAccumulator, content: bytes, sequence_id: int, callback: Any = None, flush: bool = False) -> bool:
-    return accumulator.add(content, callback, sequence_id, None, None, None, None, flush)
+    return accumulator.add(OutgoingMessage(content), sequence_id, callback, flush)
 
 
 def test_batch_becomes_one_op_when_full() -> None:
@@ -256,8 +258,8 @@ def test_only_the_last_chunk_completes_the_message() -> None:
     _send(accumulator, bytes(range(256)) * 40, 4, callback)
     assert len(ops) > 2
     assert all(op.chunk and op.sequence_id == op.highest_sequence_id == 4 and op.deadline is None for op in ops)
-    assert [(op.callbacks, op.permits, op.memory) for op in ops[:-1]] == [([], 0, 0)] * (len(ops) - 1)
-    assert (ops[-1].callbacks, ops[-1].permits, ops[-1].memory) == ([callback], 1, 10240)
+    assert [(op.callbacks, op.permits, op.memory) for op in ops[:-1]] == [((), 0, 0)] * (len(ops) - 1)
+    assert (ops[-1].callbacks, ops[-1].permits, ops[-1].memory) == ((callback,), 1, 10240)
 
 
 def test_op_frame_is_a_send_around_the_entry() -> None:
@@ -274,18 +276,20 @@ def test_op_frame_is_a_send_around_the_entry() -> None:
 
 def test_delivery_fields_are_written_to_the_entry_metadata() -> None:
     builder, _ = _builder()
-    (entry,) = builder.message_entries(b"later", 2, delivery=Delivery(1_800_000_000_000, ("east", "west")))
+    (entry,) = builder.message_entries(OutgoingMessage(b"later", delivery=Delivery(1_800_000_000_000, ("east", "west"))), 2)
     metadata, payload = _decode(entry)
     assert payload == b"later"
     assert (metadata.deliver_at_time, list(metadata.replicate_to)) == (1_800_000_000_000, ["east", "west"])
-    (plain,) = builder.message_entries(b"now", 3)
+    (plain,) = builder.message_entries(OutgoingMessage(b"now"), 3)
     metadata, _ = _decode(plain)
     assert not metadata.HasField("deliver_at_time") and not metadata.replicate_to
 
 
 def test_every_chunk_of_a_delayed_message_carries_its_delivery_time() -> None:
     builder, _ = _builder(chunking=True, max_size=2048)
-    entries = builder.message_entries(bytes(range(256)) * 40, 9, delivery=Delivery(1_800_000_000_000, (LOCAL_CLUSTER,)))
+    entries = builder.message_entries(
+        OutgoingMessage(bytes(range(256)) * 40, delivery=Delivery(1_800_000_000_000, (LOCAL_CLUSTER,))), 9
+    )
     assert len(entries) > 2
     for entry in entries:
         metadata, _ = split_entry(entry.data)
@@ -293,7 +297,7 @@ def test_every_chunk_of_a_delayed_message_carries_its_delivery_time() -> None:
 
 
 def _send_with(accumulator: MessageAccumulator, content: bytes, sequence_id: int, delivery: Delivery | None) -> bool:
-    return accumulator.add(content, None, sequence_id, None, None, None, None, False, delivery)
+    return accumulator.add(OutgoingMessage(content, delivery=delivery), sequence_id, None, False)
 
 
 def test_a_delayed_message_leaves_as_its_own_entry_between_batches() -> None:
@@ -329,7 +333,8 @@ def test_a_batch_holds_only_messages_bound_for_the_same_clusters() -> None:
 def _send_keyed(
     accumulator: MessageAccumulator, content: bytes, sequence_id: int, partition_key: str | None, ordering_key: bytes | None = None
 ) -> bool:
-    return accumulator.add(content, None, sequence_id, None, partition_key, ordering_key, None, False)
+    ordering = None if ordering_key is None else ordering_key.decode()
+    return accumulator.add(OutgoingMessage(content, partition_key=partition_key, ordering_key=ordering), sequence_id, None, False)
 
 
 def _keyed_entries(ops: list[OpSend]) -> list[tuple[int, int, str | None, bytes | None, list[bytes]]]:

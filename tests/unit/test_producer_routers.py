@@ -1,4 +1,5 @@
-"""Partition routing: key hashes (Java's and Murmur3 vectors), round robin intervals, single, custom."""
+"""Partition routing: key hashes (Java's and Murmur3 vectors), round robin intervals, single, custom,
+and the deterministic router (the message alone picks the partition)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from airflow_pulsar.client.exceptions import InvalidConfiguration
 from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.routers import (
     CustomRouter,
+    DeterministicRouter,
     HashingScheme,
     RoundRobinRouter,
     SinglePartitionRouter,
@@ -87,3 +89,32 @@ def test_custom_router_gets_message_and_is_checked() -> None:
     assert router.choose_partition(_keyed("6"), 4) == 2
     with pytest.raises(InvalidConfiguration, match="message_router returned 9"):
         CustomRouter(lambda message, n: 9).choose_partition(UNKEYED, 4)
+
+
+def _numbered(sequence_id: int, key: str | None = None) -> OutgoingMessage:
+    return OutgoingMessage(b"", partition_key=key, sequence_id=sequence_id)
+
+
+def test_deterministic_router_sends_keys_by_their_hash_and_the_rest_in_runs_of_sequence_ids() -> None:
+    router = DeterministicRouter(HashingScheme.Murmur3_32Hash, messages_per_partition=3)
+    assert [router(_numbered(i), 4) for i in range(14)] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0, 0]
+    assert router(_numbered(5, "k1"), 4) == 2110152746 % 4, "a key wins over the sequence id"
+    assert DeterministicRouter(hashing_scheme=0)(_numbered(0, "key1"), 7) == 3288498 % 7
+    again = DeterministicRouter(HashingScheme.Murmur3_32Hash, messages_per_partition=3)
+    assert [again(_numbered(i), 4) for i in (13, 2, 9)] == [router(_numbered(i), 4) for i in (13, 2, 9)]
+
+
+def test_deterministic_router_with_a_default_key_keeps_unkeyed_messages_on_its_partition() -> None:
+    router = DeterministicRouter(default_key="key1")
+    assert {router(_numbered(i), 5) for i in range(20)} == {3288498 % 5}
+    assert router(_numbered(0, "BB"), 5) == 2112 % 5
+    assert router(UNKEYED, 5) == 3288498 % 5, "no sequence id needed"
+
+
+def test_deterministic_router_refuses_what_it_cannot_route_alike_every_time() -> None:
+    with pytest.raises(ValueError, match="sequence_id"):
+        DeterministicRouter()(UNKEYED, 3)
+    for arguments, named in (({"messages_per_partition": 0}, "messages_per_partition"), ({"hashing_scheme": 7}, "hashing_scheme"),
+                             ({"default_key": 5}, "default_key")):
+        with pytest.raises(ValueError, match=named):
+            DeterministicRouter(**arguments)  # type: ignore[arg-type]
