@@ -156,13 +156,15 @@ test: install $(SPARK_CDS) $(PULSAR_CDS)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 # The ingest's crash matrix (tests/spark/test_crash_matrix_*.py, marked crash_matrix, which `make
-# test` leaves out): every crash point, table format, process killed and Spark master, and the
-# zombie tests' further pause points; on the embedded broker, as the commit protocol and not the
-# broker is their subject. The cells go to the workers one by one (each worker starts its own
-# cluster for the standalone modules), which shares them out more evenly than whole modules.
+# test` leaves out): every crash point and process killed on each Spark master, the table formats
+# rotated across the masters (CI runs this, about a third of an hour), and the zombie tests'
+# further pause points; `make test-crashes CRASH_MATRIX=full` runs every format everywhere (most of
+# an hour). On the embedded broker, as the commit protocol and not the broker is their subject. The
+# cells go to the workers one by one (each worker starts its own cluster for the standalone
+# modules), which shares them out more evenly than whole modules.
 test-crashes: install $(SPARK_CDS)
 	$(PY) -m compileall -q client broker airflow_pulsar dags
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --brokers embedded -m crash_matrix --durations=20 tests/spark $(PYTEST_ARGS)
+	CRASH_MATRIX=$(CRASH_MATRIX) $(PY) -m pytest -n $(PYTEST_WORKERS) --brokers embedded -m crash_matrix --durations=20 tests/spark $(PYTEST_ARGS)
 
 demo: install
 	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER)) $(if $(FORMAT),--format $(FORMAT))
