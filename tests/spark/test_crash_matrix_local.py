@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.crash_matrix import CrashCell, LOCAL, cells
+from tests.support.crash_matrix import LOCAL, CrashCell, cells
 from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT
 
 pytestmark = [pytest.mark.crash_matrix, pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]

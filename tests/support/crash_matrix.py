@@ -41,6 +41,8 @@ def cells(master: str) -> list[tuple[str, str, str]]:
         return [(point, kill, kind) for point, kill in CELLS for kind in KINDS]
     shift = MASTERS.index(master)
     return [(point, kill, KINDS[(index + shift) % len(KINDS)]) for index, (point, kill) in enumerate(CELLS)]
+
+
 ACK_POINTS = ("before-ack", "mid-ack")
 
 
