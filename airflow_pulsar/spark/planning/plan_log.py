@@ -57,8 +57,9 @@ class PlanLog:
         self._producer: Producer | None = None
         # Where the log stands: the operator's newest record, or the report of its attempt.
         self._current: PlanRecord | None = None
-        # The message of the operator's newest record: the log is acknowledged up to the one before.
-        self._anchor: Message | None = None
+        # The last message read: when the operator's next record follows, the log is acknowledged
+        # through it.
+        self._last: Message | None = None
         self._seen: Position | None = None
 
     def latest(self) -> PlanRecord | None:
@@ -102,6 +103,7 @@ class PlanLog:
 
     def _take(self, message: Message) -> None:
         self._seen = Position.of(message.message_id())
+        previous, self._last = self._last, message
         try:
             record = PlanRecord.from_json(message.data())
         except (ValueError, KeyError, TypeError) as exc:
@@ -119,10 +121,9 @@ class PlanLog:
                 return
             self._current = record
             return
-        if self._anchor is not None:
+        if previous is not None:
             # Everything before the operator's newest record may go; it stays unacknowledged.
-            self._consumer.acknowledge_cumulative(self._anchor)
-        self._anchor = message
+            self._consumer.acknowledge_cumulative(previous)
         self._current = record
 
     def close(self) -> None:
