@@ -16,7 +16,7 @@ LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-icebe
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test demo bench docs docs-check docs-tools browser proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
+.PHONY: install test test-crashes demo bench docs docs-check docs-tools browser proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -56,7 +56,7 @@ $(VENV):
 # ingestion tier (pyspark, pyarrow, Airflow). Left to the main suite: the rest of interop, the Spark
 # cluster test, the crash-point tests and the 100k-message run, which exercise behaviour and scale
 # rather than versions (the DAG run in test_ingest_dag takes the same read and write path), and the
-# Delta and Iceberg tests, whose jars are built for the pinned Spark minor only, and the
+# Delta and Iceberg tests (the zombie tests among them), whose jars are built for the pinned Spark minor only, and the
 # typed-column ingests (their Avro decoding and table evolution run here as unit tests); and the
 # generated-code and wheel checks, which need the development environment's protoc and setuptools.
 # The uv cache is shared with the main environment.
@@ -65,7 +65,7 @@ RANGE_TIERS ?= tests/unit tests/broker \
 	tests/interop/test_encryption.py tests/interop/test_producer_interop.py tests/interop/test_admin.py \
 	tests/spark --ignore=tests/spark/test_ingest_cluster.py -k "not crashes and not ingests_100k" \
 	--ignore=tests/spark/test_ingest_lakehouse.py --ignore=tests/spark/test_ingest_lakehouse_cluster.py \
-	--ignore=tests/spark/test_ingest_typed.py
+	--ignore=tests/spark/test_ingest_typed.py --ignore=tests/spark/test_ingest_zombies.py
 test-ranges: test-lowest test-highest
 
 # An environment alone (.ci/run builds both while `make test` runs, which already built $(STAMP)),
@@ -154,6 +154,17 @@ java:
 test: install $(SPARK_CDS) $(PULSAR_CDS)
 	$(PY) -m compileall -q client broker airflow_pulsar dags  # the project's own bytecode, as above
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
+
+# The ingest's crash matrix (tests/spark/test_crash_matrix_*.py, marked crash_matrix, which `make
+# test` leaves out): every crash point and process killed on each Spark master, the table formats
+# rotated across the masters (CI runs this, about a third of an hour), and the zombie tests'
+# further pause points; `make test-crashes CRASH_MATRIX=full` runs every format everywhere (most of
+# an hour). On the embedded broker, as the commit protocol and not the broker is their subject. The
+# cells go to the workers one by one (each worker starts its own cluster for the standalone
+# modules), which shares them out more evenly than whole modules.
+test-crashes: install $(SPARK_CDS)
+	$(PY) -m compileall -q client broker airflow_pulsar dags
+	CRASH_MATRIX=$(CRASH_MATRIX) $(PY) -m pytest -n $(PYTEST_WORKERS) --brokers embedded -m crash_matrix --durations=20 tests/spark $(PYTEST_ARGS)
 
 demo: install
 	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER)) $(if $(FORMAT),--format $(FORMAT))

@@ -1,6 +1,7 @@
 """Spark ingestion tests: Airflow settings (shared with tests/airflow), a Pulsar connection to the
 module's broker, per-test catalog directories (Derby lets one process at a time use a metastore),
-and a Spark standalone cluster per module for the tiers that submit to one."""
+ingest tasks in processes of their own, to kill at crash points, and a Spark standalone cluster
+per module for the tiers that submit to one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
+from airflow_pulsar.client.admin import PulsarAdmin
 from tests.support.airflow_env import AIRFLOW_HOME
+from tests.support.crash_matrix import CrashCell
+from tests.support.ingest_task import IngestTasks
 from tests.support.spark_cluster import StandaloneCluster
 from tests.support.spark_ingest import Catalog
 
@@ -46,6 +50,23 @@ def pulsar_default(broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch) -> Br
 def catalog(tmp_path: Path) -> Catalog:
     """A warehouse and a Derby metastore of the test's own."""
     return Catalog(tmp_path / "warehouse", tmp_path / "metastore")
+
+
+@pytest.fixture
+def ingest_tasks(tmp_path: Path) -> Iterator[IngestTasks]:
+    """Ingest tasks the test runs in processes of their own; what is left of them is killed after it."""
+    tasks = IngestTasks(tmp_path / "tasks")
+    try:
+        yield tasks
+    finally:
+        tasks.clean_up()
+
+
+@pytest.fixture
+def crash_cell(pulsar_default: BrokerProcess, catalog: Catalog, topic_name: str, ingest_tasks: IngestTasks) -> Iterator[CrashCell]:
+    """A cell of the crash matrix (tests/support/crash_matrix.py), on the module's broker."""
+    with PulsarAdmin(pulsar_default.web_url) as admin:
+        yield CrashCell(pulsar_default.service_url, admin, catalog, topic_name, ingest_tasks)
 
 
 @pytest.fixture

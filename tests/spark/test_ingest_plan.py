@@ -120,15 +120,18 @@ def test_plans_and_records_survive_their_json_form() -> None:
     plan = plan_batch([state(0, P(1, -1), P(1, 9)), state(1, P(2, 3), P(2, 9))], "sub", "db.t", max_messages=10)
     assert plan is not None
     assert IngestPlan.from_json(plan.to_json()) == plan
-    record = PlanRecord(PLANNED, plan, BatchOutcome({plan.partitions[0].topic: 4}, {plan.partitions[0].topic: P(1, 3)}))
+    record = PlanRecord(PLANNED, plan, BatchOutcome({plan.partitions[0].topic: 4}, {plan.partitions[0].topic: P(1, 3)}), attempt=3)
     assert PlanRecord.from_json(record.to_json()) == record
-    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True}, min_tasks=3)
+    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True}, min_tasks=3, attempt=2)
     assert IngestJobSpec.from_json(spec.to_json()) == spec
-    # Specs written before they had a least task count read as 1.
-    older = {key: value for key, value in json.loads(spec.to_json()).items() if key != "min_tasks"}
+    # Specs written before they had a least task count, or an attempt, read as 1.
+    older = {key: value for key, value in json.loads(spec.to_json()).items() if key not in ("min_tasks", "attempt")}
     assert IngestJobSpec.from_json(json.dumps(older)).min_tasks == 1
+    assert IngestJobSpec.from_json(json.dumps(older)).attempt == 1
     with pytest.raises(ValueError, match="min_tasks must be a positive int, got 0"):
         replace(spec, min_tasks=0)
+    with pytest.raises(ValueError, match="attempt must be a positive int, got 0"):
+        replace(spec, attempt=0)
     with pytest.raises(ValueError, match="position is 'ledger:entry'"):
         Position.parse("12")
     with pytest.raises(ValueError, match="state must be one of"):

@@ -76,10 +76,14 @@ class IngestJobSpec:
     #: The fewest Spark tasks to read with (the operator's ``min_partitions``): ranges are read
     #: several to a task only down to this many tasks (see :mod:`.read_tasks`).
     min_tasks: int = 1
+    #: Which submit of the batch this is (see :mod:`.records`): the job's report names it.
+    attempt: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.min_tasks, bool) or not isinstance(self.min_tasks, int) or self.min_tasks < 1:
             raise ValueError(f"min_tasks must be a positive int, got {self.min_tasks!r}")
+        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
+            raise ValueError(f"attempt must be a positive int, got {self.attempt!r}")
         check_formats(self.table_format, self.value_format, self.value_schema)
         if (self.value_format == VALUE_SCHEMA) != (self.topic_schema is not None):
             raise ValueError("a job spec has topic_schema exactly when value_format is 'schema'")
@@ -103,6 +107,7 @@ class IngestJobSpec:
                 "client_settings": self.client_settings,
                 "topic_schema": self.topic_schema.to_dict() if self.topic_schema is not None else None,
                 "min_tasks": self.min_tasks,
+                "attempt": self.attempt,
             },
             separators=(",", ":"),
         )
@@ -121,6 +126,7 @@ class IngestJobSpec:
             client_settings=dict(body.get("client_settings") or {}),
             topic_schema=TopicSchema.from_dict(body["topic_schema"]) if body.get("topic_schema") else None,
             min_tasks=int(body.get("min_tasks", 1)),
+            attempt=int(body.get("attempt", 1)),
         )
 
     def client(self) -> Client:
