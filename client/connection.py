@@ -130,7 +130,7 @@ class Connection:
                 # Not ssl.SSLSocket: it must not be read and written from two threads at once (see tls.py).
                 stream = TlsStream(sock, self._tls_context, self.host)
                 stream.handshake()
-            stream.sendall(encode_command(self._connect_command()))
+            stream.sendall(encode_command(_connect_command(self._auth)))
             connected = self._await_connected(stream, deadline)
         except ssl.SSLError as exc:
             sock.close()
@@ -163,18 +163,6 @@ class Connection:
         """Whether this connection shows the broker a TLS client certificate."""
         return self._tls_context is not None and self._auth is not None and self._auth.tls_certificate_files() is not None
 
-    def _connect_command(self) -> BaseCommand:
-        auth_name = self._auth.auth_method_name if self._auth else "none"
-        auth_data = self._auth.auth_data() if self._auth else None
-        return commands.make(
-            T.CONNECT,
-            client_version=CLIENT_VERSION,
-            protocol_version=PROTOCOL_VERSION,
-            auth_method_name=auth_name,
-            auth_data=auth_data,
-            feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
-        )
-
     def _await_connected(self, sock: socket.socket | TlsStream, deadline: float) -> CommandConnected:
         while True:
             remaining = deadline - time.monotonic()
@@ -194,22 +182,13 @@ class Connection:
                     result = result_for_server_error(command.error.error)
                     raise exception_for(result, f"{self.address} refused the connection: {command.error.message}")
                 if command.type == T.AUTH_CHALLENGE and self._auth is not None:
-                    sock.sendall(encode_command(self._auth_response()))
+                    sock.sendall(encode_command(_auth_response(self._auth)))
                     continue
                 raise ConnectError(f"{self.address} sent {commands.type_name(command.type)} before CONNECTED")
 
-    def _auth_response(self) -> BaseCommand:
-        assert self._auth is not None
-        return commands.make(
-            T.AUTH_RESPONSE,
-            client_version=CLIENT_VERSION,
-            protocol_version=PROTOCOL_VERSION,
-            response=AuthData(auth_method_name=self._auth.auth_method_name, auth_data=self._auth.auth_data()),
-        )
-
-    def _answer_challenge(self) -> None:
+    def _answer_challenge(self, auth: Authentication) -> None:
         try:
-            response = self._auth_response()
+            response = _auth_response(auth)
         except PulsarException as exc:
             # The broker closes the connection when no answer comes; the reconnect then fails with this.
             log.warning("cannot answer the authentication challenge of %s: %s", self.address, exc)
@@ -484,7 +463,9 @@ class Connection:
                 consumer.handle_end_of_topic()
         elif kind == T.AUTH_CHALLENGE and self._auth is not None:
             # Fresh credentials may take a request to an OAuth2 issuer: not on the reader thread.
-            threading.Thread(target=self._answer_challenge, name=f"pulsar-auth-{self.address}", daemon=True).start()
+            threading.Thread(
+                target=self._answer_challenge, args=(self._auth,), name=f"pulsar-auth-{self.address}", daemon=True
+            ).start()
         else:
             log.warning("ignoring unexpected %s from %s", commands.type_name(kind), self.address)
 
@@ -492,3 +473,23 @@ class Connection:
 def _response_error(error: int, message: str, default: Result = Result.UnknownError) -> PulsarException:
     result = result_for_server_error(error)
     return exception_for(default if result is Result.UnknownError else result, message)
+
+
+def _connect_command(auth: Authentication | None) -> BaseCommand:
+    return commands.make(
+        T.CONNECT,
+        client_version=CLIENT_VERSION,
+        protocol_version=PROTOCOL_VERSION,
+        auth_method_name=auth.auth_method_name if auth else "none",
+        auth_data=auth.auth_data() if auth else None,
+        feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
+    )
+
+
+def _auth_response(auth: Authentication) -> BaseCommand:
+    return commands.make(
+        T.AUTH_RESPONSE,
+        client_version=CLIENT_VERSION,
+        protocol_version=PROTOCOL_VERSION,
+        response=AuthData(auth_method_name=auth.auth_method_name, auth_data=auth.auth_data()),
+    )
