@@ -49,8 +49,8 @@ class Client(ClientFactories):
     """A Pulsar client; mirrors ``pulsar.Client`` of the official Python package, argument for argument.
 
     ``service_url`` is a ``pulsar://`` or ``pulsar+ssl://`` URL, the ``http://`` or ``https://`` URL
-    of a broker's (or proxy's) admin port, over which topics are then looked up (see
-    :mod:`.http_lookup`), an :class:`~.failover.AutoClusterFailover` or a
+    of a broker's (or proxy's) admin port, over which topics are then looked up (see "HTTP service
+    URLs" in the docs' client page), an :class:`~.failover.AutoClusterFailover` or a
     :class:`~.service_info.ServiceInfoProvider`. ``io_threads``, ``message_listener_threads``,
     ``concurrent_lookup_requests``, ``log_conf_file_path`` and ``use_tls`` are accepted and have no
     effect: each connection has its own reader thread, each listener its own thread, and TLS follows

@@ -169,7 +169,7 @@ class PulsarHook(BaseHook):
     ``pulsar+ssl://`` URL (several brokers allowed) is used as is, and so is an ``http://`` or
     ``https://`` URL of the admin port (the client then looks topics up over HTTP, and the admin
     URL defaults to it). The ``auth_method`` extra picks
-    the authentication (see :mod:`airflow_pulsar.hooks.authentication`): by default the password
+    the authentication (see the docs' connection page): by default the password
     is a token for ``AuthenticationToken``; ``basic``, ``tls`` (client certificate) and ``oauth2``
     read the login, password and extras. Producers, consumers and readers made here are closed by
     ``close()``.

@@ -16,8 +16,8 @@ A run:
 
 A crash between any two steps leaves the plan log saying which of steps 4 and 5 to repeat. A job
 whose task died and which goes on regardless (a zombie) cannot change the table once another
-attempt committed the batch (each format's commit refuses it, see :mod:`airflow_pulsar.spark.job.write`),
-and its report, of an attempt given up, is passed over.
+attempt committed the batch (each format's commit refuses it; see "Each batch lands once" in the
+docs' Spark ingestion page), and its report, of an attempt given up, is passed over.
 """
 
 from __future__ import annotations

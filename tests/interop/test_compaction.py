@@ -145,7 +145,7 @@ def test_a_topic_past_its_namespace_threshold_is_compacted(
 
 
 def test_the_documented_example(broker: Any, topic_name: str) -> None:
-    """pending-docs/examples/compaction.py does what its page says."""
-    example = runpy.run_path(str(Path(__file__).parents[2] / "pending-docs" / "examples" / "compaction.py"))
+    """docs/examples/broker/compaction.py does what the broker page says."""
+    example = runpy.run_path(str(Path(__file__).parents[2] / "docs" / "examples" / "broker" / "compaction.py"))
     topic = f"persistent://public/default/{topic_name}"
     assert example["main"](broker.service_url, broker.web_url, topic) == ["eur=0.93", "usd=1.0"]

@@ -662,7 +662,7 @@ def test_http_service_url_with_a_token(token_brokers: tuple[dict[str, Any], byte
     """The official client and ours, each given a broker's ``http://`` URL and a token, look the
     topic up over REST (the token as a Bearer header) and produce and consume on the broker found;
     with no token, the lookup is refused (the official client calls every refused HTTP lookup
-    ConnectError, ours says AuthenticationError: pending-docs/client-differences.md)."""
+    ConnectError, ours says AuthenticationError: docs/client.md)."""
     import airflow_pulsar.client as ours
     from airflow_pulsar.broker.tokens import create_token
 

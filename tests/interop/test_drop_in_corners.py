@@ -1,6 +1,6 @@
 """Corners a user switching from the official ``pulsar-client`` runs into: each scenario runs with
 the official client and ours side by side on the broker under test, and ours must do what the
-official one does, or what pending-docs/client-differences.md says it does instead, and why.
+official one does, or what docs/client.md says it does instead, and why.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def _failing_supplier() -> str:
 )
 def test_authentication_that_cannot_work(broker: Any, topic_name: str, case: str, expected: list[str]) -> None:
     """Where ours fails at construction the official client fails at first use: both before
-    anything is sent (pending-docs/client-differences.md says why ours stays earlier)."""
+    anything is sent (docs/client.md says why ours stays earlier)."""
 
     def authentication(api: ModuleType) -> Any:
         if case == "token-supplier-raises":
@@ -234,7 +234,7 @@ def test_authentication_that_cannot_work(broker: Any, topic_name: str, case: str
 
 def test_compression_type_none(broker: Any, topic_name: str) -> None:
     """The official client refuses None; ours takes None for every option as "the default", which
-    the Airflow operators rely on to pass unset settings (pending-docs/client-differences.md)."""
+    the Airflow operators rely on to pass unset settings (docs/client.md)."""
     with _open(pulsar, broker) as client:
         with pytest.raises(ValueError, match="compression_type"):
             client.create_producer(topic_name, compression_type=None)
@@ -247,7 +247,7 @@ def test_compression_type_none(broker: Any, topic_name: str) -> None:
 def test_a_client_certificate_that_does_not_load(tls_token_broker: SecuredBroker, pki: Pki, tmp_path: Path, topic_name: str) -> None:
     """Embedded only (it needs a TLS broker, which the session's Apache Pulsar is not): the
     official client fails the connection with ConnectError, ours refuses at construction with
-    AuthenticationError naming the file (pending-docs/client-differences.md)."""
+    AuthenticationError naming the file (docs/client.md)."""
     broken = tmp_path / "broken.pem"
     broken.write_text("not a certificate\n")
     outcomes = []

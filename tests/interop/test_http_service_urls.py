@@ -127,7 +127,7 @@ def test_pattern_subscriptions_list_topics_over_rest(broker: Any, topic_name: st
 def test_an_http_service_url_nothing_answers(scheme: str, topic_name: str) -> None:
     """Nothing listens at the URL: both clients retry until the operation timeout and then fail
     the producer; the official client says Timeout, ours names the last error, ConnectError, as it
-    does for a ``pulsar://`` URL nothing answers (pending-docs/client-differences.md)."""
+    does for a ``pulsar://`` URL nothing answers (docs/client.md)."""
     url = f"{scheme}://127.0.0.1:1"
     outcomes = []
     for api in (pulsar, ours):
@@ -142,8 +142,8 @@ def test_an_http_service_url_nothing_answers(scheme: str, topic_name: str) -> No
 
 
 def test_the_documented_example(broker: Any, topic_name: str) -> None:
-    """pending-docs/examples/http_service_url.py, as http-service-urls.md shows it."""
-    path = Path(__file__).resolve().parents[2] / "pending-docs" / "examples" / "http_service_url.py"
+    """docs/examples/http/http_service_url.py, as the client page shows it."""
+    path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "http" / "http_service_url.py"
     spec = importlib.util.spec_from_file_location("http_service_url_example", path)
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
@@ -170,7 +170,7 @@ def test_the_asyncio_clients_over_an_http_service_url(broker: Any, topic_name: s
 
 def test_a_namespace_that_does_not_exist(broker: Any) -> None:
     """Refused at once over either URL; over HTTP the official client calls it ConnectError, ours
-    TopicNotFound, as both clients call it over the binary protocol (pending-docs/client-differences.md)."""
+    TopicNotFound, as both clients call it over the binary protocol (docs/client.md)."""
     outcomes = []
     for url in (broker.web_url, broker.service_url):
         for api in (pulsar, ours):

@@ -56,7 +56,7 @@ def test_basic_authentication_over_http(basic_broker: SecuredBroker, topic_name:
 def test_a_wrong_password_over_http(basic_broker: SecuredBroker, topic_name: str) -> None:
     """Refused at once by both; the official client reports every failed HTTP lookup as
     ConnectError, ours says AuthenticationError, as both clients do for the binary protocol's
-    refusal (pending-docs/client-differences.md)."""
+    refusal (docs/client.md)."""
     outcomes = [
         _send_and_receive(api, basic_broker.web_url, f"{topic_name}-{index}", api.AuthenticationBasic(USER, "wrong"))
         for index, api in enumerate((pulsar, ours))

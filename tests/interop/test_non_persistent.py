@@ -213,6 +213,6 @@ def test_a_new_non_persistent_topic_joins_our_all_topics_pattern(official: pulsa
 
 
 def test_the_documented_example(broker: Any) -> None:
-    """pending-docs/examples/non_persistent.py does what its page says."""
-    example = runpy.run_path(str(Path(__file__).parents[2] / "pending-docs" / "examples" / "non_persistent.py"))
+    """docs/examples/broker/non_persistent.py does what the broker page says."""
+    example = runpy.run_path(str(Path(__file__).parents[2] / "docs" / "examples" / "broker" / "non_persistent.py"))
     assert example["main"](broker.service_url) == ["tick 1", "order 1", "tick 2"]

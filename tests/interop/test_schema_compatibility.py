@@ -145,6 +145,6 @@ def test_our_producers_under_a_namespace_strategy(
 
 
 def test_the_documented_example(broker: Any, namespace: str) -> None:
-    """pending-docs/examples/schema_compatibility.py does what its page says."""
-    example = runpy.run_path(str(Path(__file__).parents[2] / "pending-docs" / "examples" / "schema_compatibility.py"))
+    """docs/examples/broker/schema_compatibility.py does what the broker page says."""
+    example = runpy.run_path(str(Path(__file__).parents[2] / "docs" / "examples" / "broker" / "schema_compatibility.py"))
     assert example["main"](broker.service_url, broker.web_url, namespace + "-example") == ["accepted", "accepted", "refused"]

@@ -1,5 +1,6 @@
-"""The example of http-service-urls.md: a client given a broker's admin (HTTP) URL instead of its
-``pulsar://`` URL looks topics up over REST, then produces and consumes over the binary protocol."""
+"""The client page's example (docs/client.md): a client given a broker's admin (HTTP) URL instead
+of its ``pulsar://`` URL looks topics up over REST, then produces and consumes over the binary
+protocol."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from airflow_pulsar.client.exceptions import IncompatibleSchema
 from airflow_pulsar.client.schema import AvroSchema, Integer, Record, String
 
 
+# [START schema_compatibility]
 class User(Record):
     name = String(required=True)
 
@@ -48,6 +49,7 @@ def main(service_url: str, admin_url: str, namespace: str = "public/forward-exam
     # FORWARD: data written with the new schema must be readable with the latest one. A new field
     # passes (readers skip it); dropping a field that has no default does not.
     return outcomes
+# [END schema_compatibility]
 
 
 if __name__ == "__main__":
