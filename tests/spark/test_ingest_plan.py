@@ -5,6 +5,7 @@ spark-submit command of each deploy mode."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -220,7 +221,12 @@ def test_the_operator_checks_the_iceberg_catalog_before_connecting() -> None:
     from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 
     operator = PulsarToTableOperator(
-        task_id="t", topics="t", subscription="s", table="events", format="iceberg", jars="iceberg.jar",
+        task_id="t",
+        topics="t",
+        subscription="s",
+        table="events",
+        format="iceberg",
+        jars="iceberg.jar",
         table_catalog={"type": "hadoop"},
     )
     with pytest.raises(ValueError, match="needs a table named 'catalog.database.name'"):
@@ -295,18 +301,23 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> dict:
 
     def submit(hook: SparkSubmitHook, application: str, **popen: object) -> None:
         archive = zipfile.ZipFile(application).namelist() if application.endswith(".jar") else None
-        seen.update(command=hook._build_spark_submit_command(application), popen=popen, archive=archive)
+        shipped = {path: (Path(path).stat().st_mode & 0o777, Path(path).read_bytes()) for path in (hook._files or "").split(",") if path}
+        seen.update(command=hook._build_spark_submit_command(application), popen=popen, archive=archive, files=shipped)
 
     monkeypatch.setattr(SparkSubmitHook, "submit", submit)
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "spark://master", "port": 7077}))
     return seen
 
 
-def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitted: dict) -> None:
+def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitted: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_pulsar.spark.credentials import ShippedCredentials
+    from airflow_pulsar.spark.job.credentials import CREDENTIALS_FILE, JobAuth
     from airflow_pulsar.spark.submit import JobSubmit
 
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE_DB", "postgres://etl:db-secret@db/warehouse")  # the worker's, not the job's
     arguments = {"conn_id": "spark_test", "deploy_mode": "cluster", "env_vars": {"A": "1"}, "py_files": "/shared/extra.zip"}
-    JobSubmit(arguments, '{"x":1}', "t0ken").run()
+    credentials = ShippedCredentials(JobAuth("token", (CREDENTIALS_FILE,)), {CREDENTIALS_FILE: b'{"token": "t0ken"}'})
+    JobSubmit(arguments, '{"x":1}', credentials).run()
 
     command = submitted["command"]
     application = next(index for index, part in enumerate(command) if part.endswith("/airflow_pulsar_job.jar"))
@@ -319,14 +330,23 @@ def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitt
     shipped = "airflow_pulsar_job.jar,/shared/extra.zip"
     assert command[application + 1 :] == ["airflow_pulsar_job.jar", shipped, "--spec", '{"x":1}', "--py-files", shipped]
     assert "__main__.py" in submitted["archive"]
-    # The standalone client hands the driver spark-submit's environment.
-    assert submitted["popen"]["env"]["A"] == "1" and submitted["popen"]["env"]["AIRFLOW_PULSAR_TOKEN"] == "t0ken"
+    # The token travels in a file of mode 0600 shipped with --files, never on the command line.
+    assert not [part for part in command if "t0ken" in part]
+    files = options[options.index("--files") + 1].split(",")
+    assert [Path(path).name for path in files] == [CREDENTIALS_FILE]
+    assert submitted["files"][files[0]] == (0o600, b'{"token": "t0ken"}')
+    # The standalone client hands the driver spark-submit's environment: what spark-submit and the
+    # job need, not the Airflow worker's.
+    env = submitted["popen"]["env"]
+    assert env["A"] == "1" and env["PATH"] == os.environ["PATH"]
+    assert "AIRFLOW_CONN_WAREHOUSE_DB" not in env and "t0ken" not in json.dumps(env)
 
 
 def test_a_client_mode_submit_ships_the_archive_with_py_files(submitted: dict) -> None:
+    from airflow_pulsar.spark.credentials import ShippedCredentials
     from airflow_pulsar.spark.submit import JobSubmit
 
-    JobSubmit({"conn_id": "spark_test", "env_vars": {"A": "1"}}, '{"x":1}', None).run()
+    JobSubmit({"conn_id": "spark_test", "env_vars": {"A": "1"}}, '{"x":1}', ShippedCredentials()).run()
 
     command = submitted["command"]
     assert "--class" not in command and "--deploy-mode" not in command and not submitted["popen"]

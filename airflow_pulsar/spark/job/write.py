@@ -32,7 +32,7 @@ from .lakehouse import read_table, write_delta, write_iceberg
 from .plan import BatchOutcome, Position
 from .records import COMMITTED, PlanRecord, publish_record
 from .source import PulsarRangesDataSource
-from .spec import TOKEN_ENV, IngestJobSpec, is_table_path
+from .spec import IngestJobSpec, is_table_path
 
 log = logging.getLogger("airflow_pulsar.spark.job")
 
@@ -60,10 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             outcome = write_batch(spark, spec)
             inject("after-write")
+            # While the session lives: the credentials are the copies Spark keeps for it.
+            with spec.client() as client:
+                publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
         finally:
             spark.stop()
-    with spec.client() as client:
-        publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
     log.info(
         "batch %s attempt %d committed: %d rows; reported to %s", spec.plan.batch_id, spec.attempt, outcome.total_rows, spec.plan_topic
     )
@@ -85,9 +86,6 @@ def session(spec: IngestJobSpec, hive_local: str) -> SparkSession:
         # ``_corrupt_record``) for one to fill themselves, so a csv table read back its files askew.
         .config("spark.sql.columnNameOfCorruptRecord", UNPARSED_LINE)
     )
-    if os.environ.get(TOKEN_ENV):
-        # Executors on other machines need the token too; Spark redacts "token" keys in its UI.
-        builder = builder.config(f"spark.executorEnv.{TOKEN_ENV}", os.environ[TOKEN_ENV])
     for name, value in fault_environment().items():
         builder = builder.config(f"spark.executorEnv.{name}", value)
     spark = builder.getOrCreate()

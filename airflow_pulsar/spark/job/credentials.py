@@ -1,0 +1,115 @@
+"""How the job authenticates to the broker: files Spark ships, never values on a command line.
+
+The operator writes what the connection's authentication needs into files of fixed names, mode
+0600, and spark-submit ships them with ``--files``: the driver and every executor find their copy
+through ``SparkFiles`` (on YARN, a container's working directory holds them). The spec carries only
+:class:`JobAuth`: the method, which files were shipped, and OAuth2's issuer, audience and scope.
+
+- :data:`CREDENTIALS_FILE`, JSON: ``{"token": ...}`` for token authentication, ``{"login": ...,
+  "password": ...}`` for basic, and for OAuth2 the key file of the client credentials flow,
+  ``{"client_id": ..., "client_secret": ...}``, which the client reads as its ``private_key``;
+- :data:`TRUST_FILE`: the CA certificates to trust (the connection's ``tls_trust_certs_file_path``);
+- :data:`CERTIFICATE_FILE` and :data:`PRIVATE_KEY_FILE`: the client certificate and its key, for
+  TLS authentication (or a mutual TLS handshake with any method).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_pulsar.client import (
+    Authentication,
+    AuthenticationBasic,
+    AuthenticationOauth2,
+    AuthenticationTLS,
+    AuthenticationToken,
+)
+
+CREDENTIALS_FILE = "airflow-pulsar-credentials.json"
+TRUST_FILE = "airflow-pulsar-trust-certs.pem"
+CERTIFICATE_FILE = "airflow-pulsar-client-cert.pem"
+PRIVATE_KEY_FILE = "airflow-pulsar-client-key.pem"
+SHIPPED_FILES = (CREDENTIALS_FILE, TRUST_FILE, CERTIFICATE_FILE, PRIVATE_KEY_FILE)
+# The files that hold a secret; written, and kept where the job reads them, readable by their owner only.
+SECRET_FILES = (CREDENTIALS_FILE, PRIVATE_KEY_FILE)
+# What reaches the job of an OAuth2 connection besides its key file: nothing secret.
+OAUTH2_SETTINGS = ("issuer_url", "audience", "scope")
+# The files each authentication method cannot go without.
+_METHOD_FILES = {
+    "token": (CREDENTIALS_FILE,),
+    "basic": (CREDENTIALS_FILE,),
+    "oauth2": (CREDENTIALS_FILE,),
+    "tls": (CERTIFICATE_FILE, PRIVATE_KEY_FILE),
+}
+
+
+@dataclass(frozen=True)
+class JobAuth:
+    """The job's authentication, without its secrets: the method (None: none), the names of the
+    files shipped with the job (of :data:`SHIPPED_FILES`) and OAuth2's settings."""
+
+    method: str | None = None
+    files: tuple[str, ...] = ()
+    oauth2: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.files) - set(SHIPPED_FILES))
+        if unknown:
+            raise ValueError(f"the job ships no files named {unknown}; it knows {SHIPPED_FILES}")
+        extra = sorted(set(self.oauth2) - set(OAUTH2_SETTINGS))
+        if extra:
+            raise ValueError(f"OAuth2 settings {extra} cannot reach the job; allowed: {OAUTH2_SETTINGS}")
+        missing = [name for name in _METHOD_FILES.get(self.method or "", ()) if name not in self.files]
+        if missing:
+            raise ValueError(f"auth method {self.method!r} needs the shipped files {missing}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "files": list(self.files), "oauth2": dict(self.oauth2)}
+
+    @classmethod
+    def from_dict(cls, body: dict[str, Any]) -> JobAuth:
+        return cls(body.get("method"), tuple(body.get("files") or ()), dict(body.get("oauth2") or {}))
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """The ``Client`` keyword arguments of this authentication, from the shipped files."""
+        kwargs: dict[str, Any] = {}
+        if TRUST_FILE in self.files:
+            kwargs["tls_trust_certs_file_path"] = shipped_file(TRUST_FILE)
+        if CERTIFICATE_FILE in self.files and PRIVATE_KEY_FILE in self.files:
+            kwargs["tls_certificate_file_path"] = shipped_file(CERTIFICATE_FILE)
+            kwargs["tls_private_key_file_path"] = shipped_file(PRIVATE_KEY_FILE)
+        authentication = self._authentication(kwargs)
+        if authentication is not None:
+            kwargs["authentication"] = authentication
+        return kwargs
+
+    def _authentication(self, tls_files: dict[str, Any]) -> Authentication | None:
+        if self.method == "tls":
+            return AuthenticationTLS(tls_files["tls_certificate_file_path"], tls_files["tls_private_key_file_path"])
+        if self.method == "oauth2":
+            return AuthenticationOauth2(json.dumps({**self.oauth2, "private_key": shipped_file(CREDENTIALS_FILE)}))
+        if self.method in ("token", "basic"):
+            secrets = json.loads(Path(shipped_file(CREDENTIALS_FILE)).read_text())
+            if self.method == "token":
+                return AuthenticationToken(secrets["token"])
+            return AuthenticationBasic(secrets["login"], secrets["password"])
+        return None
+
+
+def shipped_file(name: str) -> str:
+    """The local copy of the file ``name`` shipped with the job, found as Spark placed it: in
+    ``SparkFiles``' directory, or (a YARN container's localised files) the working directory.
+    A copy that holds a secret is made readable by its owner only, whatever mode Spark gave it."""
+    from pyspark import SparkFiles
+
+    candidates = [Path(SparkFiles.get(name)), Path.cwd() / name]
+    for path in candidates:
+        if path.is_file():
+            if name in SECRET_FILES:
+                os.chmod(path, 0o600)
+            return str(path)
+    raise FileNotFoundError(f"{name} was not shipped with the job: looked in {', '.join(str(path.parent) for path in candidates)}")
