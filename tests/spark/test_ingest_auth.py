@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,15 @@ from tests.support.oauth2_issuer import TOKEN_PATH, Oauth2Issuer, RunningIssuer
 from tests.support.process_watch import SeenProcesses, watch
 from tests.support.security import Pki, SecuredBroker, secured_broker
 from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
-from tests.support.spark_ingest import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
+from tests.support.spark_ingest import (
+    LOCAL_SPARK_CONF,
+    SEVERAL_JOBS_TIMEOUT,
+    VALUE_SCHEMA,
+    Catalog,
+    DagRuns,
+    assert_exactly_once,
+    produce_json,
+)
 
 pytestmark = [SEVERAL_JOBS_TIMEOUT]
 
@@ -50,11 +58,12 @@ TOKEN_CLIENT, TOKEN_CLIENT_SECRET = "token-holder", "token-holder-secret-Lp42Vn"
 WORKER_ONLY = "AIRFLOW_CONN_WAREHOUSE_DB"
 MESSAGES = 600
 
-# (Spark master, auth method): every method on local Spark; on the standalone cluster, TLS (the
-# client certificate and key shipped to executors on the workers) and OAuth2 (a hosted Pulsar's)
-# in both deploy modes, and the token in cluster mode, where it once went in the environment.
+# (Spark master, auth method): on local Spark token, basic and TLS (OAuth2 there is the guide's DAG,
+# below); on the standalone cluster, TLS (the client certificate and key shipped to executors on
+# the workers) and OAuth2 (a hosted Pulsar's) in both deploy modes, and the token in cluster mode,
+# where it once went in the environment.
 RUNS = [
-    *(("local", method) for method in ("token", "basic", "tls", "oauth2")),
+    *(("local", method) for method in ("token", "basic", "tls")),
     ("standalone-client", "tls"),
     ("standalone-client", "oauth2"),
     ("standalone-cluster", "tls"),
@@ -141,6 +150,32 @@ def spark_arguments(master: str, event_log: Path) -> dict[str, Any]:
     }
 
 
+@pytest.fixture
+def define_connection(monkeypatch: pytest.MonkeyPatch, secured: SecuredBroker, pki: Pki) -> Callable[[str, Method], None]:
+    """Define the Pulsar connection ``conn_id`` to the module's broker with a method's fields; and
+    a variable of the Airflow worker's environment that is none of the job's business."""
+
+    def define(conn_id: str, fields: Method) -> None:
+        extra = {"admin_url": secured.web_url, "tls_trust_certs_file_path": str(pki.ca), **fields.extra}
+        connection = {
+            "conn_type": "pulsar",
+            "host": secured.service_url,
+            "login": fields.login,
+            "password": fields.password,
+            "extra": extra,
+        }
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(connection))
+        monkeypatch.setenv(WORKER_ONLY, "postgres://etl:warehouse-db-secret@db/warehouse")
+
+    return define
+
+
+@pytest.fixture
+def ours(pki: Pki) -> dict[str, Any]:
+    """The settings of the test's own clients: basic authentication, whatever the run's method."""
+    return {"authentication": AuthenticationBasic(USER, PASSWORD), "tls_trust_certs_file_path": str(pki.ca)}
+
+
 @pytest.mark.parametrize(("master", "method"), RUNS, ids=[f"{master}-{method}" for master, method in RUNS])
 def test_each_auth_method_reaches_the_job_and_no_secret_shows(
     request: pytest.FixtureRequest,
@@ -148,10 +183,11 @@ def test_each_auth_method_reaches_the_job_and_no_secret_shows(
     pki: Pki,
     issuer: Oauth2Issuer,
     static_token: str,
+    define_connection: Callable[[str, Method], None],
+    ours: dict[str, Any],
     catalog: Catalog,
     topic_name: str,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
     master: str,
@@ -159,12 +195,7 @@ def test_each_auth_method_reaches_the_job_and_no_secret_shows(
 ) -> None:
     cluster: StandaloneCluster | None = request.getfixturevalue("spark_cluster") if master != "local" else None
     fields = connection_method(method, pki, issuer, static_token, tmp_path)
-    extra = {"admin_url": secured.web_url, "tls_trust_certs_file_path": str(pki.ca), **fields.extra}
-    connection = {"conn_type": "pulsar", "host": secured.service_url, "login": fields.login, "password": fields.password, "extra": extra}
-    monkeypatch.setenv("AIRFLOW_CONN_PULSAR_DEFAULT", json.dumps(connection))
-    monkeypatch.setenv(WORKER_ONLY, "postgres://etl:warehouse-db-secret@db/warehouse")
-    # The test's own client: basic authentication, whatever the run's method.
-    ours: dict[str, Any] = {"authentication": AuthenticationBasic(USER, PASSWORD), "tls_trust_certs_file_path": str(pki.ca)}
+    define_connection("pulsar_default", fields)
     produce_json(secured.service_url, topic_name, 0, MESSAGES, batch=50, **ours)
     event_log = tmp_path / "events"
     event_log.mkdir()
@@ -194,21 +225,68 @@ def test_each_auth_method_reaches_the_job_and_no_secret_shows(
     # Airflow's logging writes the task's lines (the operator's, the hook's and spark-submit's) to stdout.
     task_log = caplog.text + "".join(capfd.readouterr())
     assert_the_job_ran_where_expected(seen, master, sys.executable)
+    assert_no_secret_shows(seen, secrets, task_log, event_log, secured, method)
+    if cluster is not None:
+        apps = [app["id"] for app in cluster.completed("apps")[apps_before:]]
+        assert_what_the_cluster_holds(cluster, apps, seen, secrets, method)
+        for name, text in worker_logs(cluster).items():
+            assert not [secret for secret in secrets if secret in text], f"a secret in {name}"
+
+
+def test_the_guide_s_dag_ingests_from_a_hosted_pulsar_with_oauth2(
+    spark_test_dags: Any,
+    secured: SecuredBroker,
+    pki: Pki,
+    issuer: Oauth2Issuer,
+    define_connection: Callable[[str, Method], None],
+    ours: dict[str, Any],
+    catalog: Catalog,
+    topic_name: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The example DAG of the Spark security guide (tests/spark/dags/pulsar_hosted_to_table_dag.py),
+    with its connection pointed at the module's broker and issuer, on local Spark."""
+    from tests.spark.dags.pulsar_hosted_to_table_dag import HOSTED_PULSAR
+
+    hosted = dict(HOSTED_PULSAR["extra"])  # type: ignore[arg-type]
+    hosted.update(oauth2_issuer_url=issuer.url, oauth2_private_key=str(issuer.key_file(tmp_path, CLIENT_ID)))
+    del hosted["admin_url"], hosted["tls_trust_certs_file_path"]  # the module's broker's
+    define_connection("pulsar_hosted", Method(None, None, hosted, (CLIENT_SECRET,)))
+    produce_json(secured.service_url, topic_name, 0, MESSAGES, batch=50, **ours)
+    event_log = tmp_path / "events"
+    event_log.mkdir()
+    conf = {"topic": topic_name, "event_log": event_log.as_uri(), **{k: str(v) for k, v in vars(catalog).items()}}
+    caplog.set_level(logging.INFO)
+
+    with watch(lambda: [os.getpid()]) as seen:
+        xcoms = DagRuns(spark_test_dags.get_dag("pulsar_hosted_to_table"), conf).run()
+
+    assert xcoms["ingest"]["total_rows"] == MESSAGES
+    assert_exactly_once(catalog.rows("hosted_events"), range(MESSAGES))
+    secrets = [CLIENT_SECRET, *(token.token for token in issuer.issued if token.client_id == CLIENT_ID)]
+    task_log = caplog.text + "".join(capfd.readouterr())
+    assert_the_job_ran_where_expected(seen, "local", sys.executable)
+    assert_no_secret_shows(seen, secrets, task_log, event_log, secured, "oauth2")
+
+
+def assert_no_secret_shows(
+    seen: SeenProcesses, secrets: list[str], task_log: str, event_log: Path, secured: SecuredBroker, method: str
+) -> None:
+    """No secret on a command line of the processes seen, in the task log, the Spark event log or the broker's log."""
     for secret in secrets:
         assert not seen.commands_with(secret), f"a secret on the command line of {seen.commands_with(secret)}"
     # The files went with --files, by their paths.
     assert "Spark-Submit cmd" in task_log and TRUST_FILE in task_log
     assert (PRIVATE_KEY_FILE if method == "tls" else CREDENTIALS_FILE) in task_log
-    events = [path.read_text() for path in event_log.iterdir()]
-    assert len(events) == 1 and "SparkListenerEnvironmentUpdate" in events[0] and TRUST_FILE in events[0]
-    texts = {"task log": task_log, "event log": events[0], "broker log": secured.process.log_path.read_text()}
-    if cluster is not None:
-        texts.update(worker_logs(cluster))
-        apps = [app["id"] for app in cluster.completed("apps")[apps_before:]]
-        assert_what_the_cluster_holds(cluster, apps, seen, secrets, method)
+    # One application's log: a file, or a directory of files when it rolls.
+    assert len(list(event_log.iterdir())) == 1
+    events = "".join(path.read_text() for path in sorted(event_log.rglob("*")) if path.is_file())
+    assert "SparkListenerEnvironmentUpdate" in events and TRUST_FILE in events
+    texts = {"task log": task_log, "event log": events, "broker log": secured.process.log_path.read_text()}
     for name, text in texts.items():
-        for secret in secrets:
-            assert secret not in text, f"a secret in the {name}"
+        assert not [secret for secret in secrets if secret in text], f"a secret in the {name}"
 
 
 def assert_the_job_ran_where_expected(seen: SeenProcesses, master: str, python: str) -> None:

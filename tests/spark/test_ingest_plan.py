@@ -292,23 +292,6 @@ def test_the_job_archive_holds_the_job_and_the_client_but_not_the_planning(tmp_p
     assert all(name.startswith("airflow_pulsar/spark/job/") for name in spark if name != "airflow_pulsar/spark/__init__.py")
 
 
-@pytest.fixture
-def submitted(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """What JobSubmit hands spark-submit, captured instead of running it."""
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
-    seen: dict = {}
-
-    def submit(hook: SparkSubmitHook, application: str, **popen: object) -> None:
-        archive = zipfile.ZipFile(application).namelist() if application.endswith(".jar") else None
-        shipped = {path: (Path(path).stat().st_mode & 0o777, Path(path).read_bytes()) for path in (hook._files or "").split(",") if path}
-        seen.update(command=hook._build_spark_submit_command(application), popen=popen, archive=archive, files=shipped)
-
-    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "spark://master", "port": 7077}))
-    return seen
-
-
 def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitted: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow_pulsar.spark.credentials import ShippedCredentials
     from airflow_pulsar.spark.job.credentials import CREDENTIALS_FILE, JobAuth
