@@ -159,8 +159,12 @@ class JobSubmit:
                 assert job is not None and job.origin is not None
                 application = job.origin
                 archive = str(build_job_archive(Path(workdir)))
+                # A driver here finds the shipped files where they were written if Spark gives it no copies.
+                files_dir = ["--files-dir", workdir] if shipped else []
                 self.arguments.update(
-                    py_files=",".join([archive, *py_files]), application_args=["--spec", self.spec_json], env_vars=self.env or None
+                    py_files=",".join([archive, *py_files]),
+                    application_args=["--spec", self.spec_json, *files_dir],
+                    env_vars=self.env or None,
                 )
             with _local_master_if_undefined(self.arguments.get("conn_id", "spark_default")):
                 self._hook = SparkSubmitHook(**self.arguments)
@@ -174,11 +178,7 @@ class JobSubmit:
 
 def submit_environment() -> dict[str, str]:
     """What of this process's environment spark-submit gets when it hands its own to a cluster."""
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if name in SUBMIT_ENVIRONMENT or name.startswith(SUBMIT_ENVIRONMENT_PREFIXES)
-    }
+    return {name: value for name, value in os.environ.items() if name in SUBMIT_ENVIRONMENT or name.startswith(SUBMIT_ENVIRONMENT_PREFIXES)}
 
 
 def _spark_submit_on_path() -> None:

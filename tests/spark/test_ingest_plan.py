@@ -17,6 +17,7 @@ from pyspark.sql.types import StructType
 
 from airflow_pulsar.spark.archive import build_job_archive
 from airflow_pulsar.spark.job.columns import row_ddl
+from airflow_pulsar.spark.job.credentials import CREDENTIALS_FILE, TRUST_FILE, JobAuth
 from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan, Position, ReadRange, batch_id_for
 from airflow_pulsar.spark.job.read_tasks import entry_estimate, task_ranges
 from airflow_pulsar.spark.job.records import PLANNED, PlanRecord
@@ -123,7 +124,8 @@ def test_plans_and_records_survive_their_json_form() -> None:
     assert IngestPlan.from_json(plan.to_json()) == plan
     record = PlanRecord(PLANNED, plan, BatchOutcome({plan.partitions[0].topic: 4}, {plan.partitions[0].topic: P(1, 3)}), attempt=3)
     assert PlanRecord.from_json(record.to_json()) == record
-    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True}, min_tasks=3, attempt=2)
+    auth = JobAuth("oauth2", (CREDENTIALS_FILE, TRUST_FILE), {"issuer_url": "https://auth.example.com", "audience": "urn:x"})
+    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True}, auth, min_tasks=3, attempt=2)
     assert IngestJobSpec.from_json(spec.to_json()) == spec
     # Specs written before they had a least task count, or an attempt, read as 1.
     older = {key: value for key, value in json.loads(spec.to_json()).items() if key not in ("min_tasks", "attempt")}

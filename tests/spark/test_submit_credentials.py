@@ -21,7 +21,7 @@ import pytest
 
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.spark.credentials import ShippedCredentials
-from airflow_pulsar.spark.job.credentials import CERTIFICATE_FILE, CREDENTIALS_FILE, PRIVATE_KEY_FILE, TRUST_FILE
+from airflow_pulsar.spark.job.credentials import CERTIFICATE_FILE, CREDENTIALS_FILE, PRIVATE_KEY_FILE, TRUST_FILE, shipped_file
 from airflow_pulsar.spark.submit import JobSubmit
 from tests.support.security import Pki
 
@@ -92,6 +92,9 @@ def test_no_secret_reaches_the_command_or_the_log_on_yarn_and_kubernetes(
     assert {mode for mode, _ in submitted["files"].values()} == {0o600}
     shipped = b"".join(content for _, content in submitted["files"].values()).decode()
     assert all(secret in shipped for secret in secrets)
+    # A driver in client mode is told where the files were written: YARN gives it no copies.
+    files_dir = command[command.index("--files-dir") + 1] if deploy_mode == "client" else None
+    assert deploy_mode == "cluster" or {str(Path(path).parent) for path in files} == {files_dir}
     # The driver's environment on the cluster goes on the command line: it holds only env_vars.
     driver_env = [part for part in command if part.startswith(("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv."))]
     assert [part.split("=", 1)[0].rsplit(".", 1)[1] for part in driver_env] == ["PYSPARK_PYTHON"]
@@ -146,3 +149,26 @@ def test_the_spec_names_the_shipped_files_and_holds_no_path_or_secret(pki: Pki, 
     with pytest.raises(ValueError, match="ships no files named"):
         type(auth)("token", ("/etc/passwd",))
     assert type(auth).from_dict(json.loads(json.dumps(auth.to_dict()))) == auth
+
+
+def test_the_job_finds_a_shipped_file_where_spark_placed_it_or_in_the_directory_it_was_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside Spark (no SparkContext here): the working directory (a YARN container's), then the
+    directories given; a copy holding a secret is left readable by its owner only."""
+    written = tmp_path / "written"
+    written.mkdir()
+    (written / CREDENTIALS_FILE).write_text('{"token": "t"}')
+    (written / CREDENTIALS_FILE).chmod(0o644)
+    (written / TRUST_FILE).write_text("CA")
+    (written / TRUST_FILE).chmod(0o644)
+    monkeypatch.chdir(tmp_path)
+
+    assert shipped_file(CREDENTIALS_FILE, [str(written)]) == str(written / CREDENTIALS_FILE)
+    assert (written / CREDENTIALS_FILE).stat().st_mode & 0o777 == 0o600
+    assert shipped_file(TRUST_FILE, [str(written)]) == str(written / TRUST_FILE)
+    assert (written / TRUST_FILE).stat().st_mode & 0o777 == 0o644
+    (tmp_path / TRUST_FILE).write_text("CA here")
+    assert shipped_file(TRUST_FILE, [str(written)]) == str(tmp_path / TRUST_FILE)
+    with pytest.raises(FileNotFoundError, match=f"{PRIVATE_KEY_FILE} was not shipped with the job: looked in {tmp_path}, {written}"):
+        shipped_file(PRIVATE_KEY_FILE, [str(written)])

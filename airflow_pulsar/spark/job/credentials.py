@@ -2,7 +2,8 @@
 
 The operator writes what the connection's authentication needs into files of fixed names, mode
 0600, and spark-submit ships them with ``--files``: the driver and every executor find their copy
-through ``SparkFiles`` (on YARN, a container's working directory holds them). The spec carries only
+through ``SparkFiles`` (on YARN, a container's working directory holds them, and a driver in
+client mode is told the directory they were written to, with ``--files-dir``). The spec carries only
 :class:`JobAuth`: the method, which files were shipped, and OAuth2's issuer, audience and scope.
 
 - :data:`CREDENTIALS_FILE`, JSON: ``{"token": ...}`` for token authentication, ``{"login": ...,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,42 +76,54 @@ class JobAuth:
     def from_dict(cls, body: dict[str, Any]) -> JobAuth:
         return cls(body.get("method"), tuple(body.get("files") or ()), dict(body.get("oauth2") or {}))
 
-    def client_kwargs(self) -> dict[str, Any]:
-        """The ``Client`` keyword arguments of this authentication, from the shipped files."""
+    def client_kwargs(self, directories: Sequence[str] = ()) -> dict[str, Any]:
+        """The ``Client`` keyword arguments of this authentication, from the shipped files (see
+        :func:`shipped_file` for ``directories``)."""
         kwargs: dict[str, Any] = {}
         if TRUST_FILE in self.files:
-            kwargs["tls_trust_certs_file_path"] = shipped_file(TRUST_FILE)
+            kwargs["tls_trust_certs_file_path"] = shipped_file(TRUST_FILE, directories)
         if CERTIFICATE_FILE in self.files and PRIVATE_KEY_FILE in self.files:
-            kwargs["tls_certificate_file_path"] = shipped_file(CERTIFICATE_FILE)
-            kwargs["tls_private_key_file_path"] = shipped_file(PRIVATE_KEY_FILE)
-        authentication = self._authentication(kwargs)
+            kwargs["tls_certificate_file_path"] = shipped_file(CERTIFICATE_FILE, directories)
+            kwargs["tls_private_key_file_path"] = shipped_file(PRIVATE_KEY_FILE, directories)
+        authentication = self._authentication(kwargs, directories)
         if authentication is not None:
             kwargs["authentication"] = authentication
         return kwargs
 
-    def _authentication(self, tls_files: dict[str, Any]) -> Authentication | None:
+    def _authentication(self, tls_files: dict[str, Any], directories: Sequence[str]) -> Authentication | None:
         if self.method == "tls":
             return AuthenticationTLS(tls_files["tls_certificate_file_path"], tls_files["tls_private_key_file_path"])
         if self.method == "oauth2":
-            return AuthenticationOauth2(json.dumps({**self.oauth2, "private_key": shipped_file(CREDENTIALS_FILE)}))
+            return AuthenticationOauth2(json.dumps({**self.oauth2, "private_key": shipped_file(CREDENTIALS_FILE, directories)}))
         if self.method in ("token", "basic"):
-            secrets = json.loads(Path(shipped_file(CREDENTIALS_FILE)).read_text())
+            secrets = json.loads(Path(shipped_file(CREDENTIALS_FILE, directories)).read_text())
             if self.method == "token":
                 return AuthenticationToken(secrets["token"])
             return AuthenticationBasic(secrets["login"], secrets["password"])
         return None
 
 
-def shipped_file(name: str) -> str:
-    """The local copy of the file ``name`` shipped with the job, found as Spark placed it: in
-    ``SparkFiles``' directory, or (a YARN container's localised files) the working directory.
+def shipped_file(name: str, directories: Sequence[str] = ()) -> str:
+    """The local copy of the file ``name`` shipped with the job, found where Spark placed it: in
+    ``SparkFiles``' directory, or (a YARN container's localised files) the working directory; else
+    in ``directories`` (a driver on the submitting machine under YARN, which places none for it).
     A copy that holds a secret is made readable by its owner only, whatever mode Spark gave it."""
-    from pyspark import SparkFiles
-
-    candidates = [Path(SparkFiles.get(name)), Path.cwd() / name]
+    spark_files = _spark_files_dir()
+    places = [*([spark_files] if spark_files else []), Path.cwd(), *(Path(directory) for directory in directories)]
+    candidates = [place / name for place in places]
     for path in candidates:
         if path.is_file():
             if name in SECRET_FILES:
                 os.chmod(path, 0o600)
             return str(path)
     raise FileNotFoundError(f"{name} was not shipped with the job: looked in {', '.join(str(path.parent) for path in candidates)}")
+
+
+def _spark_files_dir() -> Path | None:
+    """``SparkFiles``' directory in this process; None where no SparkContext runs (a driver
+    whose session ended, a process outside Spark)."""
+    from pyspark import SparkContext, SparkFiles
+
+    if SparkFiles._is_running_on_worker or SparkContext._active_spark_context is not None:
+        return Path(SparkFiles.getRootDirectory())
+    return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,9 +131,10 @@ class IngestJobSpec:
             attempt=int(body.get("attempt", 1)),
         )
 
-    def client(self) -> Client:
-        """A client for the broker, authenticated from the files shipped with the job."""
-        return Client(self.service_url, **self.client_settings, **self.auth.client_kwargs())
+    def client(self, files_dirs: Sequence[str] = ()) -> Client:
+        """A client for the broker, authenticated from the files shipped with the job (looked for
+        in ``files_dirs`` too, see :func:`.credentials.shipped_file`)."""
+        return Client(self.service_url, **self.client_settings, **self.auth.client_kwargs(files_dirs))
 
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
@@ -150,9 +152,7 @@ def check_table_name(table: str, table_format: str = "parquet") -> None:
         return
     if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
         where = ", or for delta an absolute path or URI" if table_format == "delta" else ""
-        raise ValueError(
-            f"table must be 'name', 'database.name' or 'catalog.database.name' of letters, digits and _{where}, got {table!r}"
-        )
+        raise ValueError(f"table must be 'name', 'database.name' or 'catalog.database.name' of letters, digits and _{where}, got {table!r}")
 
 
 def check_formats(table_format: str, value_format: str, value_schema: str | None) -> None:

@@ -49,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated files the driver adds to the executors' Python path, where spark-submit did not ship them",
     )
+    parser.add_argument(
+        "--files-dir",
+        default=None,
+        help="where the files shipped with the job were written, for a driver there that Spark gives no copies (YARN client mode)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
     spec = IngestJobSpec.from_json(args.spec)
@@ -61,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             outcome = write_batch(spark, spec)
             inject("after-write")
             # While the session lives: the credentials are the copies Spark keeps for it.
-            with spec.client() as client:
+            with spec.client([args.files_dir] if args.files_dir else []) as client:
                 publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
         finally:
             spark.stop()
