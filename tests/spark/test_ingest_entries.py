@@ -43,13 +43,8 @@ ROWS = {
     "bytes": StructType([StructField("key", StringType()), StructField("value", BinaryType()), *_META]),
     "string": StructType([StructField("key", StringType()), StructField("value", StringType()), *_META]),
     "json": StructType(
-        [
-            StructField("key", StringType()),
-            StructField("id", LongType()),
-            StructField("name", StringType()),
-            StructField(CORRUPT_RECORD, StringType()),
-            *_META,
-        ]
+        [StructField("key", StringType()), StructField("id", LongType()), StructField("name", StringType()),
+         StructField(CORRUPT_RECORD, StringType()), *_META]
     ),
     "schema": StructType([StructField("key", StringType()), StructField(CORRUPT_RECORD, StringType()), *_META]),
 }
@@ -75,22 +70,15 @@ def produce(client: Client, topic: str, batch: int, compression: CompressionType
     """Values that are JSON objects, one not, some null; keys, properties and event times on some."""
     settings = {"schema": StringSchema()} if schema else {}
     producer = client.create_producer(
-        topic,
-        batching_enabled=batch > 1,
-        batching_max_messages=batch,
-        batching_max_publish_delay_ms=1000,
-        compression_type=compression,
-        **settings,
+        topic, batching_enabled=batch > 1, batching_max_messages=batch, batching_max_publish_delay_ms=1000,
+        compression_type=compression, **settings,
     )
     for i in range(COUNT):
         text = "not json {" if i == 3 else json.dumps({"id": i, "name": f"n{i}", "extra": [i]})
         value = text if schema else (None if i % 11 == 5 else text.encode())
         properties = [{}, {"i": str(i)}, {"i": str(i), "é": "ü\u20ac"}][i % 3]
         producer.send_async(
-            value,
-            None,
-            properties=properties or None,
-            partition_key=f"k{i}" if i % 4 else None,
+            value, None, properties=properties or None, partition_key=f"k{i}" if i % 4 else None,
             event_timestamp=1_700_000_000_000 + i if i % 2 else None,
         )
     producer.flush()

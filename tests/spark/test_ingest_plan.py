@@ -223,12 +223,7 @@ def test_the_operator_checks_the_iceberg_catalog_before_connecting() -> None:
     from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 
     operator = PulsarToTableOperator(
-        task_id="t",
-        topics="t",
-        subscription="s",
-        table="events",
-        format="iceberg",
-        jars="iceberg.jar",
+        task_id="t", topics="t", subscription="s", table="events", format="iceberg", jars="iceberg.jar",
         table_catalog={"type": "hadoop"},
     )
     with pytest.raises(ValueError, match="needs a table named 'catalog.database.name'"):

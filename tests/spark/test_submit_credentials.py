@@ -21,7 +21,14 @@ import pytest
 
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.spark.credentials import ShippedCredentials
-from airflow_pulsar.spark.job.credentials import CERTIFICATE_FILE, CREDENTIALS_FILE, PRIVATE_KEY_FILE, TRUST_FILE, shipped_file
+from airflow_pulsar.spark.job.credentials import (
+    CERTIFICATE_FILE,
+    CREDENTIALS_FILE,
+    PRIVATE_KEY_FILE,
+    TRUST_FILE,
+    JobAuth,
+    shipped_file,
+)
 from airflow_pulsar.spark.submit import JobSubmit
 from tests.support.security import Pki
 
@@ -172,3 +179,9 @@ def test_the_job_finds_a_shipped_file_where_spark_placed_it_or_in_the_directory_
     assert shipped_file(TRUST_FILE, [str(written)]) == str(tmp_path / TRUST_FILE)
     with pytest.raises(FileNotFoundError, match=f"{PRIVATE_KEY_FILE} was not shipped with the job: looked in {tmp_path}, {written}"):
         shipped_file(PRIVATE_KEY_FILE, [str(written)])
+    # The driver keeps copies for its report, made after Spark removed its own.
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    JobAuth("token", (CREDENTIALS_FILE, TRUST_FILE)).keep_files(str(kept), [str(written)])
+    assert {path.name: path.stat().st_mode & 0o777 for path in kept.iterdir()} == {CREDENTIALS_FILE: 0o600, TRUST_FILE: 0o600}
+    assert (kept / TRUST_FILE).read_text() == "CA here"

@@ -177,13 +177,8 @@ class RowBatchBuilder:
         self._add(
             RowChunk(
                 message_columns(
-                    indexes,
-                    keys,
-                    values,
-                    event_times,
-                    [len(pairs) for pairs in properties],
-                    [key for pairs in properties for key, _ in pairs],
-                    [value for pairs in properties for _, value in pairs],
+                    indexes, keys, values, event_times, [len(pairs) for pairs in properties],
+                    [key for pairs in properties for key, _ in pairs], [value for pairs in properties for _, value in pairs],
                 ),
                 np.array(ledgers, np.int64),
                 np.array(entries, np.int64),
@@ -244,7 +239,9 @@ class RowBatchBuilder:
                     fields=list(schema.field("message_id").type),
                 ),
                 "publish_time": _timestamps(pa.array(rows.publish_times), schema.field("publish_time").type),
-                "event_time": _timestamps(_null_if(pa.array(messages.event_times.astype(np.int64)), 0), schema.field("event_time").type),
+                "event_time": _timestamps(
+                    _null_if(pa.array(messages.event_times.astype(np.int64)), 0), schema.field("event_time").type
+                ),
                 "properties": properties,
                 "redelivery_count": pa.array(rows.redeliveries),
                 BATCH_ID: pa.repeat(pa.scalar(self.batch_id, pa.string()), count),

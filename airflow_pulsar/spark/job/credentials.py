@@ -3,7 +3,8 @@
 The operator writes what the connection's authentication needs into files of fixed names, mode
 0600, and spark-submit ships them with ``--files``: the driver and every executor find their copy
 through ``SparkFiles`` (on YARN, a container's working directory holds them, and a driver in
-client mode is told the directory they were written to, with ``--files-dir``). The spec carries only
+client mode is told the directory they were written to, with ``--files-dir``). The driver reports
+the batch after its session stopped, which removes Spark's copies, so it keeps copies of its own. The spec carries only
 :class:`JobAuth`: the method, which files were shipped, and OAuth2's issuer, audience and scope.
 
 - :data:`CREDENTIALS_FILE`, JSON: ``{"token": ...}`` for token authentication, ``{"login": ...,
@@ -89,6 +90,14 @@ class JobAuth:
         if authentication is not None:
             kwargs["authentication"] = authentication
         return kwargs
+
+    def keep_files(self, directory: str, directories: Sequence[str] = ()) -> None:
+        """Copy the shipped files (found as :func:`shipped_file` finds them) into ``directory``,
+        which should be this process's alone, readable by their owner only."""
+        for name in self.files:
+            content = Path(shipped_file(name, directories)).read_bytes()
+            with os.fdopen(os.open(Path(directory) / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as copy:
+                copy.write(content)
 
     def _authentication(self, tls_files: dict[str, Any], directories: Sequence[str]) -> Authentication | None:
         if self.method == "tls":

@@ -39,13 +39,8 @@ class MessageColumns(NamedTuple):
         first = int(counts[:start].sum())
         last = first + int(counts[start:stop].sum())
         return MessageColumns(
-            self.indexes[start:stop],
-            self.keys[start:stop],
-            self.values[start:stop],
-            self.event_times[start:stop],
-            counts[start:stop],
-            self.property_keys[first:last],
-            self.property_values[first:last],
+            self.indexes[start:stop], self.keys[start:stop], self.values[start:stop], self.event_times[start:stop],
+            counts[start:stop], self.property_keys[first:last], self.property_values[first:last],
         )
 
     @staticmethod
@@ -55,12 +50,10 @@ class MessageColumns(NamedTuple):
             return message_columns(*[[]] * 7)
         if len(parts) == 1:
             return parts[0]
-        return MessageColumns(
-            *(
-                np.concatenate(columns) if isinstance(columns[0], np.ndarray) else pa.concat_arrays(columns)
-                for columns in zip(*parts, strict=True)
-            )
-        )
+        return MessageColumns(*(
+            np.concatenate(columns) if isinstance(columns[0], np.ndarray) else pa.concat_arrays(columns)
+            for columns in zip(*parts, strict=True)
+        ))
 
 
 def message_columns(

@@ -68,7 +68,10 @@ class PlanRecord:
 
     def reports(self, planned: PlanRecord) -> bool:
         """Whether this is the job's report of the attempt ``planned`` records."""
-        return self.state == COMMITTED and planned.state == PLANNED and (self.batch_id, self.attempt) == (planned.batch_id, planned.attempt)
+        return (
+            self.state == COMMITTED and planned.state == PLANNED
+            and (self.batch_id, self.attempt) == (planned.batch_id, planned.attempt)
+        )
 
 
 def publish_record(client: Client, plan_topic: str, record: PlanRecord) -> None:

@@ -35,13 +35,14 @@ from .spec import IngestJobSpec
 # pyspark 4.3 asks for the zone of timestamps (``timezone=``); 4.0 to 4.2 take a flag for UTC
 # (``timestamp_utc=``). Executors run the cluster's pyspark, so the spelling is chosen here,
 # once, from the pyspark that imports this module.
-_UTC_TIMESTAMPS = {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {"timestamp_utc": True}
+_UTC_TIMESTAMPS = (
+    {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {"timestamp_utc": True}
+)
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema of Spark rows, timestamps in UTC, on every supported pyspark."""
     return to_arrow_schema(schema, **_UTC_TIMESTAMPS)
-
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +146,9 @@ def _client(spec: IngestJobSpec) -> Client:
     return client
 
 
-def read_range_batches(client: Client, read_range: ReadRange, builder: RowBatchBuilder, timeout_seconds: float) -> Iterator[pa.RecordBatch]:
+def read_range_batches(
+    client: Client, read_range: ReadRange, builder: RowBatchBuilder, timeout_seconds: float
+) -> Iterator[pa.RecordBatch]:
     """Read ``read_range`` and yield its rows, ``ROWS_PER_BATCH`` at a time.
 
     The reader starts after ``read_range.after`` and stops after the last message of the entry
@@ -222,13 +225,16 @@ class RangeSelection:
             if not count:
                 continue
             if position > self.last or (
-                budget is not None and columns.first_index(index) <= 0 and self.taken and self.taken + entry.message_count() > budget
+                budget is not None and columns.first_index(index) <= 0 and self.taken
+                and self.taken + entry.message_count() > budget
             ):
                 self.done = True
                 break
             self.taken += count
             stop = index + 1
-            if position == self.last and (entry.batch_size == 0 or columns.messages.indexes[rows[index + 1] - 1] >= entry.batch_size - 1):
+            if position == self.last and (
+                entry.batch_size == 0 or columns.messages.indexes[rows[index + 1] - 1] >= entry.batch_size - 1
+            ):
                 self.done = True
                 break
         if stop <= first:

@@ -152,7 +152,9 @@ def check_table_name(table: str, table_format: str = "parquet") -> None:
         return
     if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
         where = ", or for delta an absolute path or URI" if table_format == "delta" else ""
-        raise ValueError(f"table must be 'name', 'database.name' or 'catalog.database.name' of letters, digits and _{where}, got {table!r}")
+        raise ValueError(
+            f"table must be 'name', 'database.name' or 'catalog.database.name' of letters, digits and _{where}, got {table!r}"
+        )
 
 
 def check_formats(table_format: str, value_format: str, value_schema: str | None) -> None:

@@ -58,18 +58,21 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
     spec = IngestJobSpec.from_json(args.spec)
     inject("before-write")
-    with tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-") as hive_local:
+    files_dirs = [args.files_dir] if args.files_dir else []
+    hive_local_dir = tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-")
+    with hive_local_dir as hive_local, tempfile.TemporaryDirectory(prefix="pulsar-ingest-") as kept:
         spark = session(spec, hive_local)
         for path in filter(None, args.py_files.split(",")):
             spark.sparkContext.addPyFile(os.path.abspath(path))
         try:
             outcome = write_batch(spark, spec)
             inject("after-write")
-            # While the session lives: the credentials are the copies Spark keeps for it.
-            with spec.client([args.files_dir] if args.files_dir else []) as client:
-                publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
+            # The session's copies of the shipped files go when it stops, and the report comes after.
+            spec.auth.keep_files(kept, files_dirs)
         finally:
             spark.stop()
+        with spec.client([kept]) as client:
+            publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
     log.info(
         "batch %s attempt %d committed: %d rows; reported to %s", spec.plan.batch_id, spec.attempt, outcome.total_rows, spec.plan_topic
     )

@@ -77,7 +77,8 @@ class SubscriptionHold:
         except PulsarException as exc:
             if exc.result == Result.ConsumerBusy:
                 raise SubscriptionBusy(
-                    f"subscription {self.subscription!r} on {topic} is held by another consumer (another ingest run?): {exc}"
+                    f"subscription {self.subscription!r} on {topic} is held by another consumer "
+                    f"(another ingest run?): {exc}"
                 ) from exc
             raise
 
