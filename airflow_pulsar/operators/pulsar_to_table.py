@@ -37,6 +37,7 @@ from airflow.sdk import conf
 from airflow_pulsar import arguments
 from airflow_pulsar.client.admin import AdminError
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.spark.credentials import ShippedCredentials
 from airflow_pulsar.spark.job.faults import inject
 from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan
 from airflow_pulsar.spark.job.records import ACKED, PLANNED, PlanRecord
@@ -100,7 +101,9 @@ class PulsarToTableOperator(TemplatedArguments):
     Without a Spark connection named ``conn_id`` the job runs on ``local[*]`` with this worker's
     Python; a connection to a ``spark://``, YARN or Kubernetes master runs it there unchanged (the
     job's code is shipped with ``--py-files``, or, in cluster mode on a standalone master, as the
-    application jar that the worker fetches).
+    application jar that the worker fetches). The Pulsar connection's credentials, of any
+    ``auth_method``, and its TLS files reach the job as files shipped with ``--files``, never on a
+    command line (see :mod:`airflow_pulsar.spark.credentials`).
 
     :param topics: A topic or a list of topics, partitioned or not. (templated)
     :param subscription: The subscription to consume; created at ``initial_position`` if new. (templated)
@@ -335,6 +338,7 @@ class PulsarToTableOperator(TemplatedArguments):
         plan = planned.plan
         plan_log.append(planned)
         config = hook.config
+        credentials = ShippedCredentials.of(config)
         topic_schema = self._topic_schema(hook, plan) if self.value_format == VALUE_SCHEMA else None
         spec = IngestJobSpec(
             plan=plan,
@@ -345,6 +349,7 @@ class PulsarToTableOperator(TemplatedArguments):
             value_schema=self.value_schema,
             read_timeout_seconds=self.read_timeout_seconds,
             client_settings={k: v for k, v in config.client_kwargs().items() if k in CLIENT_SETTINGS},
+            auth=credentials.auth,
             topic_schema=topic_schema,
             min_tasks=self.min_partitions,
             attempt=planned.attempt,
@@ -353,7 +358,7 @@ class PulsarToTableOperator(TemplatedArguments):
             "Submitting the Spark job for batch %s attempt %d (%d ranges) to write %s.",
             plan.batch_id, planned.attempt, len(plan.ranges), plan.table,
         )  # fmt: skip
-        self._submit(context, spec.to_json(), config.token)
+        self._submit(context, spec.to_json(), credentials)
         try:
             record = plan_log.wait_for_report(planned, self.report_timeout_seconds)
         except TimeoutError as exc:
@@ -391,7 +396,7 @@ class PulsarToTableOperator(TemplatedArguments):
 
     # ---- one submit ----
 
-    def _submit(self, context: Context, spec_json: str, token: str | None) -> None:
+    def _submit(self, context: Context, spec_json: str, credentials: ShippedCredentials) -> None:
         """Run spark-submit for one batch with a hook of its own; returns once the job succeeded."""
         arguments: dict[str, Any] = {
             **self.spark_options,
@@ -400,7 +405,7 @@ class PulsarToTableOperator(TemplatedArguments):
             "conn_id": self.conn_id,
             "conf": self._job_conf(context),
         }
-        submit = JobSubmit(arguments, spec_json, token)
+        submit = JobSubmit(arguments, spec_json, credentials)
         self._running = submit
         try:
             submit.run()

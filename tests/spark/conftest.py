@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,3 +97,22 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalo
             yield cluster.start()
         finally:
             cluster.stop()
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """What JobSubmit hands spark-submit, captured instead of running it."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    seen: dict = {}
+
+    def submit(hook: SparkSubmitHook, application: str, **popen: object) -> None:
+        archive = zipfile.ZipFile(application).namelist() if application.endswith(".jar") else None
+        shipped = {path: (Path(path).stat().st_mode & 0o777, Path(path).read_bytes()) for path in (hook._files or "").split(",") if path}
+        command = hook._build_spark_submit_command(application)
+        # The hook's own environment for spark-submit, which building the command settles.
+        seen.update(command=command, popen=popen, archive=archive, files=shipped, hook_env=hook._env)
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "spark://master", "port": 7077}))
+    return seen

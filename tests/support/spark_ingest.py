@@ -29,9 +29,10 @@ LOCAL_SPARK_CONF = {
 }
 
 
-def produce_json(service_url: str, topic: str, first: int, count: int, batch: int = 1000) -> None:
-    """Messages ``first .. first+count-1`` as JSON objects with batching, keys and a property."""
-    with Client(service_url) as client:
+def produce_json(service_url: str, topic: str, first: int, count: int, batch: int = 1000, **client_settings: Any) -> None:
+    """Messages ``first .. first+count-1`` as JSON objects with batching, keys and a property
+    (through a client with ``client_settings``: authentication, TLS)."""
+    with Client(service_url, **client_settings) as client:
         producer = client.create_producer(
             topic, batching_enabled=True, batching_max_messages=batch, batching_max_publish_delay_ms=20, block_if_queue_full=True
         )

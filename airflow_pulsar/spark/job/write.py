@@ -32,7 +32,7 @@ from .lakehouse import read_table, write_delta, write_iceberg
 from .plan import BatchOutcome, Position
 from .records import COMMITTED, PlanRecord, publish_record
 from .source import PulsarRangesDataSource
-from .spec import TOKEN_ENV, IngestJobSpec, is_table_path
+from .spec import IngestJobSpec, is_table_path
 
 log = logging.getLogger("airflow_pulsar.spark.job")
 
@@ -49,21 +49,30 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated files the driver adds to the executors' Python path, where spark-submit did not ship them",
     )
+    parser.add_argument(
+        "--files-dir",
+        default=None,
+        help="where the files shipped with the job were written, for a driver there that Spark gives no copies (YARN client mode)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
     spec = IngestJobSpec.from_json(args.spec)
     inject("before-write")
-    with tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-") as hive_local:
+    files_dirs = [args.files_dir] if args.files_dir else []
+    hive_local_dir = tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-")
+    with hive_local_dir as hive_local, tempfile.TemporaryDirectory(prefix="pulsar-ingest-") as kept:
         spark = session(spec, hive_local)
         for path in filter(None, args.py_files.split(",")):
             spark.sparkContext.addPyFile(os.path.abspath(path))
         try:
             outcome = write_batch(spark, spec)
             inject("after-write")
+            # The session's copies of the shipped files go when it stops, and the report comes after.
+            spec.auth.keep_files(kept, files_dirs)
         finally:
             spark.stop()
-    with spec.client() as client:
-        publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
+        with spec.client([kept]) as client:
+            publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
     log.info(
         "batch %s attempt %d committed: %d rows; reported to %s", spec.plan.batch_id, spec.attempt, outcome.total_rows, spec.plan_topic
     )
@@ -85,9 +94,6 @@ def session(spec: IngestJobSpec, hive_local: str) -> SparkSession:
         # ``_corrupt_record``) for one to fill themselves, so a csv table read back its files askew.
         .config("spark.sql.columnNameOfCorruptRecord", UNPARSED_LINE)
     )
-    if os.environ.get(TOKEN_ENV):
-        # Executors on other machines need the token too; Spark redacts "token" keys in its UI.
-        builder = builder.config(f"spark.executorEnv.{TOKEN_ENV}", os.environ[TOKEN_ENV])
     for name, value in fault_environment().items():
         builder = builder.config(f"spark.executorEnv.{name}", value)
     spark = builder.getOrCreate()
