@@ -103,7 +103,7 @@ class PulsarToTableOperator(TemplatedArguments):
     job's code is shipped with ``--py-files``, or, in cluster mode on a standalone master, as the
     application jar that the worker fetches). The Pulsar connection's credentials, of any
     ``auth_method``, and its TLS files reach the job as files shipped with ``--files``, never on a
-    command line (see :mod:`airflow_pulsar.spark.credentials`).
+    command line (see the security page, "The Spark ingestion job").
 
     :param topics: A topic or a list of topics, partitioned or not. (templated)
     :param subscription: The subscription to consume; created at ``initial_position`` if new. (templated)

@@ -1,5 +1,5 @@
 """Ingest a topic of a hosted Pulsar service, which takes OAuth2 client credentials, into a table
-with Spark: the example of the Spark security guide (pending-docs/security-spark.md).
+with Spark: the example of the security page's Spark section (docs/security.md).
 
 The Pulsar connection ``pulsar_hosted`` holds everything the job needs; the operator ships its
 key file and CA certificates to the Spark job as files of mode 0600 (``--files``), so that no
@@ -14,6 +14,7 @@ from airflow.sdk import DAG
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 
+# [START hosted_connection]
 # The connection, e.g. as the JSON of the environment variable AIRFLOW_CONN_PULSAR_HOSTED; the key
 # file is the one the service issued for the client (``{"client_id": ..., "client_secret": ...}``).
 HOSTED_PULSAR = {
@@ -28,6 +29,7 @@ HOSTED_PULSAR = {
         "tls_trust_certs_file_path": "/etc/pulsar/ca.pem",
     },
 }
+# [END hosted_connection]
 
 with DAG("pulsar_hosted_to_table", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), catchup=False):
     PulsarToTableOperator(
