@@ -233,7 +233,10 @@ def test_each_auth_method_reaches_the_job_and_no_secret_shows(
             assert not [secret for secret in secrets if secret in text], f"a secret in {name}"
 
 
-def test_the_guide_s_dag_ingests_from_a_hosted_pulsar_with_oauth2(
+@pytest.mark.parametrize("method", ["oauth2", "token", "basic", "tls"])
+def test_the_guide_s_dag_ingests_with_each_auth_method(
+    method: str,
+    static_token: str,
     spark_test_dags: Any,
     secured: SecuredBroker,
     pki: Pki,
@@ -246,14 +249,19 @@ def test_the_guide_s_dag_ingests_from_a_hosted_pulsar_with_oauth2(
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """The example DAG of the Spark security guide (tests/spark/dags/pulsar_hosted_to_table_dag.py),
-    with its connection pointed at the module's broker and issuer, on local Spark."""
+    """The example DAG of the security page (tests/spark/dags/pulsar_hosted_to_table_dag.py), on
+    local Spark, with its connection pointed at the module's broker: as the page shows it (OAuth2,
+    with the module's issuer), and with each other method in its place."""
     from tests.spark.dags.pulsar_hosted_to_table_dag import HOSTED_PULSAR
 
-    hosted = dict(HOSTED_PULSAR["extra"])  # type: ignore[arg-type]
-    hosted.update(oauth2_issuer_url=issuer.url, oauth2_private_key=str(issuer.key_file(tmp_path, CLIENT_ID)))
-    del hosted["admin_url"], hosted["tls_trust_certs_file_path"]  # the module's broker's
-    define_connection("pulsar_hosted", Method(None, None, hosted, (CLIENT_SECRET,)))
+    if method == "oauth2":
+        hosted = dict(HOSTED_PULSAR["extra"])  # type: ignore[arg-type]
+        hosted.update(oauth2_issuer_url=issuer.url, oauth2_private_key=str(issuer.key_file(tmp_path, CLIENT_ID)))
+        del hosted["admin_url"], hosted["tls_trust_certs_file_path"]  # the module's broker's
+        fields = Method(None, None, hosted, (CLIENT_SECRET,))
+    else:
+        fields = connection_method(method, pki, issuer, static_token, tmp_path)
+    define_connection("pulsar_hosted", fields)
     produce_json(secured.service_url, topic_name, 0, MESSAGES, batch=50, **ours)
     event_log = tmp_path / "events"
     event_log.mkdir()
@@ -265,10 +273,10 @@ def test_the_guide_s_dag_ingests_from_a_hosted_pulsar_with_oauth2(
 
     assert xcoms["ingest"]["total_rows"] == MESSAGES
     assert_exactly_once(catalog.rows("hosted_events"), range(MESSAGES))
-    secrets = [CLIENT_SECRET, *(token.token for token in issuer.issued if token.client_id == CLIENT_ID)]
+    secrets = [*fields.secrets, *(token.token for token in issuer.issued if token.client_id == CLIENT_ID)]
     task_log = caplog.text + "".join(capfd.readouterr())
     assert_the_job_ran_where_expected(seen, "local", sys.executable)
-    assert_no_secret_shows(seen, secrets, task_log, event_log, secured, "oauth2")
+    assert_no_secret_shows(seen, secrets, task_log, event_log, secured, method)
 
 
 def assert_no_secret_shows(
