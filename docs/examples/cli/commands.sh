@@ -11,7 +11,8 @@ airflow-pulsar subscriptions list events               # also: subscriptions del
 airflow-pulsar permissions grant --namespace acme/orders --role loader --actions produce   # or --topic T; revoke --role R; list
 airflow-pulsar permissions grant --namespace acme/orders --subscription ingest --roles loader,ops   # only these may consume it
 airflow-pulsar produce events --count 100000 --size 200 --key user-1 -p source=cli
+airflow-pulsar subscriptions create events check --position latest   # from here on
 airflow-pulsar produce events -m hello -m world        # or --file lines.txt, --file - for stdin
-airflow-pulsar consume events -s check -n 10           # prints and acknowledges; --no-ack, --type Shared, -q
+airflow-pulsar consume events -s check -n 2            # hello, world: prints and acknowledges; --no-ack, --type Shared, -q
 airflow-pulsar tune --message-size 1024 --partitions 4 --latency-ms 10   # producer settings from size, partitions, latency budget
 # [END commands]
