@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -181,10 +182,15 @@ def test_a_fork_pool_of_workers_sends_on_the_client_made_before_it(client: Clien
     producer = client.create_producer(topic)
     producer.send(b"parent-before")
     _POOL_CLIENT.update(client=client, topic=topic)
+    # The pool's exit ends its workers with SIGTERM. Forked from this test process, they would
+    # inherit whatever handler an earlier test left in it (Airflow's task runner installs one);
+    # they get the default, as workers of a fresh process have.
+    inherited = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         with multiprocessing.get_context("fork").Pool(2) as pool:
             ids = pool.map_async(_send_from_worker, range(6)).get(timeout=120)
     finally:
+        signal.signal(signal.SIGTERM, inherited)
         _POOL_CLIENT.clear()
     assert len(set(ids)) == 6
     producer.send(b"parent-after")
