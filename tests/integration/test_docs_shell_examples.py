@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.doc_scripts import EXAMPLES, run_script, serving
-from tests.support.security import Pki, write_secret_key
+from tests.support.security import CLIENT_CN, Pki, write_key_pair, write_secret_key, write_users_file
 
 CHECKOUT = EXAMPLES.parents[1]
 FREE_PORTS = {"PULSAR_PORT": "0", "PULSAR_HTTP_PORT": "0"}
@@ -64,6 +64,25 @@ def test_the_token_and_tls_broker_starts_as_shown(tmp_path: Path, pki: Pki) -> N
         assert re.sub(r":\d+\b", ":PORT", ready) == re.sub(r":\d+\b", ":PORT", shown), (ready, shown)
         refused = httpx.get(f"{web_url}/admin/v2/clusters", verify=ssl.create_default_context(cafile=pki.ca))
         assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer"), refused.text
+
+
+def test_the_broker_with_every_method_starts_as_shown(tmp_path: Path, pki: Pki) -> None:
+    for source, name in ((pki.cert, "server.pem"), (pki.key, "server-key.pem"), (pki.ca, "client-ca.pem")):
+        shutil.copy(source, tmp_path / name)
+    shutil.copy(write_key_pair(tmp_path, "issuer").public, tmp_path / "issuer-public.pem")
+    htpasswd, *broker = included_lines(EXAMPLES / "security" / "all_methods_broker.sh", "all methods broker")
+    # htpasswd prompts on the terminal: the same file, in the $apr1$ form its -m writes.
+    assert htpasswd.split("#")[0].split() == ["htpasswd", "-c", "-m", "users.htpasswd", "etl"], htpasswd
+    write_users_file(tmp_path / "users.htpasswd", {"etl": "etl-pass"})
+    env = {**FREE_PORTS, "PULSAR_DATA_DIR": str(tmp_path / "data")}
+    with serving(["bash", "-c", "\n".join(broker)], tmp_path, **env) as (service_url, web_url):
+        assert service_url.startswith("pulsar+ssl://") and web_url.startswith("https://"), (service_url, web_url)
+        trust = ssl.create_default_context(cafile=pki.ca)
+        url = f"{web_url}/admin/v2/clusters"
+        assert httpx.get(url, verify=trust, auth=("etl", "etl-pass")).status_code == 200
+        assert httpx.get(url, verify=trust, auth=("etl", "wrong")).status_code == 401
+        trust.load_cert_chain(pki.client_cert, pki.client_key)
+        assert httpx.get(url, verify=trust).status_code == 200, f"the certificate of {CLIENT_CN} was refused"
 
 
 def test_the_dry_run_resolves_pins_with_the_provider(tmp_path: Path) -> None:
