@@ -5,6 +5,7 @@ pins, and the two commands of the getting-started page checked against what CI r
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -31,7 +32,7 @@ def included_lines(script: Path, marker: str) -> list[str]:
 
 def test_every_example_script_is_included_by_a_page() -> None:
     pages = "".join(page.read_text() for page in EXAMPLES.parent.glob("*.md"))
-    for script in [*EXAMPLES.rglob("*.sh"), *EXAMPLES.rglob("*.sql")]:
+    for script in [*EXAMPLES.rglob("*.sh"), *EXAMPLES.rglob("*.sql"), *EXAMPLES.rglob("*.txt")]:
         name = script.relative_to(EXAMPLES.parent).as_posix()
         assert f"{{literalinclude}} {name}" in pages, f"no page includes {name}"
 
@@ -83,6 +84,33 @@ def test_the_broker_with_every_method_starts_as_shown(tmp_path: Path, pki: Pki) 
         assert httpx.get(url, verify=trust, auth=("etl", "wrong")).status_code == 401
         trust.load_cert_chain(pki.client_cert, pki.client_key)
         assert httpx.get(url, verify=trust).status_code == 200, f"the certificate of {CLIENT_CN} was refused"
+
+
+def test_the_permission_paths_answer_as_shown(broker) -> None:
+    names = {"t": "docs-grants", "ns": "grants", "topic": "orders", "role": "role-a", "sub": "sub"}
+    namespace, role, sub = "docs-grants/grants", names["role"], names["sub"]
+    created = broker.admin("PUT", "/admin/v2/tenants/docs-grants", json={"adminRoles": [], "allowedClusters": ["standalone"]})
+    assert created.status_code in (204, 409), created.text  # 409: made by an earlier run on this broker
+    for path in (f"/admin/v2/namespaces/{namespace}", f"/admin/v2/persistent/{namespace}/orders"):
+        assert broker.admin("PUT", path).status_code in (204, 409)
+    answers = {}
+    for line in included_lines(EXAMPLES / "security" / "permission_paths.txt", "permission paths"):
+        request, _, comment = line.partition("#")
+        method, path = request.split()
+        body = json.loads(comment.strip().removeprefix("body ")) if comment.strip().startswith("body ") else None
+        if method == "POST" and body is None:  # the topic grant: its actions, as for a namespace
+            body = ["produce"]
+        response = broker.admin(method, path.format(**names), json=body)
+        assert response.is_success, f"{line}: {response.status_code} {response.text}"
+        if method == "GET":
+            answers[path] = response.json()
+    namespace_grants, subscription_grants = answers.values()
+    assert sorted(namespace_grants[role]) == ["consume", "produce"], namespace_grants
+    assert sorted(subscription_grants[sub]) == ["role-a", "role-b"], subscription_grants
+    # After the two DELETEs: the namespace grant is gone, the subscription keeps role-b; the topic's stays.
+    assert role not in broker.admin("GET", f"/admin/v2/namespaces/{namespace}/permissions").json()
+    assert broker.admin("GET", f"/admin/v2/namespaces/{namespace}/permissions/subscription").json() == {sub: ["role-b"]}
+    assert broker.admin("GET", f"/admin/v2/persistent/{namespace}/orders/permissions").json()[role] == ["produce"]
 
 
 def test_the_dry_run_resolves_pins_with_the_provider(tmp_path: Path) -> None:
