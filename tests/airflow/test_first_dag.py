@@ -1,31 +1,32 @@
 """The first DAG of the docs' getting-started page, run as shown: the page includes
 docs/examples/dags/first_orders.py whole, this copies that file into the DAGs folder of a fresh
-AIRFLOW_HOME, and ``airflow dags test`` runs it against the embedded broker process, the
-``pulsar_default`` connection given by ``AIRFLOW_CONN_PULSAR_DEFAULT``, as the page says.
+AIRFLOW_HOME, and bash runs the commands the page includes from
+docs/examples/getting-started/first_dag.sh: the embedded broker started in the background, the
+``pulsar_default`` connection given by ``AIRFLOW_CONN_PULSAR_DEFAULT``, ``airflow db migrate`` and
+``airflow dags test``.
 
-The broker is started here rather than taken from the ``broker`` fixture: the page's steps start
-the embedded broker, and one run of Airflow's command line is what this checks.
+The broker is the script's rather than the ``broker`` fixture's: the page's steps start it, and
+one run of those steps is what this checks.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from tests.support.dag_runs import xcoms_in_database as xcoms
+from tests.support.ports import free_port
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FIRST_DAG = DOCS / "examples" / "dags" / "first_orders.py"
+RUN_FIRST_DAG = DOCS / "examples" / "getting-started" / "first_dag.sh"
 AIRFLOW = Path(sys.executable).with_name("airflow")
 
 
@@ -46,43 +47,43 @@ def test_the_getting_started_page_shows_the_whole_file() -> None:
     assert all(option.startswith(":language:") for option in options), options
 
 
-@pytest.fixture(scope="module")
-def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """``airflow-pulsar standalone`` on free ports, as the page's steps start it."""
-    process = BrokerProcess(tmp_path_factory.mktemp("first-dag-broker")).start()
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
-
-def test_the_first_dag_runs_as_shown(embedded_broker: BrokerProcess, tmp_path: Path) -> None:
+def test_the_first_dag_runs_as_shown(tmp_path: Path) -> None:
     home = tmp_path / "airflow"
     (home / "dags").mkdir(parents=True)
     shutil.copy(FIRST_DAG, home / "dags" / "first_orders.py")
+    port, http_port = free_port(), free_port()
     env = {
         # A newcomer's shell: nothing of this test process's own Airflow settings leaks in.
         **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
+        "PATH": f"{AIRFLOW.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        # The page's URI names the default ports; this broker's are free ones, so the admin URL is given.
-        "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
-            {"conn_type": "pulsar", "host": embedded_broker.service_url, "extra": {"admin_url": embedded_broker.web_url}}
-        ),
+        # The page's defaults are 6650 and 8080; free ports here, and a data folder of this test's own.
+        "PULSAR_PORT": str(port),
+        "PULSAR_HTTP_PORT": str(http_port),
+        "PULSAR_DATA_DIR": str(tmp_path / "pulsar-data"),
     }
-    for command in (["db", "migrate"], ["dags", "test", "first_orders"]):
-        result = subprocess.run([AIRFLOW, *command], env=env, capture_output=True, text=True, timeout=300)
-        output = result.stdout + result.stderr
-        assert result.returncode == 0, f"airflow {' '.join(command)} failed:\n{output[-4000:]}"
-    assert "state=success" in output, output[-4000:]
+    log = tmp_path / "run.log"
+    # The script leaves the broker running in the background, as the page does: its own session, stopped below.
+    with log.open("w") as out:
+        shell = subprocess.Popen(
+            ["bash", RUN_FIRST_DAG], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        code = shell.wait(timeout=600)
+        output = log.read_text()
+        assert code == 0, f"{RUN_FIRST_DAG.name} failed:\n{output[-4000:]}"
+        assert "state=success" in output, output[-4000:]
 
-    results = xcoms(home / "airflow.db", "first_orders")
-    assert results["produce"]["messages"] == 10
-    assert results["produce"]["topic"] == "first-orders"
-    assert results["subscribe"]["created"] is True
-    assert results["wait_for_orders"]["messages"] == 10
-    assert results["consume"]["messages"] == results["consume"]["acknowledged"] == 10
-    assert 'order from customer-0: {"order": 0}' in output  # the function ran on each message
-    with PulsarAdmin(embedded_broker.web_url) as admin:
-        assert admin.backlog("first-orders", "order-reader").msg_backlog == 0
+        results = xcoms(home / "airflow.db", "first_orders")
+        assert results["produce"]["messages"] == 10
+        assert results["produce"]["topic"] == "first-orders"
+        assert results["subscribe"]["created"] is True
+        assert results["wait_for_orders"]["messages"] == 10
+        assert results["consume"]["messages"] == results["consume"]["acknowledged"] == 10
+        assert 'order from customer-0: {"order": 0}' in output  # the function ran on each message
+        with PulsarAdmin(f"http://127.0.0.1:{http_port}") as admin:
+            assert admin.backlog("first-orders", "order-reader").msg_backlog == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGTERM)

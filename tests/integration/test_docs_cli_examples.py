@@ -5,24 +5,13 @@ test, the token commands in an empty folder."""
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from airflow_pulsar.client.admin import AdminConflictError, AdminNotFoundError, PulsarAdmin
+from tests.support.doc_scripts import EXAMPLES as DOC_EXAMPLES
+from tests.support.doc_scripts import run_script
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "cli"
-
-
-def run_script(script: str, cwd: Path, **env: str) -> str:
-    """``bash script`` with this environment's bin folder first on the PATH; its output."""
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    result = subprocess.run(
-        ["bash", EXAMPLES / script], cwd=cwd, env={**os.environ, "PATH": path, **env}, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result.stdout + result.stderr
+EXAMPLES = DOC_EXAMPLES / "cli"
 
 
 def test_every_script_is_included_by_a_page() -> None:
@@ -43,7 +32,7 @@ def test_the_quick_checks_run(broker, tmp_path: Path) -> None:
                 admin.delete_partitioned_topic("events", force=True)
             else:
                 admin.delete_topic("events", force=True)
-    output = run_script("commands.sh", tmp_path, PULSAR_SERVICE_URL=broker.service_url, PULSAR_ADMIN_URL=broker.web_url)
+    output = run_script(EXAMPLES / "commands.sh", tmp_path, PULSAR_SERVICE_URL=broker.service_url, PULSAR_ADMIN_URL=broker.web_url)
     assert "audit" in output and "hello" in output and "world" in output, output[-3000:]
     with PulsarAdmin(broker.web_url) as admin:
         assert admin.partition_count("events") == 4
@@ -51,6 +40,6 @@ def test_the_quick_checks_run(broker, tmp_path: Path) -> None:
 
 
 def test_the_token_commands_run(tmp_path: Path) -> None:
-    output = run_script("tokens.sh", tmp_path)
+    output = run_script(EXAMPLES / "tokens.sh", tmp_path)
     assert output.count("etl") >= 2, output
     assert (tmp_path / "secret.key").stat().st_mode & 0o777 == 0o600
