@@ -54,7 +54,8 @@ $(VENV):
 # unit and broker tiers, the interop files that touch each dependency (protobuf in every frame,
 # fastavro in the schemas, cryptography in encryption, httpx in the admin client) and the Spark
 # ingestion tier (pyspark, pyarrow, Airflow). Left to the main suite: the rest of interop, the Spark
-# cluster test, the crash-point tests and the 100k-message run, which exercise behaviour and scale
+# cluster test and the auth-method ingests (on the standalone cluster too, and each run's log read
+# from captured output), the crash-point tests and the 100k-message run, which exercise behaviour and scale
 # rather than versions (the DAG run in test_ingest_dag takes the same read and write path), and the
 # Delta and Iceberg tests (the zombie tests among them), whose jars are built for the pinned Spark minor only, and the
 # typed-column ingests (their Avro decoding and table evolution run here as unit tests); and the
@@ -65,7 +66,7 @@ RANGE_TIERS ?= tests/unit tests/broker \
 	tests/interop/test_encryption.py tests/interop/test_producer_interop.py tests/interop/test_admin.py \
 	tests/spark --ignore=tests/spark/test_ingest_cluster.py -k "not crashes and not ingests_100k" \
 	--ignore=tests/spark/test_ingest_lakehouse.py --ignore=tests/spark/test_ingest_lakehouse_cluster.py \
-	--ignore=tests/spark/test_ingest_typed.py --ignore=tests/spark/test_ingest_zombies.py
+	--ignore=tests/spark/test_ingest_typed.py --ignore=tests/spark/test_ingest_zombies.py --ignore=tests/spark/test_ingest_auth.py
 test-ranges: test-lowest test-highest
 
 # An environment alone (.ci/run builds both while `make test` runs, which already built $(STAMP)),
