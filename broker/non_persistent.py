@@ -26,6 +26,7 @@ from .selectors import SingleActiveSelector, selector_for
 from .storage import StoredEntry
 from .subscription import SUB_TYPE_NAMES, check_can_join
 from .topic import entry_of
+from .topic_stats import epoch_stats, traffic_stats
 
 # Pulsar's position of every non-persistent message: ledger 0, entry 0.
 NON_PERSISTENT_POSITION = (0, 0)
@@ -191,22 +192,12 @@ class NonPersistentTopic(ProducerAccess):
 
     def stats(self) -> dict[str, Any]:
         """Pulsar's non-persistent topic stats (a subset of its fields, with its names)."""
-        msg_rate_in, byte_rate_in = self.in_rate.rates()
         subscriptions = {name: sub.stats() for name, sub in self.subscriptions.items()}
-        return {
-            "msgRateIn": msg_rate_in,
-            "msgThroughputIn": byte_rate_in,
-            "msgRateOut": sum(s["msgRateOut"] for s in subscriptions.values()),
-            "msgThroughputOut": sum(s["msgThroughputOut"] for s in subscriptions.values()),
-            "msgInCounter": self.msg_in,
-            "bytesInCounter": self.bytes_in,
-            "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
-            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
-            "averageMsgSize": self.bytes_in / self.msg_in if self.msg_in else 0.0,
+        return traffic_stats(self.msg_in, self.bytes_in, self.in_rate, subscriptions) | {
             "storageSize": 0,
             "backlogSize": 0,
             "msgDropRate": sum(s["msgDropRate"] for s in subscriptions.values()),
             "publishers": [producer.stats() | {"msgDropRate": 0.0} for producer in self.producers],
             "subscriptions": subscriptions,
             "replication": {},
-        } | ({} if self.topic_epoch is None else {"topicEpoch": self.topic_epoch})
+        } | epoch_stats(self.topic_epoch)

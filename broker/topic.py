@@ -19,6 +19,7 @@ from .producer_access import ProducerAccess, ServerProducer
 from .rates import RateMeter
 from .storage import LedgerFencedError, Storage, StoredEntry
 from .subscription import Subscription, SubscriptionError
+from .topic_stats import epoch_stats, traffic_stats
 
 DUPLICATE = (-1, -1)
 
@@ -209,22 +210,12 @@ class Topic(ProducerAccess):
 
     def stats(self) -> dict[str, Any]:
         """Pulsar's topic stats document (a subset of its fields, with its names)."""
-        msg_rate_in, byte_rate_in = self.in_rate.rates()
         subscriptions = {name: sub.stats() for name, sub in self.subscriptions.items()}
-        return {
-            "msgRateIn": msg_rate_in,
-            "msgThroughputIn": byte_rate_in,
-            "msgRateOut": sum(s["msgRateOut"] for s in subscriptions.values()),
-            "msgThroughputOut": sum(s["msgThroughputOut"] for s in subscriptions.values()),
-            "msgInCounter": self.msg_in,
-            "bytesInCounter": self.bytes_in,
-            "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
-            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
-            "averageMsgSize": self.bytes_in / self.msg_in if self.msg_in else 0.0,
+        return traffic_stats(self.msg_in, self.bytes_in, self.in_rate, subscriptions) | {
             "storageSize": self.ledger.total_bytes,
             "backlogSize": max((s["backlogSize"] for s in subscriptions.values()), default=0),
             "publishers": [p.stats() for p in self.producers],
             "subscriptions": subscriptions,
             "replication": {},
             "deduplicationStatus": "Enabled" if self.dedup else "Disabled",
-        } | ({} if self.topic_epoch is None else {"topicEpoch": self.topic_epoch})  # absent until an exclusive producer came
+        } | epoch_stats(self.topic_epoch)
