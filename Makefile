@@ -16,7 +16,7 @@ LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-icebe
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test demo bench proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
+.PHONY: install test fault-run demo bench proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -154,6 +154,16 @@ java:
 test: install $(SPARK_CDS) $(PULSAR_CDS)
 	$(PY) -m compileall -q client broker airflow_pulsar dags  # the project's own bytecode, as above
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
+
+# Seeded fault runs (tests/reliability/test_fault_schedules.py), a tier `make test` leaves out: for
+# each seed a schedule of broker and client kills, restarts, cuts, stalls and partitions, on both
+# brokers. SEEDS=4,5,6 (or FAULT_SEEDS) picks the seeds (a failure names its seed), FAULT_SECONDS each schedule's length.
+FAULT_SEEDS ?= 1,2,3
+SEEDS ?= $(FAULT_SEEDS)
+FAULT_SECONDS ?= 40
+fault-run: install $(PULSAR_CDS)
+	FAULT_SEEDS=$(SEEDS) FAULT_SECONDS=$(FAULT_SECONDS) $(PY) -m pytest -m fault_run -n $(PYTEST_WORKERS) \
+		--dist loadgroup --no-loadscope-reorder -rA $(PYTEST_ARGS) tests/reliability/test_fault_schedules.py
 
 demo: install
 	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER)) $(if $(FORMAT),--format $(FORMAT))
