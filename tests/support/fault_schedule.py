@@ -54,9 +54,13 @@ class FaultEvent:
     target: int
     duration: float
 
+    @property
+    def label(self) -> str:
+        """The kind, with the target of a client's kill."""
+        return f"{self.kind} #{self.target}" if self.kind in (PRODUCER_KILL, CONSUMER_KILL) else self.kind
+
     def __str__(self) -> str:
-        target = f" #{self.target}" if self.kind in (PRODUCER_KILL, CONSUMER_KILL) else ""
-        return f"{self.at:6.2f}s {self.kind}{target} for {self.duration:.2f}s"
+        return f"{self.at:6.2f}s {self.label} for {self.duration:.2f}s"
 
 
 def make_schedule(seed: int, seconds: float, producers: int, consumers: int) -> list[FaultEvent]:
