@@ -1,4 +1,4 @@
-"""Randomized fault runs: for each seed (FAULT_SEEDS, 1,2,3 unless set), a schedule of broker and
+"""Randomized fault runs: for each seed (FAULT_SEEDS; 1, 2 and 5 unless set), a schedule of broker and
 client kills, restarts, connection cuts, stalls and partitions against producers with
 deduplication and consumers in processes of their own, on both brokers; then the whole history is
 checked (tests/support/fault_history.py: exactly once in order, everything consumed, no
