@@ -25,7 +25,9 @@ from airflow_pulsar.client.topic_name import InvalidTopicNameError
 
 from .admin_authorization import authorization_middleware
 from .admin_browser_guard import browser_guard
+from .admin_compaction import Compactions
 from .admin_namespaces import Namespaces, Tenants
+from .admin_non_persistent import NonPersistentTopics
 from .admin_permissions import Permissions
 from .admin_resource import error
 from .admin_schemas import Schemas
@@ -85,5 +87,7 @@ class AdminApi:
         # Web pages of other sites are refused first; then, as in Pulsar: credentials, the content
         # type, and what the role may do.
         self.app = web.Application(middlewares=[guard, *authenticate, _json_only, *authorize, _errors])
-        resources = (TopicLookup, Tenants, Namespaces, Permissions, PersistentTopics, Subscriptions, Schemas)
+        resources = (
+            TopicLookup, Tenants, Namespaces, Permissions, PersistentTopics, NonPersistentTopics, Subscriptions, Schemas, Compactions
+        )
         self.app.add_routes([route for resource in resources for route in resource(service).routes()])

@@ -101,6 +101,7 @@ class Namespaces(AdminResource):
             web.post(NAMESPACE_PATH + "/deduplication", self.set_deduplication),
             web.delete(NAMESPACE_PATH + "/deduplication", self.set_deduplication),
             web.get("/admin/v2/persistent/{tenant}/{namespace}", self.list_topics),
+            web.get(NAMESPACE_PATH + "/topics", self.topics_of_namespace),
             web.get("/admin/v2/persistent/{tenant}/{namespace}/partitioned", self.list_partitioned),
         ]
 
@@ -167,6 +168,16 @@ class Namespaces(AdminResource):
         """The namespace's topics, partitions listed one by one."""
         tenant, _, namespace = self._listed_namespace(request).partition("/")
         return web.json_response(self.service.list_topics(tenant, namespace))
+
+    @requires(OnNamespace(NamespaceOperation.GET_TOPICS))
+    async def topics_of_namespace(self, request: web.Request) -> web.Response:
+        """The namespace's topics of ``?mode=`` (PERSISTENT, the default, NON_PERSISTENT or ALL), as a
+        client's HTTP lookup lists them for a pattern subscription; there are no non-persistent ones."""
+        mode = request.query.get("mode", "PERSISTENT")
+        if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
+            return error(404, f"unknown mode {mode!r}")
+        tenant, _, namespace = self._listed_namespace(request).partition("/")
+        return web.json_response([] if mode == "NON_PERSISTENT" else self.service.list_topics(tenant, namespace))
 
     @requires(OnNamespace(NamespaceOperation.GET_TOPICS))
     async def list_partitioned(self, request: web.Request) -> web.Response:

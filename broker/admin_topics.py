@@ -148,9 +148,11 @@ class PersistentTopics(AdminResource):
 
     @requires(OnTopic(TopicOperation.LOOKUP))
     async def get_partitions(self, request: web.Request) -> web.Response:
-        """A topic's partitioned metadata: 0 partitions when it is not partitioned."""
+        """A topic's partitioned metadata: 0 partitions when it is not partitioned. A topic that does
+        not exist is not found, unless ``checkAllowAutoCreation=true`` asks, as a client's HTTP
+        lookup does, for the metadata it would be created with (this broker creates topics on use)."""
         name = self.topic_name(request)
-        if not self.exists(name):
+        if not self.exists(name) and request.query.get("checkAllowAutoCreation") != "true":
             return error(404, f"Topic {name} not found")
         return web.json_response({"partitions": self.service.partitions_of(name), "deleted": False})
 

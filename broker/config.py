@@ -39,6 +39,9 @@ class BrokerConfig:
     # Pulsar's keepAliveIntervalSeconds: a client must complete CONNECT within it, and one that
     # sends no frame for two of them is closed.
     keepalive_seconds: float = 30.0
+    # Pulsar's brokerServiceCompactionMonitorIntervalInSeconds: how often topics are checked
+    # against their namespace's compactionThreshold.
+    compaction_monitor_seconds: float = 60.0
     limits: ClientLimits = ClientLimits()
     # Authentication providers, each on when configured, as Pulsar's authenticationProviders list.
     token_secret_file: str | None = None
@@ -101,6 +104,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="Pulsar's keepAliveIntervalSeconds: a client must complete CONNECT within this time; one sending no "
         "frame for twice this time is closed",
+    )
+    parser.add_argument(
+        "--compaction-monitor-interval-seconds",
+        type=positive_float,
+        default=60.0,
+        metavar="S",
+        help="Pulsar's brokerServiceCompactionMonitorIntervalInSeconds: how often each topic is compacted if it grew "
+        "past its namespace's compactionThreshold since it was last compacted",
     )
     add_limit_arguments(parser)
     parser.add_argument(
@@ -174,6 +185,7 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         entry_index=not args.no_entry_index,
         max_message_size=args.max_message_size,
         keepalive_seconds=args.keep_alive_interval_seconds,
+        compaction_monitor_seconds=args.compaction_monitor_interval_seconds,
         limits=limits_from_arguments(args),
         token_secret_file=args.token_secret_file,
         token_public_key=args.token_public_key,

@@ -75,6 +75,7 @@ class ServerConsumer:
         name: str,
         priority: int = 0,
         key_shared_meta: Any = None,
+        read_compacted: bool = False,
     ):
         self.subscription = subscription
         self.sink = sink
@@ -82,6 +83,7 @@ class ServerConsumer:
         self.name = name
         self.priority = priority
         self.key_shared_meta = key_shared_meta
+        self.read_compacted = read_compacted  # it reads the topic's compacted view
         self.partition = subscription.topic.name.partition
         self.permits = 0
         self.pending: dict[int, int] = {}  # entry id -> messages in it
@@ -101,11 +103,19 @@ class ServerConsumer:
 
     def deliver(self, entry: StoredEntry, ledger_id: int, redelivery_count: int, ack_set: list[int] | None) -> None:
         """Send one entry and charge its messages against the permits."""
-        self.permits -= entry.num_messages
         self.pending[entry.entry_id] = entry.num_messages
         self.unacked_messages += entry.num_messages
         if self.max_unacked_messages and self.unacked_messages >= self.max_unacked_messages:
             self.blocked = True
+        self._send(entry, ledger_id, redelivery_count, ack_set)
+
+    def forward(self, entry: StoredEntry, ledger_id: int) -> None:
+        """Send one entry that nothing keeps (a non-persistent topic's) and charge its messages
+        against the permits; it is not held for acknowledgement, as there is nothing to redeliver."""
+        self._send(entry, ledger_id, 0, None)
+
+    def _send(self, entry: StoredEntry, ledger_id: int, redelivery_count: int, ack_set: list[int] | None) -> None:
+        self.permits -= entry.num_messages
         self.msg_out += entry.num_messages
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))

@@ -24,7 +24,6 @@ from .schema_registry import schema_from_wire, schema_id, schema_to_wire, versio
 from .service import TopicNotFoundError
 
 T = BaseCommand
-NON_PERSISTENT_REFUSED = "the embedded broker keeps every topic persistent; non-persistent topics are not served"
 
 
 class LookupCommands:
@@ -47,10 +46,7 @@ class LookupCommands:
             if refusal is not None:
                 raise not_authorized("Lookup" if lookup else "Get Partition Metadata", refusal)
             self.channel.service.check_namespace(name)
-            if name.persistent:
-                return name
-            # Refused for good (clients do not retry NotAllowedError), where Pulsar serves them.
-            error, message = ServerError.NotAllowedError, f"{NON_PERSISTENT_REFUSED}: {name}"
+            return name
         except InvalidTopicNameError as exc:
             error, message = ServerError.InvalidTopicName, str(exc)
         except Rejected as exc:
@@ -108,7 +104,8 @@ class LookupCommands:
         )
 
     def on_get_topics_of_namespace(self, body: CommandGetTopicsOfNamespace) -> None:
-        """GET_TOPICS_OF_NAMESPACE: the namespace's topics; there are no non-persistent ones. With
+        """GET_TOPICS_OF_NAMESPACE: the namespace's topics of the mode's domains (the non-persistent
+        ones a client has used since the broker started, as Pulsar lists those loaded). With
         authorization, a role that is no tenant admin needs produce or consume on the namespace."""
         channel = self.channel
         authorizer = channel.service.authorization
@@ -123,9 +120,11 @@ class LookupCommands:
             if refusal is not None:
                 raise not_authorized("GetTopicsOfNamespace", refusal)
         tenant, _, namespace = body.namespace.partition("/")
-        topics = channel.service.list_topics(tenant, namespace)
-        if body.mode == CommandGetTopicsOfNamespace.NON_PERSISTENT:
-            topics = []
+        service = channel.service
+        modes = CommandGetTopicsOfNamespace
+        topics = service.list_topics(tenant, namespace) if body.mode in (modes.PERSISTENT, modes.ALL) else []
+        if body.mode in (modes.NON_PERSISTENT, modes.ALL):
+            topics += service.list_non_persistent_topics(tenant, namespace)
         channel.send(T.GET_TOPICS_OF_NAMESPACE_RESPONSE, request_id=body.request_id, topics=topics, filtered=False)
 
     def on_get_schema(self, body: CommandGetSchema) -> None:
@@ -171,7 +170,7 @@ class LookupCommands:
         version = b""
         try:
             name = TopicName.parse(body.topic, strict=False)
-            if str(name) in service.topics:
+            if str(name) in service.topics or str(name) in service.non_persistent:
                 schema = schema_from_wire(body.schema)
                 if schema.schema_type != SchemaType.NONE:
                     version = version_bytes(await service.add_schema(name, schema))

@@ -26,9 +26,11 @@ from airflow_pulsar.client.topic_name import TopicName
 
 from .authorization import TopicOperation
 from .channel import Channel, InProgress, not_authorized, topic_refusal
+from .non_persistent import NonPersistentTopic
+from .producer_access import ServerProducer
 from .read_pauses import PauseReason
 from .schema_registry import schema_from_wire, version_bytes
-from .topic import ServerProducer, Topic
+from .topic import Topic
 
 T = BaseCommand
 
@@ -38,7 +40,7 @@ class ProducerCommands:
 
     def __init__(self, channel: Channel):
         self.channel = channel
-        self.producers: dict[int, tuple[ServerProducer, Topic]] = {}
+        self.producers: dict[int, tuple[ServerProducer, Topic | NonPersistentTopic]] = {}
         self._in_progress = InProgress(T.PRODUCER)
         self._pending_sends = 0
         self._max_pending_sends = channel.service.config.limits.max_pending_publish_requests_per_connection
@@ -72,7 +74,7 @@ class ProducerCommands:
             refusal = topic_refusal(channel, name, TopicOperation.SUBSCRIBE, body.initial_subscription_name)
         if refusal is not None:
             raise not_authorized("Produce", refusal)
-        topic = await channel.service.get_topic(name)
+        topic = await channel.service.open_topic(name)
         topic.check_producer_room()  # as Pulsar: before the schema, which a refused producer would not need
         # As Pulsar: the schema is registered (or refused) before the producer joins the topic.
         schema_version = b""

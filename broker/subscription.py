@@ -29,8 +29,9 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe
 from airflow_pulsar.client.topic_name import TopicName
 
 from .client_limits import ClientLimits
+from .compaction import Compaction
 from .consumer import ServerConsumer
-from .cursor import Cursor
+from .cursor import Cursor, estimated_backlog_size
 from .delayed_delivery import DelayedEntries
 from .ledger import Ledger
 from .rates import RateMeter
@@ -55,23 +56,29 @@ _INDIVIDUAL_ACK = (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
 FAILOVER_DELAY_SECONDS = 1.0
 
 
-def estimated_backlog_size(total_bytes: int, entries: int, mark_delete: int) -> int:
-    """Pulsar's ``backlogSize`` of a cursor on a one-ledger topic: the ledger's bytes less those
-    consumed up to the mark-delete, reckoned at the ledger's average entry size (exact only once
-    everything is consumed); individual acks above the mark-delete do not count."""
-    if entries <= 0 or mark_delete < 0:
-        return total_bytes
-    if mark_delete + 1 >= entries:
-        return 0
-    return total_bytes - (mark_delete + 1) * (total_bytes // entries)
-
-
 class SubscriptionError(Exception):
     """A request the subscription refuses; ``code`` is a Pulsar ServerError name."""
 
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
+
+
+def check_can_join(name: str, consumers: list[ServerConsumer], current_type: int, sub_type: int, limits: ClientLimits) -> None:
+    """Raise SubscriptionError if a consumer of ``sub_type`` may not join the subscription
+    ``name`` now, as Pulsar refuses one (persistent and non-persistent subscriptions alike)."""
+    if not consumers:
+        return
+    if sub_type != current_type:
+        raise SubscriptionError(
+            "ConsumerBusy",
+            f"subscription {name} is of type {SUB_TYPE_NAMES.get(current_type)}, not {SUB_TYPE_NAMES.get(sub_type)}",
+        )
+    if sub_type == CommandSubscribe.Exclusive:
+        raise SubscriptionError("ConsumerBusy", f"exclusive subscription {name} already has a consumer")
+    limit = limits.max_consumers_per_subscription
+    if limit and len(consumers) >= limit:
+        raise SubscriptionError("ConsumerBusy", "Subscription reached max consumers limit")  # Pulsar's words
 
 
 class SubscriptionTopic(Protocol):
@@ -88,6 +95,9 @@ class SubscriptionTopic(Protocol):
 
     @property
     def limits(self) -> ClientLimits: ...
+
+    @property
+    def compaction(self) -> Compaction: ...
 
 
 class Subscription:
@@ -123,6 +133,7 @@ class Subscription:
         # Pulsar reports a subscription's type from its first consumer on; "None" until then.
         self.typed = False
         self._failover_timer: asyncio.TimerHandle | None = None
+        self.reads_compacted = False  # whether its consumers read the topic's compacted view
 
     @property
     def name(self) -> str:
@@ -138,19 +149,7 @@ class Subscription:
 
     def check_can_add(self, sub_type: int) -> None:
         """Raise SubscriptionError if a consumer of ``sub_type`` may not join now."""
-        if not self.consumers:
-            return
-        if sub_type != self.sub_type:
-            raise SubscriptionError(
-                "ConsumerBusy",
-                f"subscription {self.name} is of type {SUB_TYPE_NAMES.get(self.sub_type)}, "
-                f"not {SUB_TYPE_NAMES.get(sub_type)}",
-            )
-        if sub_type == CommandSubscribe.Exclusive:
-            raise SubscriptionError("ConsumerBusy", f"exclusive subscription {self.name} already has a consumer")
-        limit = self.topic.limits.max_consumers_per_subscription
-        if limit and len(self.consumers) >= limit:
-            raise SubscriptionError("ConsumerBusy", "Subscription reached max consumers limit")  # Pulsar's words
+        check_can_join(self.name, self.consumers, self.sub_type, sub_type, self.topic.limits)
 
     def add_consumer(self, consumer: ServerConsumer, sub_type: int) -> None:
         """Attach a consumer (check_can_add first); the type follows the first consumer."""
@@ -185,6 +184,7 @@ class Subscription:
         return self.selector.active if isinstance(self.selector, SingleActiveSelector) else None
 
     def _after_membership_change(self, before: ServerConsumer | None, joined: ServerConsumer | None) -> None:
+        self.reads_compacted = any(c.read_compacted for c in self.consumers)
         if self.sub_type != CommandSubscribe.Failover:
             return
         active = self._active()
@@ -253,10 +253,11 @@ class Subscription:
             if self.blocked_on_unacked or not any(c.available for c in self.consumers):
                 return
             entries = self.ledger.read(entry_id, 1)
-            if not entries:
+            sent = self._as_read(entries[0]) if entries else None
+            if sent is None:
                 self.replay.discard(entry_id)
                 continue
-            if self._send(entries[0]):
+            if self._send(sent):
                 self.replay.discard(entry_id)
 
     def _dispatch_new(self) -> None:
@@ -276,7 +277,8 @@ class Subscription:
                 if self.blocked_on_unacked:
                     return
                 entry_id = entry.entry_id
-                if self.cursor.is_acked(entry_id) or entry_id in self.holder:
+                sent = self._as_read(entry)
+                if self.cursor.is_acked(entry_id) or entry_id in self.holder or sent is None:
                     self.read_position = entry_id + 1
                     continue
                 if self.sub_type in _INDIVIDUAL_ACK and self.delayed.hold_back(entry):
@@ -284,12 +286,12 @@ class Subscription:
                     continue
                 if key_shared is not None:
                     owner = key_shared.owner(entry.sticky_key)
-                    if owner is None or id(owner) in waiting_owners or not self._send(entry):
+                    if owner is None or id(owner) in waiting_owners or not self._send(sent):
                         if len(self.replay) >= _MAX_REPLAY:
                             return
                         self.replay.add(entry_id)
                         waiting_owners.add(id(owner))
-                elif not self._send(entry):
+                elif not self._send(sent):
                     return
                 self.read_position = entry_id + 1
             # As Pulsar writes each read batch as it is dispatched: the consumer starts on it while
@@ -335,6 +337,11 @@ class Subscription:
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))
         return True
+
+    def _as_read(self, entry: StoredEntry) -> StoredEntry | None:
+        """The entry as this subscription's consumers read it: compacted readers get what the
+        topic's compaction kept of it (None: nothing), the others the entry itself."""
+        return self.topic.compaction.filter(entry) if self.reads_compacted else entry
 
     def _hold_key(self, entry: StoredEntry, consumer: ServerConsumer) -> bool:
         """Record that ``consumer`` holds an entry of its key; False if another consumer still does."""

@@ -3,70 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from airflow_pulsar.client.protocol.frames import FrameError, split_entry
-from airflow_pulsar.client.protocol.PulsarApi_pb2 import ProducerAccessMode
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
 from airflow_pulsar.client.topic_name import TopicName
 
 from .client_limits import ClientLimits
 from .commit import Commit
+from .compaction import Compaction
 from .cursor import Cursor
 from .ledger import CHECKSUM_HEADER_BYTES, Ledger
+from .producer_access import ProducerAccess, ServerProducer
 from .rates import RateMeter
 from .storage import LedgerFencedError, Storage, StoredEntry
 from .subscription import Subscription, SubscriptionError
 
-ACCESS_MODE_NAMES: dict[int, str] = {v: k for k, v in ProducerAccessMode.items()}
-
-
-class ProducerSink(Protocol):
-    """What a producer needs from its connection."""
-
-    def close_producer(self, producer_id: int) -> None: ...
-
-    def drop_producer(self, producer_id: int) -> None: ...
-
-    @property
-    def remote_address(self) -> str: ...
-
-
-@dataclass(eq=False)
-class ServerProducer:
-    """A producer attached to a topic."""
-
-    sink: ProducerSink
-    producer_id: int
-    name: str
-    access_mode: int = ProducerAccessMode.Shared
-    # The version of the schema it declared (Pulsar's 8 bytes), empty without one.
-    schema_version: bytes = b""
-    connected_since: float = field(default_factory=time.time)
-    msg_in: int = 0
-    bytes_in: int = 0
-    in_rate: RateMeter = field(default_factory=RateMeter)
-
-    def stats(self) -> dict[str, Any]:
-        """The producer's entry in Pulsar's ``publishers`` list."""
-        msg_rate, byte_rate = self.in_rate.rates()
-        return {
-            "producerId": self.producer_id,
-            "producerName": self.name,
-            "accessMode": ACCESS_MODE_NAMES.get(self.access_mode, "Shared"),
-            "msgRateIn": msg_rate,
-            "msgThroughputIn": byte_rate,
-            "address": self.sink.remote_address,
-            "connectedSince": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_since)),
-        }
-
-
 DUPLICATE = (-1, -1)
 
 
-class Topic:
+def entry_of(metadata: MessageMetadata, num_messages: int, checksum: int, data: bytes, entry_id: int = -1) -> StoredEntry:
+    """An entry (by default not yet given its id), keyed as Pulsar keys it for Key_Shared: by the ordering
+    key, else by the partition key."""
+    key = metadata.ordering_key if metadata.HasField("ordering_key") else None
+    if key is None and metadata.HasField("partition_key"):
+        partition_key: str | bytes = metadata.partition_key  # bytes when not UTF-8: hashed as they came
+        key = partition_key.encode() if isinstance(partition_key, str) else partition_key
+    return StoredEntry(entry_id, metadata.publish_time, num_messages, checksum, key, data)
+
+
+class Topic(ProducerAccess):
     """One topic partition (or non-partitioned topic)."""
 
     def __init__(
@@ -80,12 +47,11 @@ class Topic:
         last_sequence_ids: dict[str, int] | None = None,
         limits: ClientLimits,
     ):
-        self.name = name
+        super().__init__(name, limits)
         self.storage = storage
         self.ledger = ledger
         self.dedup = dedup
-        self.limits = limits
-        self.producers: list[ServerProducer] = []
+        self.compaction = Compaction(ledger)
         self.subscriptions: dict[str, Subscription] = {}
         for sub_name, state in (cursors or {}).items():
             self.subscriptions[sub_name] = Subscription(self, Cursor.from_state(sub_name, state), 0)
@@ -93,11 +59,6 @@ class Topic:
         self._persisted_seq: dict[str, int] = dict(last_sequence_ids or {})
         self._pushed_seq: dict[str, int] = dict(self._persisted_seq)
         self._last_append: dict[str, Commit] = {}
-        # Producer access (Pulsar's rules): the exclusive producer, if any; the topic epoch, which
-        # each exclusive producer raises (None until the first); WaitForExclusive producers queued.
-        self._exclusive: ServerProducer | None = None
-        self.topic_epoch: int | None = None
-        self._exclusive_waiters: list[asyncio.Future[None]] = []
         self.msg_in = 0
         self.bytes_in = 0
         # Entries appended since the topic was loaded, as Pulsar's entriesAddedCounter (the
@@ -107,7 +68,7 @@ class Topic:
         ledger.on_committed.append(self._dispatch_all)
         ledger.on_unfenced.append(self._forget_unpersisted_sequences)
 
-    # ---- producers ----
+    # ---- deduplication ----
 
     def last_sequence_id(self, producer_name: str) -> int:
         """The highest committed sequence id of a producer name, -1 if none (or dedup off)."""
@@ -124,100 +85,16 @@ class Topic:
         self._pushed_seq = {}
         self._last_append = {}
 
-    async def add_producer(
-        self, producer: ServerProducer, epoch: int | None = None, queued: Callable[[], None] | None = None
-    ) -> None:
-        """Attach a producer, enforcing its access mode as Pulsar does (WaitForExclusive may wait,
-        and ``queued`` is called once when it starts to).
-
-        ``epoch`` is the topic epoch a reconnecting exclusive producer had: one older than the
-        topic's means another exclusive producer came in between, and it stays fenced.
-        """
-        self.check_producer_room()
-        if self.ledger.fenced:  # as Pulsar: back once the failed write has settled
+    async def add_producer(self, producer: ServerProducer, epoch: int | None = None, queued: Callable[[], None] | None = None) -> None:
+        """Attach a producer as :meth:`ProducerAccess.add_producer` does, unless a failed write has
+        fenced the topic: as Pulsar, it takes producers again once the entries in flight settled."""
+        if self.ledger.fenced:
             raise SubscriptionError("ServiceNotReady", "Topic is temporarily unavailable")
-        mode = producer.access_mode
-        holder = self._exclusive.name if self._exclusive is not None else None
-        if mode == ProducerAccessMode.Shared:
-            if self._exclusive is not None or self._exclusive_waiters:
-                raise SubscriptionError("ProducerBusy", f"Topic has an existing exclusive producer: {holder}")
-            self.producers.append(producer)
-            return
-        if mode == ProducerAccessMode.Exclusive:
-            if self._exclusive is not None or self._exclusive_waiters:
-                raise SubscriptionError("ProducerFenced", f"Topic has an existing exclusive producer: {holder}")
-            if self.producers:
-                raise SubscriptionError("ProducerFenced", "Topic has existing shared producers")
-            self._check_epoch(epoch)
-        elif mode == ProducerAccessMode.ExclusiveWithFencing:
-            if self._exclusive is not None or self.producers:
-                self._fence_everyone()
-            self._check_epoch(epoch)
-        elif self._exclusive is None and not self.producers:  # WaitForExclusive, the topic free
-            self._check_epoch(epoch)
-        else:
-            # WaitForExclusive, queued until the topic is free. As in Pulsar, a queued producer is
-            # promoted with the epoch it brings, unchecked: a fenced one waits and gets back in.
-            if queued is not None:
-                queued()
-            while self._exclusive is not None or self.producers:
-                waiter = asyncio.get_running_loop().create_future()
-                self._exclusive_waiters.append(waiter)
-                await waiter  # raises when fenced out meanwhile
-        self._exclusive = producer
-        self.topic_epoch = epoch if epoch is not None else (-1 if self.topic_epoch is None else self.topic_epoch) + 1
-        self.producers.append(producer)
-
-    def check_producer_room(self) -> None:
-        """Refuse another producer when the topic has Pulsar's maxProducersPerTopic already."""
-        limit = self.limits.max_producers_per_topic
-        if limit and len(self.producers) >= limit:
-            raise SubscriptionError("ProducerBusy", f"Topic '{self.name}' reached max producers limit")  # Pulsar's words
-
-    def _check_epoch(self, epoch: int | None) -> None:
-        if epoch is not None and self.topic_epoch is not None and epoch < self.topic_epoch:
-            raise SubscriptionError(
-                "ProducerFenced",
-                f"Topic epoch has already moved. Current epoch: {self.topic_epoch}, Producer epoch: {epoch}",
-            )
-
-    def _fence_everyone(self) -> None:
-        """ExclusiveWithFencing: fail the queued exclusive producers and drop every producer.
-
-        As Pulsar does, the dropped producers' clients are not told: one told would reconnect at
-        once and, were it ExclusiveWithFencing too, fence the newcomer back. A fenced producer
-        learns it at its next SEND, which fails and makes it reconnect into the epoch check.
-        """
-        waiters, self._exclusive_waiters = self._exclusive_waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_exception(SubscriptionError("ProducerFenced", "Fenced out"))
-        for other in list(self.producers):
-            self.remove_producer(other)
-            other.sink.drop_producer(other.producer_id)
-
-    def remove_producer(self, producer: ServerProducer) -> None:
-        """Detach a producer; once none is left, the first queued exclusive producer gets in."""
-        if producer in self.producers:
-            self.producers.remove(producer)
-        if producer is self._exclusive:
-            self._exclusive = None
-        if not self.producers:
-            while self._exclusive_waiters:
-                waiter = self._exclusive_waiters.pop(0)
-                if not waiter.done():
-                    waiter.set_result(None)
-                    break
-
-    def disconnect_producers(self) -> None:
-        """Close every producer; clients are told, and their producers reconnect."""
-        for producer in list(self.producers):
-            self.remove_producer(producer)
-            producer.sink.close_producer(producer.producer_id)
+        await super().add_producer(producer, epoch, queued)
 
     def disconnect_clients(self) -> None:
         """Close every producer and consumer (the topic is being deleted by force); clients are told."""
-        self.disconnect_producers()
+        self.close_producers()
         for subscription in list(self.subscriptions.values()):  # a reader's goes with its consumer
             for consumer in list(subscription.consumers):
                 consumer.sink.close_consumer(consumer.consumer_id)
@@ -268,11 +145,7 @@ class Topic:
                 return
             if records_sequence:
                 self._pushed_seq[name] = highest
-        key = metadata.ordering_key if metadata.HasField("ordering_key") else None
-        if key is None and metadata.HasField("partition_key"):
-            partition_key: str | bytes = metadata.partition_key  # bytes when not UTF-8: hashed as they came
-            key = partition_key.encode() if isinstance(partition_key, str) else partition_key
-        entry = StoredEntry(-1, metadata.publish_time, num_messages, checksum, key, data)
+        entry = entry_of(metadata, num_messages, checksum, data)
         future = self.ledger.append(entry, name, highest if records_sequence else None)
         if self.dedup and records_sequence:
             self._last_append[name] = future
@@ -280,7 +153,7 @@ class Topic:
         def committed(f: Commit) -> None:
             error = f.exception()
             if error is not None:
-                self.disconnect_producers()
+                self.close_producers()
                 done(None, error)
                 return
             if self.dedup and records_sequence and highest > self._persisted_seq.get(name, -1):

@@ -1,7 +1,7 @@
 """The asyncio API, as the official ``pulsar.asyncio`` module has it, over the same core as the sync API.
 
 Names, parameters (in their positional order) and defaults follow ``pulsar.asyncio`` (the
-factories' options are declared once for both APIs, in :mod:`.factory_options`); so do its
+factories' options are declared once for both APIs, in ``factory_options``); so do its
 errors: whatever fails inside the client is raised as :class:`PulsarException` carrying the
 :class:`Result`, and bad arguments the official module checks itself raise ``ValueError``.
 
@@ -381,7 +381,7 @@ class Client:
 
     @factory(ProducerOptions, Api.ASYNCIO)
     async def create_producer(self, topic: str, options: ProducerOptions) -> Producer:
-        """A producer on ``topic``, batching by default; the options are :class:`~.factory_options.ProducerOptions`."""
+        """A producer on ``topic``, batching by default; the options are :class:`ProducerOptions`."""
         if options.batching_enabled and options.chunking_enabled:
             raise ValueError("Batching and chunking of messages can't be enabled together.")
         return Producer(await _blocking(create_producer, self._client, topic, options.config()))
@@ -407,7 +407,7 @@ class Client:
     @factory(ReaderOptions, Api.ASYNCIO)
     async def create_reader(self, topic: str, start_message_id: MessageId, options: ReaderOptions) -> Reader:
         """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``, ``latest`` or an id);
-        the options are :class:`~.factory_options.ReaderOptions`."""
+        the options are those of ``Client.create_reader``."""
         if not isinstance(start_message_id, MessageId):
             raise ValueError(f"Argument start_message_id is expected to be of type 'MessageId' and not '{type(start_message_id).__name__}'")
         return Reader(await _blocking(open_reader, self._client, topic, start_message_id, options))

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .arguments import check, check_type, check_type_or_none
 from .auth import Authentication
@@ -24,7 +24,7 @@ from .forks import reset_after_fork
 from .loggers import ConsoleLogger, FileLogger, LogRoute
 from .partition_watch import PartitionWatch
 from .producer.limits import MemoryLimit
-from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
+from .protocol.PulsarApi_pb2 import BaseCommand, CommandGetTopicsOfNamespace, CommandLookupTopicResponse
 from .schema import SchemaInfo
 from .service_info import ServiceInfo, ServiceInfoProvider, ServiceUrl
 from .services import TrackedHandler
@@ -32,19 +32,26 @@ from .timer import Timer
 from .tls import TlsOptions
 from .topic_name import TopicName
 
+if TYPE_CHECKING:  # imported when a client is given an http(s):// URL: httpx is costly to import
+    from .http_lookup import HttpLookup
+
 log = logging.getLogger(__name__)
 
 T = BaseCommand.Type
 R = TypeVar("R")
 _MAX_REDIRECTS = 20
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
+# How long close() waits for a connection's threads to end (they do once its socket is closed).
+_THREAD_JOIN_SECONDS = 5.0
 
 
 class Client(ClientFactories):
     """A Pulsar client; mirrors ``pulsar.Client`` of the official Python package, argument for argument.
 
-    ``service_url`` is a ``pulsar://`` or ``pulsar+ssl://`` URL, an :class:`~.failover.AutoClusterFailover`
-    or a :class:`~.service_info.ServiceInfoProvider`. ``io_threads``, ``message_listener_threads``,
+    ``service_url`` is a ``pulsar://`` or ``pulsar+ssl://`` URL, the ``http://`` or ``https://`` URL
+    of a broker's (or proxy's) admin port, over which topics are then looked up (see "HTTP service
+    URLs" in the docs' client page), an :class:`~.failover.AutoClusterFailover` or a
+    :class:`~.service_info.ServiceInfoProvider`. ``io_threads``, ``message_listener_threads``,
     ``concurrent_lookup_requests``, ``log_conf_file_path`` and ``use_tls`` are accepted and have no
     effect: each connection has its own reader thread, each listener its own thread, and TLS follows
     the URL's scheme. Unlike the official client, ``tls_validate_hostname`` defaults to True. After
@@ -123,6 +130,7 @@ class Client(ClientFactories):
         self._tls_options = TlsOptions(
             tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path, tls_private_key_file_path
         )
+        self._http_lookup: HttpLookup | None = None
         if isinstance(service_url, str):
             self._provider: ServiceInfoProvider | None = None
             self._use_service(ServiceInfo(service_url, authentication, tls_trust_certs_file_path))
@@ -151,10 +159,25 @@ class Client(ClientFactories):
         self.service_url = ServiceUrl(info.service_url)
         self.authentication = info.authentication
         self._tls_context = self._tls_options.context(info.tls_trust_certs_file_path, info.authentication) if info.use_tls else None
+        previous, self._http_lookup = self._http_lookup, None
+        if self.service_url.http:
+            from .http_lookup import HttpLookup
+
+            options = self._tls_options
+            self._http_lookup = HttpLookup(
+                self.service_url,
+                info.authentication,
+                self.operation_timeout,
+                info.tls_trust_certs_file_path,
+                options.allow_insecure_connection,
+                options.validate_hostname,
+            )
+        if previous is not None:
+            previous.close()
 
     @property
     def use_tls(self) -> bool:
-        """Whether the service in use is reached over TLS (``pulsar+ssl://``)."""
+        """Whether the service in use is reached over TLS (``pulsar+ssl://`` or ``https://``)."""
         return self.service_url.tls
 
     def get_service_info(self) -> ServiceInfo:
@@ -197,7 +220,9 @@ class Client(ClientFactories):
             return connection
 
     def service_connection(self) -> Connection:
-        """A connection to one of the service URL's hosts, trying each in turn."""
+        """A connection to one of the service URL's hosts, trying each in turn (binary service URLs only)."""
+        if self._http_lookup is not None:
+            raise exception_for(Result.InvalidConfiguration, f"{self.service_url.url} is looked up over HTTP; it has no binary port")
         errors = []
         for host, port in self.service_url.hosts:
             try:
@@ -222,6 +247,8 @@ class Client(ClientFactories):
 
     def lookup(self, topic: str) -> Connection:
         """The connection to the broker that serves ``topic`` (following redirects)."""
+        if self._http_lookup is not None:
+            return self.connection_to(*self._broker_address(topic, self._http_lookup.broker_url(topic)))
         connection = self.service_connection()
         authoritative = False
         for _ in range(_MAX_REDIRECTS):
@@ -235,10 +262,7 @@ class Client(ClientFactories):
             url = response.brokerServiceUrlTls if self.use_tls else response.brokerServiceUrl
             if response.proxy_through_service_url:
                 return self.service_connection()
-            try:
-                target = ServiceUrl(url).hosts[0]
-            except ValueError as exc:  # the broker's answer, not the user's argument
-                raise exception_for(Result.InvalidConfiguration, f"lookup of {topic} answered {exc}") from None
+            target = self._broker_address(topic, url)
             if response.response == CommandLookupTopicResponse.Redirect:
                 connection = self.connection_to(*target)
                 authoritative = response.authoritative
@@ -246,11 +270,23 @@ class Client(ClientFactories):
             return self.connection_to(*target)
         raise exception_for(Result.LookupError, f"lookup of {topic} redirected more than {_MAX_REDIRECTS} times")
 
+    @staticmethod
+    def _broker_address(topic: str, url: str) -> tuple[str, int]:
+        try:
+            broker = ServiceUrl(url)
+            if broker.http:
+                raise ValueError(f"broker URL {url!r} must start with pulsar:// or pulsar+ssl://")
+            return broker.hosts[0]
+        except ValueError as exc:  # the broker's answer, not the user's argument
+            raise exception_for(Result.InvalidConfiguration, f"lookup of {topic} answered {exc}") from None
+
     def partition_count(self, topic: str) -> int:
         """Partitions of ``topic``; 0 for a non-partitioned topic."""
         name = str(TopicName.parse(topic))
 
         def ask() -> int:
+            if self._http_lookup is not None:
+                return self._http_lookup.partition_count(name)
             response = self.service_connection().call(T.PARTITIONED_METADATA, self.operation_timeout, topic=name)
             return int(response.partitions)
 
@@ -268,12 +304,23 @@ class Client(ClientFactories):
         name = str(TopicName.parse(topic))
 
         def ask() -> SchemaInfo:
+            if self._http_lookup is not None:
+                return self._http_lookup.schema_info(name, version)
             response = self.lookup(name).call(
                 T.GET_SCHEMA, self.operation_timeout, topic=name, schema_version=version.to_bytes(8, "big", signed=True)
             )
             return SchemaInfo.from_proto(response.schema)
 
         return self.with_retries(f"schema version {version} of {name}", ask)
+
+    def topics_of_namespace(self, namespace: str, mode: int) -> list[str]:
+        """The topics of ``namespace`` (``tenant/namespace``) of the kind ``mode`` (a
+        ``CommandGetTopicsOfNamespace.Mode``), partitions listed one by one."""
+        if self._http_lookup is not None:
+            mode_name = CommandGetTopicsOfNamespace.Mode.Name(mode)  # type: ignore[arg-type]
+            return self._http_lookup.topics_of_namespace(namespace, mode_name)
+        response = self.service_connection().call(T.GET_TOPICS_OF_NAMESPACE, self.operation_timeout, namespace=namespace, mode=mode)
+        return list(response.topics)
 
     # ---- lifecycle ----
 
@@ -317,6 +364,10 @@ class Client(ClientFactories):
             self._pool.clear()
         for connection in connections:
             connection.close()
+        for connection in connections:
+            connection.join(_THREAD_JOIN_SECONDS)
+        if self._http_lookup is not None:
+            self._http_lookup.close()
         self.timer.close()
         if self._log_route is not None:
             self._log_route.close()

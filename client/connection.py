@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from google.protobuf.message import Message
 
 from .auth import Authentication
+from .dependencies import DISTRIBUTION, distribution_version
 from .exceptions import AuthenticationError, ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
 from .frame_writer import FrameWriter
 from .protocol import commands
@@ -44,7 +45,8 @@ log = logging.getLogger(__name__)
 
 # Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
 T = BaseCommand
-CLIENT_VERSION = "airflow-pulsar-0.1.0"
+# What CONNECT tells the broker: the distribution and its version, read once from its metadata.
+CLIENT_VERSION = "-".join(filter(None, [DISTRIBUTION, distribution_version()]))
 _RECV_SIZE = 256 * 1024
 _UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 
@@ -99,6 +101,7 @@ class Connection:
         self._keepalive_seconds = keepalive_seconds
         self._sock: socket.socket | TlsStream | None = None
         self._writer: FrameWriter | None = None
+        self._reader: threading.Thread | None = None
         self._lock = threading.Lock()
         self._requests: dict[int, Future[Any]] = {}
         self._request_ids = itertools.count(1)
@@ -127,7 +130,7 @@ class Connection:
                 # Not ssl.SSLSocket: it must not be read and written from two threads at once (see tls.py).
                 stream = TlsStream(sock, self._tls_context, self.host)
                 stream.handshake()
-            stream.sendall(encode_command(self._connect_command()))
+            stream.sendall(encode_command(_connect_command(self._auth)))
             connected = self._await_connected(stream, deadline)
         except ssl.SSLError as exc:
             sock.close()
@@ -152,24 +155,13 @@ class Connection:
         self._sock = stream
         self._writer = FrameWriter(stream, f"pulsar-writer-{self.address}", self._write_failed)
         self._last_received = time.monotonic()
-        threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
+        self._reader = threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True)
+        self._reader.start()
         self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
 
     def _presents_certificate(self) -> bool:
         """Whether this connection shows the broker a TLS client certificate."""
         return self._tls_context is not None and self._auth is not None and self._auth.tls_certificate_files() is not None
-
-    def _connect_command(self) -> BaseCommand:
-        auth_name = self._auth.auth_method_name if self._auth else "none"
-        auth_data = self._auth.auth_data() if self._auth else None
-        return commands.make(
-            T.CONNECT,
-            client_version=CLIENT_VERSION,
-            protocol_version=PROTOCOL_VERSION,
-            auth_method_name=auth_name,
-            auth_data=auth_data,
-            feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
-        )
 
     def _await_connected(self, sock: socket.socket | TlsStream, deadline: float) -> CommandConnected:
         while True:
@@ -190,22 +182,13 @@ class Connection:
                     result = result_for_server_error(command.error.error)
                     raise exception_for(result, f"{self.address} refused the connection: {command.error.message}")
                 if command.type == T.AUTH_CHALLENGE and self._auth is not None:
-                    sock.sendall(encode_command(self._auth_response()))
+                    sock.sendall(encode_command(_auth_response(self._auth)))
                     continue
                 raise ConnectError(f"{self.address} sent {commands.type_name(command.type)} before CONNECTED")
 
-    def _auth_response(self) -> BaseCommand:
-        assert self._auth is not None
-        return commands.make(
-            T.AUTH_RESPONSE,
-            client_version=CLIENT_VERSION,
-            protocol_version=PROTOCOL_VERSION,
-            response=AuthData(auth_method_name=self._auth.auth_method_name, auth_data=self._auth.auth_data()),
-        )
-
-    def _answer_challenge(self) -> None:
+    def _answer_challenge(self, auth: Authentication) -> None:
         try:
-            response = self._auth_response()
+            response = _auth_response(auth)
         except PulsarException as exc:
             # The broker closes the connection when no answer comes; the reconnect then fails with this.
             log.warning("cannot answer the authentication challenge of %s: %s", self.address, exc)
@@ -239,6 +222,15 @@ class Connection:
         self._keepalive = None
         if self._sock is not None:
             self._sock.close()
+
+    def join(self, timeout: float) -> None:
+        """After :meth:`close`: wait up to ``timeout`` seconds for its reader and writer threads to
+        end (the reader fails what is pending first), so none outlives the client's close."""
+        deadline = time.monotonic() + timeout
+        writer = self._writer
+        for thread in (self._reader, writer.thread if writer is not None else None):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def _check_alive(self) -> None:
         if time.monotonic() - self._last_received > 2 * self._keepalive_seconds:
@@ -471,7 +463,9 @@ class Connection:
                 consumer.handle_end_of_topic()
         elif kind == T.AUTH_CHALLENGE and self._auth is not None:
             # Fresh credentials may take a request to an OAuth2 issuer: not on the reader thread.
-            threading.Thread(target=self._answer_challenge, name=f"pulsar-auth-{self.address}", daemon=True).start()
+            threading.Thread(
+                target=self._answer_challenge, args=(self._auth,), name=f"pulsar-auth-{self.address}", daemon=True
+            ).start()
         else:
             log.warning("ignoring unexpected %s from %s", commands.type_name(kind), self.address)
 
@@ -479,3 +473,23 @@ class Connection:
 def _response_error(error: int, message: str, default: Result = Result.UnknownError) -> PulsarException:
     result = result_for_server_error(error)
     return exception_for(default if result is Result.UnknownError else result, message)
+
+
+def _connect_command(auth: Authentication | None) -> BaseCommand:
+    return commands.make(
+        T.CONNECT,
+        client_version=CLIENT_VERSION,
+        protocol_version=PROTOCOL_VERSION,
+        auth_method_name=auth.auth_method_name if auth else "none",
+        auth_data=auth.auth_data() if auth else None,
+        feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
+    )
+
+
+def _auth_response(auth: Authentication) -> BaseCommand:
+    return commands.make(
+        T.AUTH_RESPONSE,
+        client_version=CLIENT_VERSION,
+        protocol_version=PROTOCOL_VERSION,
+        response=AuthData(auth_method_name=auth.auth_method_name, auth_data=auth.auth_data()),
+    )

@@ -25,7 +25,15 @@ from pathlib import Path
 
 from .version_ranges import Version, VersionRange
 
-__all__ = ["CLIENT_DEPENDENCIES", "DISTRIBUTION", "IncompatibleDependencyError", "Requirement", "check", "declared_requirements"]
+__all__ = [
+    "CLIENT_DEPENDENCIES",
+    "DISTRIBUTION",
+    "IncompatibleDependencyError",
+    "Requirement",
+    "check",
+    "declared_requirements",
+    "distribution_version",
+]
 
 DISTRIBUTION = "airflow-pulsar"
 # What the client itself imports; checked when ``airflow_pulsar.client`` is imported. The embedded
@@ -102,6 +110,13 @@ def declared_requirements() -> list[Requirement]:
     """This package's requirements, from the ``METADATA`` of its first ``.dist-info`` folder on
     ``sys.path``; none when it is not installed."""
     return _requirements_in(_dist_info_folders({_normalize(DISTRIBUTION)}).get(_normalize(DISTRIBUTION)))
+
+
+def distribution_version() -> str | None:
+    """This package's installed version (pyproject.toml's, through its ``.dist-info`` folder); None
+    where it is not installed, as in a Spark executor that was shipped the client's files alone."""
+    name = _normalize(DISTRIBUTION)
+    return _installed_version(DISTRIBUTION, _dist_info_folders({name}).get(name))
 
 
 def _requirements_in(dist_info: Path | None) -> list[Requirement]:

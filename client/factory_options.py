@@ -9,7 +9,7 @@ order with the official defaults, then this client's own, keyword only. The fact
 The official modules differ in a few places, which a field records in its metadata: an option
 only one API has (:func:`only_in`), and a default of the asyncio API's own (:func:`asyncio_default`).
 The deliberate differences from the official defaults (``schema=None`` for bytes, batching on
-unless chunking is) are in the README.
+unless chunking is) are in docs/client.md.
 """
 
 from __future__ import annotations

@@ -98,10 +98,6 @@ class ClientServices(Protocol):
         """The connection to the broker that serves ``topic`` (one full lookup, redirects followed)."""
         ...
 
-    def service_connection(self) -> Connection:
-        """A connection to any broker of the service URL, for requests not tied to a topic."""
-        ...
-
     def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
         """Run ``operation``, retrying retryable errors with backoff until ``deadline`` (monotonic)
         or the operation timeout; ``what`` names it in the log."""
@@ -109,6 +105,10 @@ class ClientServices(Protocol):
 
     def partition_count(self, topic: str) -> int:
         """Partitions of ``topic`` from its partitioned metadata; 0 for a non-partitioned topic."""
+        ...
+
+    def topics_of_namespace(self, namespace: str, mode: int) -> list[str]:
+        """The topics of ``namespace`` of the kind ``mode`` (``CommandGetTopicsOfNamespace.Mode``)."""
         ...
 
     def register(self, handler: TrackedHandler) -> None:

@@ -87,6 +87,8 @@ BROKER_CONFIG: dict[str, str] = {
     "brokerEntryMetadataInterceptors": INDEX_INTERCEPTOR,
     "webSocketServiceEnabled": "false",
     "functionsWorkerEnabled": "false",
+    # Topics past their namespace's compactionThreshold are compacted within seconds, not a minute.
+    "brokerServiceCompactionMonitorIntervalInSeconds": "5",
 }
 
 # Bookie settings for one small machine: small caches, and no fsync of the journal (a test

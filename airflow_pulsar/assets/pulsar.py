@@ -40,7 +40,10 @@ def cluster_namespace(service_url: str) -> str:
     The scheme is always ``pulsar`` (also for ``pulsar+ssl://`` URLs, whose port tells them
     apart), as OpenLineage names Kafka clusters ``kafka://host:port``.
     """
-    host, port = ServiceUrl(service_url).hosts[0]
+    url = ServiceUrl(service_url)
+    if url.http:  # an admin port's URL does not name the binary port the cluster is known by
+        raise ValueError(f"service URL {service_url!r} must start with pulsar:// or pulsar+ssl:// to name a cluster")
+    host, port = url.hosts[0]
     return f"{SCHEME}://{_authority(host, port)}"
 
 

@@ -28,7 +28,9 @@ DEFAULT_PORT = 6650
 DEFAULT_TLS_PORT = 6651
 DEFAULT_ADMIN_PORT = 8080
 DEFAULT_ADMIN_TLS_PORT = 8443
-_PULSAR_SCHEMES = ("pulsar", "pulsar+ssl")
+# Service URL schemes a host may hold; http(s):// URLs are looked up over the admin REST port.
+_SERVICE_SCHEMES = ("pulsar", "pulsar+ssl", "http", "https")
+_TLS_SCHEMES = ("pulsar+ssl", "https")
 # A producer, consumer or reader the hook closes on close().
 H = TypeVar("H", Producer, Consumer, Reader)
 _TRUE = {"true", "1", "yes", "y", "on"}
@@ -110,14 +112,16 @@ class PulsarConnectionConfig:
         use_tls = _as_bool(extra.get("use_tls", False), "use_tls")
         if "://" in host:
             scheme = host.split("://", 1)[0].lower()
-            if scheme not in _PULSAR_SCHEMES:
+            if scheme not in _SERVICE_SCHEMES:
                 raise ValueError(
-                    f"connection {conn.conn_id!r}: host {host!r} must be a host name or a pulsar:// or "
-                    "pulsar+ssl:// service URL"
+                    f"connection {conn.conn_id!r}: host {host!r} must be a host name or a pulsar://, "
+                    "pulsar+ssl://, http:// or https:// service URL"
                 )
             service_url = host
-            use_tls = use_tls or scheme == "pulsar+ssl"
+            use_tls = use_tls or scheme in _TLS_SCHEMES
             first_host = urlsplit(host).netloc.split(",")[0].rsplit(":", 1)[0]
+            if scheme.startswith("http"):  # the admin REST port is the one the client looks topics up on
+                extra.setdefault("admin_url", host.split(",")[0])
         else:
             scheme = "pulsar+ssl" if use_tls else "pulsar"
             port = conn.port or (DEFAULT_TLS_PORT if use_tls else DEFAULT_PORT)
@@ -162,8 +166,10 @@ class PulsarHook(BaseHook):
 
     The connection's host (and port) give the service URL, ``pulsar://host:6650`` or, with the
     ``use_tls`` extra, ``pulsar+ssl://host:6651``; a host holding a ``pulsar://`` or
-    ``pulsar+ssl://`` URL (several brokers allowed) is used as is. The ``auth_method`` extra picks
-    the authentication (see :mod:`airflow_pulsar.hooks.authentication`): by default the password
+    ``pulsar+ssl://`` URL (several brokers allowed) is used as is, and so is an ``http://`` or
+    ``https://`` URL of the admin port (the client then looks topics up over HTTP, and the admin
+    URL defaults to it). The ``auth_method`` extra picks
+    the authentication (see the docs' connection page): by default the password
     is a token for ``AuthenticationToken``; ``basic``, ``tls`` (client certificate) and ``oauth2``
     read the login, password and extras. Producers, consumers and readers made here are closed by
     ``close()``.
@@ -351,8 +357,9 @@ class PulsarHook(BaseHook):
         except Exception as exc:
             return False, self._redact(f"Invalid Pulsar client settings for {config.service_url}: {exc}")
         try:
-            connection = client.service_connection()
             partitions = client.partition_count(self.test_topic)
+            # The broker serving the probe topic: over the binary protocol, or found over HTTP.
+            connection = client.lookup(self.test_topic)
         except Exception as exc:
             return False, self._redact(f"Cannot reach Pulsar at {config.service_url}: {type(exc).__name__}: {exc}")
         finally:

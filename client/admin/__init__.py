@@ -2,13 +2,13 @@
 (:class:`AsyncPulsarAdmin`), over httpx.
 
 The paths, request bodies, response decoding and error handling live once, in a sans-IO layer:
-every operation (:mod:`.operations`, :mod:`.backlog`) is a generator that yields
-:class:`AdminCall` descriptions (:mod:`.calls`) and receives their decoded results (``backlog``
+every operation (modules ``operations``, ``backlog``) is a generator that yields
+:class:`AdminCall` descriptions (``calls``) and receives their decoded results (``backlog``
 yields two calls, ``message_backlog`` a few per partition, the others one). An
-:class:`~.exchange.Exchange` turns calls into ``httpx.Request`` objects, follows Pulsar's 307
-redirects to the owning broker, decodes responses and raises errors (:mod:`.errors`). Each public
-method is declared once, from its operation (:mod:`.base`); the two clients (:mod:`.sync`,
-:mod:`.aio`) only move requests and responses through their httpx client, so they cannot drift
+``Exchange`` turns calls into ``httpx.Request`` objects, follows Pulsar's 307
+redirects to the owning broker, decodes responses and raises errors (``errors``). Each public
+method is declared once, from its operation (``base``); the two clients (``sync``,
+``aio``) only move requests and responses through their httpx client, so they cannot drift
 apart.
 
 Only Pulsar's own paths and JSON field names are used, so this works against the standalone broker

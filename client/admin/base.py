@@ -12,7 +12,7 @@ from ..auth import Authentication, AuthenticationDisabled, load_client_certifica
 from ..exceptions import AlreadyClosed, InvalidConfiguration
 from ..forks import reset_after_fork
 from . import backlog as backlog_operations
-from . import operations, permissions, schemas
+from . import lookups, operations, permissions, schemas
 from .calls import NO_BODY, AdminCall, Operation, T
 from .exchange import Exchange, display_url
 from .method import AdminMethod
@@ -116,10 +116,19 @@ class AdminBase:
     set_topic_deduplication = AdminMethod(operations.set_topic_deduplication)
     delete_partitioned_topic = AdminMethod(operations.delete_partitioned_topic)
 
+    # ---- lookups (what a client with an http:// service URL asks) ----
+    lookup_topic = AdminMethod(lookups.lookup_topic)
+    partitioned_topic_metadata = AdminMethod(lookups.partitioned_topic_metadata)
+    topics_of_namespace = AdminMethod(lookups.topics_of_namespace)
+
     # ---- stats ----
     topic_stats = AdminMethod(operations.topic_stats)
     internal_stats = AdminMethod(operations.internal_stats)
     partitioned_stats = AdminMethod(operations.partitioned_stats)
+
+    # ---- compaction ----
+    trigger_compaction = AdminMethod(operations.trigger_compaction)
+    compaction_status = AdminMethod(operations.compaction_status)
     backlog = AdminMethod(backlog_operations.backlog)
     message_backlog = AdminMethod(backlog_operations.message_backlog)
 

@@ -189,6 +189,18 @@ def topic_stats(topic: str, precise_backlog: bool = False) -> Operation[dict[str
     return (yield stats_call(topic_name(topic), precise_backlog, "topic_stats"))
 
 
+def trigger_compaction(topic: str) -> Operation[None]:
+    """Start compacting a topic (every partition of a partitioned one); 409 (AdminConflictError)
+    while a run is under way. The run goes on in the broker: :func:`compaction_status` follows it."""
+    return (yield AdminCall("trigger_compaction", "PUT", topic_path(topic_name(topic), "compaction"), decode=decode_nothing))
+
+
+def compaction_status(topic: str) -> Operation[dict[str, Any]]:
+    """Pulsar's LongRunningProcessStatus of a topic's latest compaction: ``status`` (NOT_RUN,
+    RUNNING, SUCCESS or ERROR) and ``lastError``."""
+    return (yield AdminCall("compaction_status", "GET", topic_path(topic_name(topic), "compaction"), decode=decode_document))
+
+
 def internal_stats(topic: str) -> Operation[dict[str, Any]]:
     """Pulsar's internal stats of a non-partitioned topic or one partition: its ledgers
     (``ledgerId``, ``entries``; the open ledger's count is ``currentLedgerEntries``),

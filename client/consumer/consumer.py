@@ -14,7 +14,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from ..arguments import check, is_int
-from ..exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, Interrupted, InvalidConfiguration, Timeout
+from ..exceptions import (
+    AlreadyClosed,
+    CumulativeAcknowledgementNotAllowedError,
+    Interrupted,
+    InvalidConfiguration,
+    OperationNotSupported,
+    Timeout,
+)
 from ..forks import inherited_message
 from ..protocol.message_id import MessageId
 from .message import Message
@@ -109,7 +116,8 @@ class Consumer:
         matches = [c for c in self._children.values() if c.partition == target.partition() and c.partition >= 0]
         if len(matches) == 1:
             return matches[0]
-        raise InvalidConfiguration(f"cannot tell which topic message id {target} belongs to; pass the Message")
+        # As the official multi-topics consumer: an id that names no topic (one from producer.send) is refused.
+        raise OperationNotSupported(f"message id {target} names no topic of this multi-topics consumer; pass the Message")
 
     # ---- receiving ----
 
@@ -207,7 +215,13 @@ class Consumer:
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Have the message redelivered after ``negative_ack_redelivery_delay_ms``."""
         self.check_open()
-        self._child_for(message).negative_acknowledge(message)
+        try:
+            child = self._child_for(message)
+        except OperationNotSupported as exc:
+            # The official client ignores such an id here, where it refuses it in an acknowledge.
+            log.warning("negative_acknowledge ignored: %s", exc)
+            return
+        child.negative_acknowledge(message)
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Have every unacknowledged message delivered again."""

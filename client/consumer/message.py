@@ -160,12 +160,12 @@ class Message:
         return owner.settings.schema.decode_message(self)
 
     def properties(self) -> dict[str, str]:
-        """The application-defined properties (bytes that are not UTF-8 read as :func:`text` reads them)."""
+        """The application-defined properties (each malformed UTF-8 sequence reads as U+FFFD, as Java decodes it)."""
         return {text(kv.key): text(kv.value) for kv in self._source().properties}
 
     def partition_key(self) -> str:
         """The key used for routing and Key_Shared dispatch, or ``""`` (bytes that are not UTF-8
-        read as :func:`text` reads them; :meth:`key_bytes` gives them as they are)."""
+        with each malformed UTF-8 sequence read as U+FFFD; :meth:`key_bytes` gives them as they are)."""
         return text(self._source().partition_key)
 
     def key_bytes(self) -> bytes | None:

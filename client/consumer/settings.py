@@ -68,6 +68,15 @@ class RegexSubscriptionMode(enum.IntEnum):
         modes = CommandGetTopicsOfNamespace
         return (modes.PERSISTENT, modes.NON_PERSISTENT, modes.ALL)[self.value]
 
+    @property
+    def domains(self) -> frozenset[str]:
+        """The topic domains the mode takes: ``persistent``, ``non-persistent``, or both."""
+        return (_PERSISTENT, _NON_PERSISTENT, _PERSISTENT | _NON_PERSISTENT)[self.value]
+
+
+_PERSISTENT = frozenset({"persistent"})
+_NON_PERSISTENT = frozenset({"non-persistent"})
+
 
 class BatchReceivePolicy:
     """The batch receive limits as the official core holds them (``pulsar.BatchReceivePolicy``)."""

@@ -1,6 +1,6 @@
 """Producer settings as the producer uses them: the options of ``create_producer``, validated once.
 
-The options and their defaults are declared in :class:`~..factory_options.ProducerOptions`;
+The options and their defaults are declared in :class:`~airflow_pulsar.client.ProducerOptions`;
 :meth:`ProducerConfig.from_options` checks each (name, type, range) and holds them in the forms
 the producer reads (enum members, tuples, a schema). A bad argument raises ``ValueError``
 naming it, as the official wrapper does.
@@ -76,7 +76,7 @@ class ProducerConfig:
 
     @classmethod
     def from_options(cls, options: Any) -> ProducerConfig:
-        """Check every option of a :class:`~..factory_options.ProducerOptions` (type, range,
+        """Check every option of a :class:`~airflow_pulsar.client.ProducerOptions` (type, range,
         combination) and convert it; raise naming the bad one. (Typed loosely: the options' module
         imports this one's enums and checks options with this method.)"""
         values = {option.name: getattr(options, option.name) for option in dataclasses.fields(options)}

@@ -129,19 +129,23 @@ def test_importing_and_constructing_the_hook_opens_no_socket() -> None:
         ({"host": "pulsar+ssl://b1:6651"}, "pulsar+ssl://b1:6651", "https://b1:8443"),
         ({"host": "broker", "extra": {"admin_url": "http://admin:9090/"}}, "pulsar://broker:6650", "http://admin:9090"),
         ({"host": "broker", "extra": {"extra__pulsar__admin_url": "http://old:1"}}, "pulsar://broker:6650", "http://old:1"),
+        # An admin port's URL: the client looks topics up over HTTP, and the admin URL is that port.
+        ({"host": "http://broker:8080"}, "http://broker:8080", "http://broker:8080"),
+        ({"host": "https://broker:8443"}, "https://broker:8443", "https://broker:8443"),
+        ({"host": "http://broker:8080", "extra": {"admin_url": "http://admin:9090"}}, "http://broker:8080", "http://admin:9090"),
     ],
 )
 def test_service_and_admin_urls(fields: dict, service_url: str, admin_url: str) -> None:
     config = PulsarConnectionConfig.from_connection(_conn(**fields))
     assert (config.service_url, config.admin_url) == (service_url, admin_url)
-    assert config.use_tls == service_url.startswith("pulsar+ssl")
+    assert config.use_tls == service_url.startswith(("pulsar+ssl", "https"))
 
 
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
         ({}, "has no host"),
-        ({"host": "http://broker:8080"}, "must be a host name or a pulsar:// or pulsar"),
+        ({"host": "ftp://broker:8080"}, r"must be a host name or a pulsar://, pulsar\+ssl://, http:// or https://"),
         ({"host": "broker", "extra": {"use_tls": "maybe"}}, "'use_tls' must be a boolean"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": "soon"}}, "must be a number"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": 0}}, "must be positive"),
@@ -229,6 +233,21 @@ def test_connection_test_succeeds_against_the_broker(broker, pulsar_conn, form: 
     assert hook._client is None  # the probe client is separate and closed
 
 
+def test_a_connection_to_an_http_service_url(broker, pulsar_conn, topic_name: str) -> None:
+    # The admin port's URL as host: topics are looked up over HTTP, and it is the admin URL too.
+    pulsar_conn(host=broker.web_url)
+    hook = PulsarHook()
+    ok, message = hook.test_connection()
+    assert ok, message
+    assert message.startswith(f"Connected to Pulsar at {broker.web_url} (")
+    try:
+        consumer = hook.get_client().subscribe(topic_name, "sub")
+        hook.get_client().create_producer(topic_name).send(b"through an http:// connection")
+        assert consumer.receive(5000).data() == b"through an http:// connection"
+    finally:
+        hook.close()
+
+
 def test_connection_test_through_the_task_sdk(broker, pulsar_conn) -> None:
     pulsar_conn(host=broker.service_url, extra={"admin_url": broker.web_url})
     ok, message = Connection.get("pulsar_default").test_connection()
@@ -257,7 +276,7 @@ def test_connection_test_fails_clearly_on_a_closed_port(pulsar_conn) -> None:
 
 
 def test_connection_test_fails_clearly_on_a_bad_connection(pulsar_conn) -> None:
-    pulsar_conn(host="http://wrong:8080")
+    pulsar_conn(host="ftp://wrong:8080")
     ok, message = PulsarHook().test_connection()
     assert not ok and message.startswith("Invalid Pulsar connection 'pulsar_default':"), message
 

@@ -193,7 +193,7 @@ def test_a_fork_pool_of_workers_sends_on_the_client_made_before_it(client: Clien
 
 
 def test_the_prefork_example_publishes_from_each_worker_and_the_parent_reads_back(broker: Any) -> None:
-    example = Path(__file__).resolve().parents[2] / "pending-docs" / "examples" / "prefork_workers.py"
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "forks" / "prefork_workers.py"
     env = {**os.environ, "PULSAR_SERVICE_URL": broker.service_url, "PULSAR_TOPIC": _topic()}
     done = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -236,7 +236,7 @@ def test_a_full_database_refuses_sends_until_a_deleted_topic_frees_space(broker_
 
 def test_the_full_disk_example_waits_then_stores_every_order_once(broker_factory: Any, topic_name: str) -> None:
     broker = broker_factory("--dedup", "--max-storage-size", str(1024 * 1024))
-    example = Path(__file__).resolve().parents[2] / "pending-docs" / "examples" / "full_disk_producer.py"
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "reliability" / "full_disk_producer.py"
     env = os.environ | {"PULSAR_SERVICE_URL": broker.service_url, "PULSAR_WEB_URL": broker.web_url, "PULSAR_TOPIC": topic_name}
     run = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]

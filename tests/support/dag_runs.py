@@ -1,11 +1,15 @@
-"""Running the test DAGs with dag.test() and reading what they left: task states and XComs."""
+"""Running the test DAGs with dag.test() and reading what they left: task states and XComs (also
+those a run of Airflow's command line left in its SQLite database)."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from tests.support.airflow_env import DAGS_FOLDER
@@ -66,3 +70,10 @@ def subscription_stats(admin: Any, topic: str, subscription: str) -> dict[str, A
     else:
         stats = admin.topic_stats(topic)
     return stats["subscriptions"][subscription]
+
+
+def xcoms_in_database(database: Path, dag_id: str) -> dict[str, Any]:
+    """task id -> its ``return_value`` XCom, read from the SQLite Airflow database a run wrote."""
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT task_id, value FROM xcom WHERE dag_id = ? AND key = 'return_value'", (dag_id,)).fetchall()
+    return {task_id: json.loads(value) for task_id, value in rows}

@@ -1,12 +1,12 @@
-"""The Delta and Iceberg tables of the ingest tests: where the operator writes them, and what
-they hold, read from their logs or metadata and their parquet files without Spark (a second Spark
+"""The tables of the ingest tests, of each format: where the operator writes them, and what they
+hold, read from their logs or metadata and their parquet files without Spark (a second Spark
 process would need the Derby metastore the jobs use, which admits one process at a time, and the
 tests would pay for another JVM).
 
-Delta: the ``_delta_log`` commits, replayed (``add`` minus ``remove``); partition values come
-from the log where the data files leave them out. Iceberg: the newest ``*.metadata.json``, its
-current snapshot's manifest list and manifests (Avro, read with fastavro), and the data files
-they list as live.
+Parquet: the files of the table's ``batch_id=`` directories. Delta: the ``_delta_log`` commits,
+replayed (``add`` minus ``remove``); partition values come from the log where the data files leave
+them out. Iceberg: the newest ``*.metadata.json``, its current snapshot's manifest list and
+manifests (Avro, read with fastavro), and the data files they list as live.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 
 import fastavro
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
@@ -91,19 +92,46 @@ def _avro_records(uri: str) -> list[dict[str, Any]]:
         return list(fastavro.reader(stream))
 
 
-def iceberg_rows(directory: Path) -> pa.Table:
-    """Every row of the table's current snapshot."""
+def iceberg_files(directory: Path) -> list[str]:
+    """The data files of the table's current snapshot."""
     metadata = iceberg_metadata(directory)
     current = metadata.get("current-snapshot-id")
     snapshot = next(s for s in metadata["snapshots"] if s["snapshot-id"] == current)
-    files = [
+    return sorted(
         entry["data_file"]["file_path"]
         for manifest in _avro_records(snapshot["manifest-list"])
         for entry in _avro_records(manifest["manifest_path"])
         if entry["status"] != _ICEBERG_DELETED
-    ]
+    )
+
+
+def iceberg_rows(directory: Path) -> pa.Table:
+    """Every row of the table's current snapshot."""
+    files = iceberg_files(directory)
     assert files, f"the Iceberg table at {directory} holds no data files"
-    return pa.concat_tables([pq.read_table(_local(path)) for path in sorted(files)])
+    return pa.concat_tables([pq.read_table(_local(path)) for path in files])
+
+
+def delta_files(directory: Path) -> list[str]:
+    """The data files of the Delta table's newest version."""
+    live: set[str] = set()
+    for commit in delta_commits(directory):
+        for action in commit:
+            if "add" in action:
+                live.add(action["add"]["path"])
+            elif "remove" in action:
+                live.discard(action["remove"]["path"])
+    return sorted(live)
+
+
+def parquet_files(directory: Path) -> list[str]:
+    """The data files of a parquet table's partitions, as readers of the table see them (names
+    starting with ``_`` or ``.``, and what is under them, are not the table's)."""
+    return sorted(
+        str(path.relative_to(directory))
+        for path in directory.rglob("*")
+        if path.is_file() and not any(part.startswith(("_", ".")) for part in path.relative_to(directory).parts)
+    )
 
 
 @dataclass(frozen=True)
@@ -117,6 +145,8 @@ class LakehouseTable:
 
     @classmethod
     def of(cls, kind: str, catalog: Catalog, name: str) -> LakehouseTable:
+        if kind == "parquet":
+            return cls("parquet", name, catalog.table_dir(name))
         if kind == "delta-location":
             return cls("delta", str(catalog.warehouse.parent / "delta" / name), catalog.warehouse.parent / "delta" / name)
         if kind == "delta-metastore":
@@ -128,6 +158,8 @@ class LakehouseTable:
         return cls("iceberg", f"db.{name}", catalog.table_dir(f"db.{name}"))
 
     def rows(self) -> pa.Table:
+        if self.table_format == "parquet":
+            return ds.dataset(self.directory, format="parquet", partitioning="hive").to_table()
         return delta_rows(self.directory) if self.table_format == "delta" else iceberg_rows(self.directory)
 
     def commits(self) -> int:
@@ -136,24 +168,34 @@ class LakehouseTable:
             return len(delta_commits(self.directory))
         return len(iceberg_snapshot_summaries(self.directory))
 
-    def operator(self, catalog: Catalog, topic: str, subscription: str, **spark: Any) -> PulsarToTableOperator:
-        """An ingest of JSON messages into this table, on local Spark unless ``spark`` says otherwise."""
+    def files(self) -> list[str]:
+        """The data files the table is made of now: what a write that changes the table changes."""
+        if self.table_format == "parquet":
+            return parquet_files(self.directory)
+        return delta_files(self.directory) if self.table_format == "delta" else iceberg_files(self.directory)
+
+    def operator_arguments(self, catalog: Catalog, topic: str, subscription: str, **spark: Any) -> dict[str, Any]:
+        """The arguments of an ingest of JSON messages into this table, on local Spark unless
+        ``spark`` says otherwise (as JSON, for a task process)."""
         conf = {**spark.pop("conf", LOCAL_SPARK_CONF), **SMALL_TABLES}
-        return PulsarToTableOperator(
-            task_id="ingest",
-            topics=topic,
-            subscription=subscription,
-            table=self.table,
-            format=self.table_format,
-            table_catalog=self.table_catalog,
-            jars=lakehouse_jars(self.table_format),
-            value_format="json",
-            value_schema=VALUE_SCHEMA,
-            min_partitions=2,
-            conf=conf,
+        return {
+            "topics": topic,
+            "subscription": subscription,
+            "table": self.table,
+            "format": self.table_format,
+            "table_catalog": self.table_catalog,
+            "jars": lakehouse_jars(self.table_format),
+            "value_format": "json",
+            "value_schema": VALUE_SCHEMA,
+            "min_partitions": 2,
+            "conf": conf,
             **spark,
             **catalog.operator_args(),
-        )
+        }
+
+    def operator(self, catalog: Catalog, topic: str, subscription: str, **spark: Any) -> PulsarToTableOperator:
+        """An ingest of JSON messages into this table, on local Spark unless ``spark`` says otherwise."""
+        return PulsarToTableOperator(task_id="ingest", **self.operator_arguments(catalog, topic, subscription, **spark))
 
     def crash_after_write_then_rerun(
         self, crash_after_write: Callable[[], None], rerun: Callable[[], dict[str, Any]], messages: int

@@ -167,10 +167,6 @@ class FakeServices:
             self.connections.append(ScriptedConnection(self.timer))
         return self.connection
 
-    def service_connection(self) -> ScriptedConnection:
-        """The same connection as a lookup's."""
-        return self.lookup("")
-
     def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
         """Run ``operation`` once."""
         return operation()
@@ -178,6 +174,10 @@ class FakeServices:
     def partition_count(self, topic: str) -> int:
         """Every topic is non-partitioned."""
         return 0
+
+    def topics_of_namespace(self, namespace: str, mode: int) -> list[str]:
+        """Refused: the tests here subscribe to no pattern."""
+        raise AssertionError(f"no pattern subscription is expected here (asked for {namespace})")
 
     def register(self, handler: Closeable) -> None:
         """Track an open producer or consumer."""

@@ -107,6 +107,23 @@ class StandaloneCluster:
         """The master's finished ``apps`` or ``drivers``."""
         return httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=5).json()[f"completed{kind}"]
 
+    @property
+    def worker_pids(self) -> list[int]:
+        """The workers' processes, under which drivers in cluster deploy mode and executors run."""
+        return [process.pid for process in self.processes[1:]]
+
+    def wait_idle(self, timeout_seconds: float = 120) -> None:
+        """Wait until no application or driver runs on the cluster (one that lost its task or
+        driver ends a little later, and holds its cores until then)."""
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            state = httpx.get(f"http://127.0.0.1:{self.web_port}/json/", timeout=5).json()
+            running = [*state["activeapps"], *state.get("activedrivers", [])]
+            if not running:
+                return
+            assert time.monotonic() < deadline, f"still running after {timeout_seconds:g} s: {running}"
+            time.sleep(0.5)
+
     def workers_with(self, pattern: str) -> set[str]:
         """The workers (``worker-<n>``) whose work directory holds ``pattern``: an application id
         (its executors' directories) or ``driver-*`` (drivers run in cluster deploy mode)."""

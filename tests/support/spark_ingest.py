@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ import pyarrow.dataset as ds
 import pytest
 
 from airflow_pulsar.client import Client
-from airflow_pulsar.spark.job.faults import FAULT_ENV, InjectedFault
 
 VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP"
 # The guard against a hang of a module whose tests run several Spark jobs: each takes 20-40 s on a
@@ -31,9 +29,10 @@ LOCAL_SPARK_CONF = {
 }
 
 
-def produce_json(service_url: str, topic: str, first: int, count: int, batch: int = 1000) -> None:
-    """Messages ``first .. first+count-1`` as JSON objects with batching, keys and a property."""
-    with Client(service_url) as client:
+def produce_json(service_url: str, topic: str, first: int, count: int, batch: int = 1000, **client_settings: Any) -> None:
+    """Messages ``first .. first+count-1`` as JSON objects with batching, keys and a property
+    (through a client with ``client_settings``: authentication, TLS)."""
+    with Client(service_url, **client_settings) as client:
         producer = client.create_producer(
             topic, batching_enabled=True, batching_max_messages=batch, batching_max_publish_delay_ms=20, block_if_queue_full=True
         )
@@ -81,22 +80,9 @@ def assert_exactly_once(rows: pa.Table, expected_ids: range) -> None:
     assert max(ids.values()) == 1
 
 
-def run_crashing(monkeypatch: pytest.MonkeyPatch, point: str, run: Callable[[], object], job_failure: str = "Cannot execute") -> None:
-    """``run`` (an operator's execute) with a failure injected at a crash point; it must fail.
-
-    The operator's own faults raise in the task; the job's fail spark-submit (the hook raises
-    ``Cannot execute``), or in cluster deploy mode leave the batch unreported (``ended without reporting it``).
-    """
-    monkeypatch.setenv(FAULT_ENV, point)
-    with pytest.raises(Exception) as failure:
-        run()
-    monkeypatch.delenv(FAULT_ENV)
-    assert isinstance(failure.value, InjectedFault) or job_failure in str(failure.value), failure.value
-
-
 @dataclass(frozen=True)
 class DagRuns:
-    """Runs of a DAG (``dag.test()``) with one run conf, for the ingest's crash points at DAG level."""
+    """Runs of a DAG (``dag.test()``) with one run conf."""
 
     dag: Any
     conf: dict[str, Any]
@@ -111,18 +97,3 @@ class DagRuns:
         with create_session() as session:
             rows = session.scalars(XComModel.get_many(run_id=run.run_id, key="return_value", dag_ids=self.dag.dag_id))
             return {row.task_id: XComModel.deserialize_value(row) for row in rows}
-
-    def crash(
-        self, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], point: str, job_failure: str = "Cannot execute"
-    ) -> None:
-        """A run with a failure injected at a crash point: it must fail, of that failure (which the
-        task's log, written to the process's output, names)."""
-        capfd.readouterr()
-        monkeypatch.setenv(FAULT_ENV, point)
-        try:
-            run = self.dag.test(run_conf=self.conf)
-        finally:
-            monkeypatch.delenv(FAULT_ENV)
-        log = "".join(capfd.readouterr())
-        assert str(run.state) == "failed", f"{self.dag.dag_id} run {run.run_id} ended {run.state} with {FAULT_ENV}={point}"
-        assert f"injected failure at {point}" in log or job_failure in log, log[-3000:]

@@ -139,7 +139,7 @@ class PulsarRangesReader(DataSourceReader):
 
 
 def _client(spec: IngestJobSpec) -> Client:
-    key = json.dumps([spec.service_url, spec.client_settings], sort_keys=True)
+    key = json.dumps([spec.service_url, spec.client_settings, spec.auth.to_dict()], sort_keys=True)
     client = _clients.get(key)
     if client is None:
         client = _clients[key] = spec.client()

@@ -1,4 +1,4 @@
-"""A producer that rides out a full broker disk (pending-docs/reliability-storage.md): its sends wait
+"""A producer that rides out a full broker disk (docs/reliability.md): its sends wait
 while the broker cannot store them and complete, each stored once, when space is freed. Run as a
 script against a broker started with ``--dedup --max-storage-size 1048576``, it fills the broker
 through a scratch topic, sends ten orders, frees the scratch topic and waits for their receipts."""

@@ -1,4 +1,4 @@
-"""Pulsar in prefork workers (pending-docs/forks.md): the client made at import, one producer per
+"""Pulsar in prefork workers (docs/forks.md): the client made at import, one producer per
 worker process, opened as the worker starts. Run as a script, it forks a pool of two workers."""
 
 import multiprocessing

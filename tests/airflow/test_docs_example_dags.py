@@ -1,0 +1,114 @@
+"""The DAG examples of the docs, run as shown. docs/examples/dags/orders_operators.py, whose marked
+parts the operator pages include, runs with ``airflow dags test`` in a fresh AIRFLOW_HOME whose DAGs
+and plugins folders are the docs' (the user functions, ``my_project``, in the plugins folder as the
+pages advise), against the embedded broker process. docs/examples/dags/handle_alerts.py, the
+event-driven page's, is loaded as the DAG processor loads it, and its watcher's trigger fires on a
+critical alert published to the broker under test."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_pulsar.broker.process import BrokerProcess
+from airflow_pulsar.client import Client
+from airflow_pulsar.client.admin import PulsarAdmin
+from tests.support.dag_files import load_dag_file
+from tests.support.dag_runs import xcoms_in_database as xcoms
+from tests.support.polling import wait_until
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+AIRFLOW = Path(sys.executable).with_name("airflow")
+
+
+@pytest.fixture(scope="module")
+def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    process = BrokerProcess(tmp_path_factory.mktemp("docs-examples-broker")).start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.mark.parametrize("example", ["orders_operators.py", "handle_alerts.py"])
+def test_every_marked_part_is_included_by_a_page(example: str) -> None:
+    pages = "".join(page.read_text() for page in EXAMPLES.parent.glob("*.md"))
+    markers = re.findall(r"# \[START (\w+)\]", (EXAMPLES / "dags" / example).read_text())
+    assert markers, f"{example} marks no part for the pages"
+    for marker in markers:
+        assert f"examples/dags/{example}\n:language: python\n:start-after: [START {marker}]" in pages, marker
+
+
+def test_the_operators_examples_run(embedded_broker: BrokerProcess, tmp_path: Path) -> None:
+    home = tmp_path / "airflow"
+    home.mkdir()
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLES / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(EXAMPLES / "plugins"),
+        "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
+            {"conn_type": "pulsar", "host": embedded_broker.service_url, "extra": {"admin_url": embedded_broker.web_url}}
+        ),
+    }
+    for command in (["db", "migrate"], ["dags", "test", "orders_operators"]):
+        result = subprocess.run([AIRFLOW, *command], env=env, capture_output=True, text=True, timeout=300)
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, f"airflow {' '.join(command)} failed:\n{output[-4000:]}"
+    assert "state=success" in output, output[-4000:]
+
+    results = xcoms(home / "airflow.db", "orders_operators")
+    assert results["orders_topic"]["partitions"] == 4
+    assert results["publish_orders"]["messages"] == 10_000
+    assert results["wait_for_orders"]["messages"] == 10_000
+    assert results["wait_for_order_42"]["message"]["value"] is not None
+    assert results["load_orders"]["messages"] == results["load_orders"]["acknowledged"] == 10_000
+    assert results["load_events"]["dead_lettered"] == 1
+    with PulsarAdmin(embedded_broker.web_url) as admin:
+        assert admin.backlog("orders", "warehouse").msg_backlog == 0
+        assert admin.message_backlog("events-dead", "audit").messages == 1
+
+
+def test_the_event_driven_examples_watch_the_topic(broker, broker_admin: PulsarAdmin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher's trigger consumes ``alerts`` through the default connection and fires on the
+    critical alert only; the dead-letter trigger carries its policy to the triggerer."""
+    monkeypatch.syspath_prepend(str(EXAMPLES / "plugins"))  # where the triggerer finds my_project
+    module = load_dag_file(EXAMPLES / "dags" / "handle_alerts.py", "docs_handle_alerts")
+    assert module.alerts.uri == "pulsar://localhost:6650/persistent/public/default/alerts"
+    watcher_trigger = module.alerts.watchers[0].trigger
+
+    async def first_event(producer: Any) -> Any:
+        events = watcher_trigger.run()
+        first = asyncio.ensure_future(anext(events))
+        try:
+            # The subscription starts at the latest message: publish once it exists.
+            await asyncio.to_thread(
+                wait_until, lambda: "airflow-alerts" in broker_admin.list_subscriptions("alerts"), "the watcher's subscription", 30
+            )
+            producer.send(b"disk at 80%", properties={"severity": "warning"})
+            producer.send(b"disk full", properties={"severity": "critical"})
+            return await asyncio.wait_for(asyncio.shield(first), 30)
+        finally:
+            first.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await first
+            await events.aclose()
+
+    with Client(broker.service_url) as client:
+        producer = client.create_producer("alerts", batching_enabled=False)  # the topic exists from here on
+        event = asyncio.run(first_event(producer))
+    assert event.payload["message"]["value"] == "disk full" and event.payload["result"] is True
+
+    _, kwargs = module.trigger.trigger.serialize()
+    assert (kwargs["max_redeliver_count"], kwargs["dead_letter_topic"], kwargs["redelivery_delay"]) == (5, "alerts-rejected", 10)
