@@ -16,7 +16,7 @@ LAKEHOUSE_JARS := $(JVM_CACHE)/lakehouse-delta.jars $(JVM_CACHE)/lakehouse-icebe
 MVN := mvn -B -q -Dmaven.repo.local=$(CURDIR)/$(JVM_CACHE)/m2
 NEED_MVN := command -v mvn >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
 
-.PHONY: install test test-crashes demo bench docs docs-check docs-tools browser proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
+.PHONY: install test test-crashes fault-run demo bench docs docs-check docs-tools browser proto java clean pulsar pulsar-jars lakehouse-jars connector-jar spark-cds pulsar-cds lock lint ruff mypy test-ranges test-lowest test-highest range-envs range-env-lowest range-env-highest
 
 UV := $(VENV)/bin/uv
 # Exact versions of everything the development environment and CI install (`make lock`).
@@ -166,6 +166,16 @@ test: install $(SPARK_CDS) $(PULSAR_CDS)
 test-crashes: install $(SPARK_CDS)
 	$(PY) -m compileall -q client broker airflow_pulsar dags
 	CRASH_MATRIX=$(CRASH_MATRIX) $(PY) -m pytest -n $(PYTEST_WORKERS) --brokers embedded -m crash_matrix --durations=20 tests/spark $(PYTEST_ARGS)
+
+# Seeded fault runs (tests/reliability/test_fault_schedules.py), a tier `make test` leaves out: for
+# each seed a schedule of broker and client kills, restarts, cuts, stalls and partitions, on both
+# brokers. SEEDS=4,5,6 (or FAULT_SEEDS) picks the seeds (a failure names its seed), FAULT_SECONDS each schedule's length.
+FAULT_SEEDS ?= 1,2,5
+SEEDS ?= $(FAULT_SEEDS)
+FAULT_SECONDS ?= 40
+fault-run: install $(PULSAR_CDS)
+	FAULT_SEEDS=$(SEEDS) FAULT_SECONDS=$(FAULT_SECONDS) $(PY) -m pytest -m fault_run -n $(PYTEST_WORKERS) \
+		--dist loadgroup --no-loadscope-reorder -rA $(PYTEST_ARGS) tests/reliability/test_fault_schedules.py
 
 demo: install
 	$(PY) -m airflow_pulsar.demo $(if $(BROKER),--broker $(BROKER)) $(if $(FORMAT),--format $(FORMAT))

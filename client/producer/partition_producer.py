@@ -149,7 +149,7 @@ class PartitionProducer:
             self._connection = connection
             self._producer_id = producer_id
             self._send = SendEncoder(producer_id)
-            self._accumulator.connected(self._name, connection.max_message_size, response.schema_version)
+            self._accumulator.connected(self._name, connection.max_message_size, response.schema_version, broker_last)
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
                 connection.send(b"".join(op.frame(self._send) for op in self._pending))

@@ -1,6 +1,7 @@
 """A TCP proxy for fault injection: it sits between clients and the broker and, on command, cuts
-connections in the middle of a frame, stalls traffic, drops it, swallows one kind of command, or
-holds back one kind of command until resumed, letting the rest overtake it.
+connections in the middle of a frame, stalls traffic, drops it, partitions the network (silences
+its connections for good), swallows one kind of command, or holds back one kind of command until
+resumed, letting the rest overtake it.
 
 In ``framed`` mode (the binary protocol port) it forwards whole Pulsar frames, so it can cut a
 connection inside a frame of a chosen command type, and it rewrites lookup answers to point at
@@ -53,6 +54,7 @@ class _Pair:
     client: socket.socket
     upstream: socket.socket
     closed: bool = False
+    silenced: bool = False  # caught in a partition: nothing it carries arrives any more
 
     def abort(self) -> None:
         """Close both sides at once, with a reset, as a failing network would."""
@@ -95,6 +97,7 @@ class FaultProxy:
         self.forwarded: Counter[tuple[str, int | None]] = Counter()
         self._stalled = False
         self._dropping = False
+        self._partitioned = False
         self._stopped = False
         self.connections = 0
         self.faults = 0
@@ -169,6 +172,23 @@ class FaultProxy:
             self._dropping = True
             self.faults += 1
 
+    def partition(self) -> None:
+        """A network partition that outlasts the connections: every connection open now, and each
+        one opened until :meth:`heal`, goes silent both ways for good, and neither end is told
+        (each must notice, by keepalive or timeout, and close). Unlike :meth:`drop`, which resumes
+        a connection with a gap in its byte stream, this never delivers a byte after one lost, as
+        TCP does not; connections opened after the heal work."""
+        with self._lock:
+            self._partitioned = True
+            for pair in self._pairs:
+                pair.silenced = True
+            self.faults += 1
+
+    def heal(self) -> None:
+        """End the partition: connections opened from now on work (those it caught stay silent)."""
+        with self._lock:
+            self._partitioned = False
+
     def swallow(self, direction: str, kind: int) -> None:
         """Discard every frame of ``kind`` going ``direction`` until :meth:`resume`; the rest flows."""
         with self._lock:
@@ -214,6 +234,7 @@ class FaultProxy:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             pair = _Pair(client, upstream)
             with self._lock:
+                pair.silenced = self._partitioned
                 if self._stopped:
                     pair.abort()
                     return
@@ -237,7 +258,7 @@ class FaultProxy:
                 data = source.recv(256 * 1024)
                 if not data:
                     break
-                if not self._may_forward():
+                if pair.silenced or not self._may_forward():
                     continue
                 if not self.framed:
                     target.sendall(data)
