@@ -298,7 +298,9 @@ class PulsarStandalone(AdminRest):
     """One Apache Pulsar standalone JVM (broker, bookie, RocksDB metadata) and its URLs.
 
     ``admin_token`` is the token the launcher's own admin calls carry (readiness included) when the
-    configuration turns authentication on.
+    configuration turns authentication on. With ``tls`` (the configuration then names the
+    certificate files) the broker also serves ``pulsar+ssl://`` and ``https://`` on ports of their
+    own, as ``tls_service_url`` and ``tls_web_url``; readiness is still asked over plain HTTP.
     """
 
     name = "pulsar"
@@ -311,7 +313,11 @@ class PulsarStandalone(AdminRest):
         log_level: str = "info",
         admin_token: str | None = None,
         jvm_options: Sequence[str] = (),
+        tls: bool = False,
     ):
+        self.tls = tls
+        self.tls_port = 0
+        self.https_port = 0
         self.admin_headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
         self.work_dir = work_dir
         self.config = {**BASE_CONFIG, **(config or {})}
@@ -343,13 +349,27 @@ class PulsarStandalone(AdminRest):
     def web_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
 
+    @property
+    def tls_service_url(self) -> str:
+        """The broker's ``pulsar+ssl://`` URL (with ``tls``)."""
+        return f"pulsar+ssl://127.0.0.1:{self.tls_port}"
+
+    @property
+    def tls_web_url(self) -> str:
+        """The broker's ``https://`` URL (with ``tls``)."""
+        return f"https://127.0.0.1:{self.https_port}"
+
     def start(self, timeout: float = STARTUP_TIMEOUT) -> PulsarStandalone:
         """Start the JVM and wait until the default namespace is served."""
         began = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         if not self.port:  # keep the ports across restarts, so clients reconnect
             self.port, self.http_port, self.bookie_port = free_port(), free_port(), free_port()
+            if self.tls:
+                self.tls_port, self.https_port = free_port(), free_port()
         settings = {**self.config, "brokerServicePort": str(self.port), "webServicePort": str(self.http_port)}
+        if self.tls:
+            settings |= {"brokerServicePortTls": str(self.tls_port), "webServicePortTls": str(self.https_port)}
         conf = write_properties(self.work_dir / "standalone.conf", settings)
         self.jvm = JavaProcess(
             "pulsar",

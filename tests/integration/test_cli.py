@@ -61,6 +61,16 @@ def test_produce_then_consume_acknowledges(broker: BrokerProcess, topic_name: st
     assert "backlog 0 messages" in run(broker, "topics", "stats", topic_name).stdout
 
 
+def test_produce_and_consume_look_topics_up_over_an_http_service_url(broker: BrokerProcess, topic_name: str) -> None:
+    """``--service-url http://...``: the topic is looked up over REST, as the official client does,
+    then the messages go over the binary protocol to the broker the lookup named."""
+    over_http = ("--service-url", broker.web_url)
+    produced = run(broker, "produce", topic_name, "--count", "5", *over_http)
+    assert produced.returncode == 0 and "sent 5 messages" in produced.stdout, produced.stderr
+    consumed = run(broker, "consume", topic_name, "-s", "check", "--position", "earliest", "-n", "5", *over_http)
+    assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 5, consumed.stderr
+
+
 def test_produce_from_stdin_with_key_and_consume_without_ack(broker: BrokerProcess, topic_name: str) -> None:
     produced = run(broker, "produce", topic_name, "--file", "-", "--key", "user-7", "--no-batching", stdin="a\nb\nc\n")
     assert "sent 3 messages" in produced.stdout, produced.stderr

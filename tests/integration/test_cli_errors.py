@@ -103,9 +103,9 @@ CASES: dict[str, BadInput] = {
     ),
     "permissions-of-a-missing-namespace": BadInput(("permissions", "list", "--namespace", "public/never-created"), "HTTP 404"),
     # produce (binary protocol)
-    "produce-service-url-is-http": BadInput(
-        ("produce", "t", "-m", "x", "--service-url", "{web_url}"),
-        "--service-url '{web_url}' must start with pulsar:// or pulsar+ssl:// (http:// is for --admin-url)",
+    "produce-service-url-of-another-scheme": BadInput(
+        ("produce", "t", "-m", "x", "--service-url", "kafka://127.0.0.1:9092"),
+        "--service-url 'kafka://127.0.0.1:9092' must start with pulsar://, pulsar+ssl://, http:// or https://",
     ),
     "produce-missing-token-file": BadInput(
         ("produce", "t", "-m", "x", "--token-file", "{work}/none.token"),

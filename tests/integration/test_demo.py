@@ -12,8 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[2]
-SPARK_EXAMPLES = CHECKOUT / "docs" / "examples" / "spark"
+from tests.support.doc_scripts import EXAMPLES, included
+
+CHECKOUT = EXAMPLES.parents[1]
+SPARK_EXAMPLES = EXAMPLES / "spark"
 
 
 def run_demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -26,11 +28,6 @@ def run_demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=900,
     )
-
-
-def included(example: Path, marker: str, comment: str) -> str:
-    """The text a page includes from ``example``: between its ``[START marker]`` and ``[END marker]`` lines."""
-    return example.read_text().split(f"{comment} [START {marker}]\n", 1)[1].split(f"{comment} [END {marker}]", 1)[0]
 
 
 def test_demo_ingests_every_event_exactly_once_and_empties_the_backlog(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.doc_scripts import EXAMPLES, run_script, serving
-from tests.support.security import CLIENT_CN, Pki, write_key_pair, write_secret_key, write_users_file
+from tests.support.doc_scripts import EXAMPLES, included, run_on_terminal, run_script, serving
+from tests.support.security import CLIENT_CN, Pki, write_key_pair, write_secret_key
 
 CHECKOUT = EXAMPLES.parents[1]
 FREE_PORTS = {"PULSAR_PORT": "0", "PULSAR_HTTP_PORT": "0"}
@@ -25,9 +25,7 @@ FREE_PORTS = {"PULSAR_PORT": "0", "PULSAR_HTTP_PORT": "0"}
 
 def included_lines(script: Path, marker: str) -> list[str]:
     """The lines a page includes from ``script``: between ``[START marker]`` and ``[END marker]``."""
-    text = script.read_text()
-    block = text.split(f"# [START {marker}]\n", 1)[1].split(f"# [END {marker}]", 1)[0]
-    return block.splitlines()
+    return included(script, marker).splitlines()
 
 
 def test_every_example_script_is_included_by_a_page() -> None:
@@ -71,10 +69,10 @@ def test_the_broker_with_every_method_starts_as_shown(tmp_path: Path, pki: Pki) 
     for source, name in ((pki.cert, "server.pem"), (pki.key, "server-key.pem"), (pki.ca, "client-ca.pem")):
         shutil.copy(source, tmp_path / name)
     shutil.copy(write_key_pair(tmp_path, "issuer").public, tmp_path / "issuer-public.pem")
-    htpasswd, *broker = included_lines(EXAMPLES / "security" / "all_methods_broker.sh", "all methods broker")
-    # htpasswd prompts on the terminal: the same file, in the $apr1$ form its -m writes.
-    assert htpasswd.split("#")[0].split() == ["htpasswd", "-c", "-m", "users.htpasswd", "etl"], htpasswd
-    write_users_file(tmp_path / "users.htpasswd", {"etl": "etl-pass"})
+    users, *broker = included_lines(EXAMPLES / "security" / "all_methods_broker.sh", "all methods broker")
+    # The password, typed at the prompt and again to verify it, never on the command line.
+    run_on_terminal(users, tmp_path, {"Password:": "etl-pass", "Verifying - Password:": "etl-pass"})
+    assert re.fullmatch(r"etl:\$apr1\$\S+\n", (tmp_path / "users.htpasswd").read_text())
     env = {**FREE_PORTS, "PULSAR_DATA_DIR": str(tmp_path / "data")}
     with serving(["bash", "-c", "\n".join(broker)], tmp_path, **env) as (service_url, web_url):
         assert service_url.startswith("pulsar+ssl://") and web_url.startswith("https://"), (service_url, web_url)

@@ -243,11 +243,10 @@ def test_compression_type_none(broker: Any, topic_name: str) -> None:
         assert producer.send(b"x") is not None
 
 
-@pytest.mark.embedded_only
-def test_a_client_certificate_that_does_not_load(tls_token_broker: SecuredBroker, pki: Pki, tmp_path: Path, topic_name: str) -> None:
-    """Embedded only (it needs a TLS broker, which the session's Apache Pulsar is not): the
-    official client fails the connection with ConnectError, ours refuses at construction with
-    AuthenticationError naming the file (docs/client.md)."""
+def test_a_client_certificate_that_does_not_load(tls_token_any: SecuredBroker, pki: Pki, tmp_path: Path, topic_name: str) -> None:
+    """On a TLS broker with tokens (Apache Pulsar's for the module): the official client fails the
+    connection with ConnectError, ours refuses at construction with AuthenticationError naming the
+    file (docs/client.md)."""
     broken = tmp_path / "broken.pem"
     broken.write_text("not a certificate\n")
     outcomes = []
@@ -256,9 +255,9 @@ def test_a_client_certificate_that_does_not_load(tls_token_broker: SecuredBroker
             "tls_trust_certs_file_path": str(pki.ca),
             "tls_certificate_file_path": str(broken),
             "tls_private_key_file_path": str(broken),
-            "authentication": api.AuthenticationToken(tls_token_broker.token()),
+            "authentication": api.AuthenticationToken(tls_token_any.token()),
         }
-        outcomes.append(_first_use(api, tls_token_broker, topic_name, **options))
+        outcomes.append(_first_use(api, tls_token_any, topic_name, **options))
     assert outcomes == ["first use: ConnectError", "construction: AuthenticationError"]
 
 

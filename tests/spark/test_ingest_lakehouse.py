@@ -25,15 +25,17 @@ from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.spark.job.lakehouse import SNAPSHOT_BATCH_ID, delta_app_id
 from jvm.lakehouse_jars import IVY_CACHE, lakehouse_jars
-from tests.support.iceberg_maintenance import compact_and_expire
+from tests.support.doc_scripts import EXAMPLES, included
+from tests.support.iceberg_sql import compact_and_expire, iceberg_sql
 from tests.support.ingest_task import DRIVER_JVM, PYTHON_WORKER, SUBMIT_AND_TASK, IngestTasks, crash
-from tests.support.lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_snapshot_summaries
+from tests.support.lakehouse_tables import LakehouseTable, delta_commits, delta_transactions, iceberg_metadata, iceberg_snapshot_summaries
 from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, Catalog, DagRuns, assert_exactly_once, produce_json
 
 # Delta's and Iceberg's behaviour, not the broker's, is the subject here.
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 DAGS = Path(__file__).parent / "dags"
+QUERIES = EXAMPLES / "spark" / "queries.sql"
 
 
 @pytest.fixture
@@ -106,6 +108,12 @@ def test_a_dag_run_again_after_a_crash_at_every_point_leaves_each_message_once(
         carried = [summary.get(SNAPSHOT_BATCH_ID) for summary in iceberg_snapshot_summaries(target.directory)]
         # The first batch's snapshot expired (above); the second batch was written once.
         assert [batch for batch in carried if batch] == [final["settled"]["batch_id"]]
+        # The docs' Iceberg query, on this table, names the same snapshots and batch ids.
+        query = next(line for line in included(QUERIES, "queries", "--").splitlines() if line.endswith("-- Iceberg"))
+        statement = query.split(";")[0].replace("lake.shop.orders", target.table)
+        snapshots = iceberg_metadata(target.directory)["snapshots"]
+        shown = [[str(snapshot["snapshot-id"]), snapshot["summary"].get(SNAPSHOT_BATCH_ID, "None")] for snapshot in snapshots]
+        assert sorted(iceberg_sql(target.table, target.table_catalog or {}, [statement])) == sorted(shown)
     else:
         retrieved = {jar.name.split("_")[0] for jar in (IVY_CACHE / "jars").iterdir()}
         assert retrieved == {"io.delta", "io.unitycatalog"}, sorted(jar.name for jar in (IVY_CACHE / "jars").iterdir())

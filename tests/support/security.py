@@ -30,8 +30,11 @@ from airflow_pulsar.broker.password_hashes import apr1_md5_crypt, des_crypt
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.broker.token_keys import create_secret_key
 from airflow_pulsar.broker.tokens import create_token
+from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
 
 CLIENT_CN = "tls-user"
+# Who may log in with basic authentication on the interop suite's secured brokers.
+BASIC_USERS = {"app": "s3cret-basic"}
 
 
 @dataclass(frozen=True)
@@ -172,18 +175,25 @@ def write_secret_key(path: Path) -> bytes:
 
 @dataclass
 class SecuredBroker:
-    """A broker process with token authentication and/or TLS, and what a client needs to reach it."""
+    """A broker process with token authentication and/or TLS, and what a client needs to reach it:
+    our broker, or Apache Pulsar (:func:`secured_pulsar`)."""
 
-    process: BrokerProcess
+    process: BrokerProcess | PulsarStandalone
     secret: bytes | None = None
     pki: Pki | None = None
 
     @property
     def service_url(self) -> str:
+        """Where a client connects: ``pulsar+ssl://`` on a TLS broker."""
+        if isinstance(self.process, PulsarStandalone) and self.process.tls:
+            return self.process.tls_service_url  # Apache Pulsar serves both; ours TLS only
         return self.process.service_url
 
     @property
     def web_url(self) -> str:
+        """Where admin calls and HTTP lookups go: ``https://`` on a TLS broker."""
+        if isinstance(self.process, PulsarStandalone) and self.process.tls:
+            return self.process.tls_web_url
         return self.process.web_url
 
     def token(self, subject: str = "app", expires_in: float | None = 3600, secret: bytes | None = None) -> str:
@@ -245,3 +255,31 @@ def secured_broker(
         yield SecuredBroker(process, secret, pki)
     finally:
         process.stop()
+
+
+@contextmanager
+def secured_pulsar(directory: Path, *, pki: Pki, basic_users: dict[str, str]) -> Iterator[SecuredBroker]:
+    """Apache Pulsar with what :func:`secured_broker` gives ours with ``tokens``, ``pki`` and
+    ``basic_users``: token (HS256) and basic authentication, TLS on ports of its own beside the plain
+    ones; its superuser is ``admin``. Stopped (by pid) on exit."""
+    secret = write_secret_key(directory / "secret.key")
+    admin_token = create_token(secret, "admin", None)
+    providers = ("AuthenticationProviderToken", "AuthenticationProviderBasic")
+    config = {
+        "authenticationEnabled": "true",
+        "authenticationProviders": ",".join(f"org.apache.pulsar.broker.authentication.{name}" for name in providers),
+        "tokenSecretKey": f"file://{directory / 'secret.key'}",
+        "basicAuthConf": f"file://{write_users_file(directory / 'users.htpasswd', basic_users)}",
+        "superUserRoles": "admin",
+        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+        "brokerClientAuthenticationParameters": f"token:{admin_token}",
+        "tlsCertificateFilePath": str(pki.cert),
+        "tlsKeyFilePath": str(pki.key),
+        "tlsTrustCertsFilePath": str(pki.ca),
+    }
+    pulsar = PulsarStandalone(directory / "pulsar", config=config, admin_token=admin_token, jvm_options=QUICK_JIT, tls=True)
+    pulsar.start()
+    try:
+        yield SecuredBroker(pulsar, secret, pki)
+    finally:
+        pulsar.stop()

@@ -1,6 +1,6 @@
 -- Queries on the ingested tables (docs/spark-ingestion.md). tests/integration/test_demo.py runs
 -- the Delta ones on the table of the Delta demo, its names in place of shop.orders and /data/orders and one
--- of its batch ids; the Iceberg one is not run there.
+-- of its batch ids; tests/spark/test_ingest_lakehouse.py the Iceberg one on its table in a catalog lake.
 
 -- [START queries]
 SELECT batch_id, count(*) FROM shop.orders GROUP BY batch_id;              -- either format, by name
