@@ -237,8 +237,10 @@ class Client(ClientFactories):
                 errors.append(exc)
         raise errors[-1]
 
-    def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
-        """Run ``operation``, retrying retryable errors with backoff until the operation timeout."""
+    def with_retries(
+        self, what: str, operation: Callable[[], R], deadline: float | None = None, retryable: frozenset[Result] = RETRYABLE
+    ) -> R:
+        """Run ``operation``, retrying ``retryable`` errors with backoff until the operation timeout."""
         deadline = deadline or time.monotonic() + self.operation_timeout
         backoff = Backoff()
         while True:
@@ -246,7 +248,7 @@ class Client(ClientFactories):
                 return operation()
             except PulsarException as exc:
                 delay = backoff.next()
-                if exc.result not in RETRYABLE or time.monotonic() + delay > deadline or self._closed:
+                if exc.result not in retryable or time.monotonic() + delay > deadline or self._closed:
                     raise
                 log.info("%s failed (%s); retrying in %.1f s", what, exc, delay)
                 time.sleep(delay)

@@ -298,7 +298,11 @@ class PulsarStandalone(AdminRest):
     """One Apache Pulsar standalone JVM (broker, bookie, RocksDB metadata) and its URLs.
 
     ``admin_token`` is the token the launcher's own admin calls carry (readiness included) when the
-    configuration turns authentication on.
+    configuration turns authentication on. ``transaction_coordinators`` > 0 turns transactions on
+    (``transactionCoordinatorEnabled``) with that many coordinators: before the first start,
+    ``pulsar initialize-transaction-coordinator-metadata`` creates the ``pulsar/system`` namespace
+    and the partitioned topic ``transaction_coordinator_assign`` with one partition per coordinator
+    (the standalone itself would create it with one).
     """
 
     name = "pulsar"
@@ -311,10 +315,14 @@ class PulsarStandalone(AdminRest):
         log_level: str = "info",
         admin_token: str | None = None,
         jvm_options: Sequence[str] = (),
+        transaction_coordinators: int = 0,
     ):
         self.admin_headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
         self.work_dir = work_dir
         self.config = {**BASE_CONFIG, **(config or {})}
+        self.transaction_coordinators = transaction_coordinators
+        if transaction_coordinators:
+            self.config["transactionCoordinatorEnabled"] = "true"
         self.heap = heap
         self.log_level = log_level
         self.jvm_options = list(jvm_options)
@@ -351,6 +359,9 @@ class PulsarStandalone(AdminRest):
             self.port, self.http_port, self.bookie_port = free_port(), free_port(), free_port()
         settings = {**self.config, "brokerServicePort": str(self.port), "webServicePort": str(self.http_port)}
         conf = write_properties(self.work_dir / "standalone.conf", settings)
+        metadata_dir = self.work_dir / "metadata"
+        if self.transaction_coordinators and not metadata_dir.exists():
+            self._initialize_transaction_metadata(metadata_dir, began + timeout)
         self.jvm = JavaProcess(
             "pulsar",
             self.work_dir,
@@ -361,7 +372,7 @@ class PulsarStandalone(AdminRest):
                 "-nfw",
                 "-nss",
                 "--metadata-dir",
-                str(self.work_dir / "metadata"),
+                str(metadata_dir),
                 "--bookkeeper-dir",
                 str(self.work_dir / "bookkeeper"),
                 "--bookkeeper-port",
@@ -377,6 +388,27 @@ class PulsarStandalone(AdminRest):
         wait_until_serving(self.web_url, self.jvm, began + timeout, self.admin_headers)
         self.startup_seconds = time.monotonic() - began
         return self
+
+    def _initialize_transaction_metadata(self, metadata_dir: Path, deadline: float) -> None:
+        """``pulsar initialize-transaction-coordinator-metadata`` on the standalone's metadata store (RocksDB)."""
+        setup = JavaProcess(
+            "initialize-transaction-coordinator-metadata",
+            self.work_dir,
+            "org.apache.pulsar.PulsarTransactionCoordinatorMetadataSetup",
+            [
+                "--configuration-store",
+                f"rocksdb://{metadata_dir}",
+                "--cluster",
+                self.config["clusterName"],
+                "--initial-num-transaction-coordinators",
+                str(self.transaction_coordinators),
+            ],
+            "128m",
+            self.log_level,
+            self.jvm_options,
+        )
+        setup.start()
+        setup.wait_exit(max(1.0, deadline - time.monotonic()))
 
     def stop(self, timeout: float = 30) -> int:
         """SIGTERM and wait (kill -9 after ``timeout`` seconds); returns the exit code."""

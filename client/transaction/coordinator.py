@@ -16,12 +16,10 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..backoff import Backoff
 from ..exceptions import RETRYABLE, PulsarException, Result, TransactionCoordinatorNotFoundError
+from ..protocol.commands import type_name
 from ..protocol.PulsarApi_pb2 import BaseCommand, Subscription, TxnAction
 from ..topic_name import TopicName
 from .ids import TxnId
@@ -109,9 +107,13 @@ class CoordinatorClient:
         timeout = self._client.operation_timeout
 
         def attempt() -> Any:
-            return self._connection(coordinator, timeout).call(command_type, timeout, **fields)
+            try:
+                return self._connection(coordinator, timeout).call(command_type, timeout, **fields)
+            except PulsarException:
+                self._drop(coordinator)  # the next attempt looks it up again: it may have moved
+                raise
 
-        return _retrying(attempt, time.monotonic() + timeout, lambda: self._drop(coordinator))
+        return self._client.with_retries(f"{type_name(command_type)} to transaction coordinator {coordinator}", attempt, None, _RETRYABLE)
 
     def _connection(self, coordinator: int, timeout: float) -> Connection:
         """The connection to the broker of ``coordinator``, introduced to it once."""
@@ -127,21 +129,7 @@ class CoordinatorClient:
         return connection
 
     def _drop(self, coordinator: int) -> None:
-        """Look the coordinator up again on the next attempt: it may have moved to another broker."""
+        """Forget the coordinator's connection."""
         with self._lock:
             self._connections.pop(coordinator, None)
 
-
-def _retrying(attempt: Callable[[], Any], deadline: float, on_retry: Callable[[], None]) -> Any:
-    """Run ``attempt`` until it succeeds, fails for good, or the next try would pass ``deadline``."""
-    backoff = Backoff()
-    while True:
-        try:
-            return attempt()
-        except PulsarException as exc:
-            delay = backoff.next()
-            if exc.result not in _RETRYABLE or time.monotonic() + delay > deadline:
-                raise
-            log.info("transaction coordinator request failed (%s); retrying in %.1f s", exc, delay)
-            on_retry()
-            time.sleep(delay)
