@@ -41,6 +41,15 @@ def shared(client: Client, topic: str, subscription: str = "sub") -> Any:
     return client.subscribe(topic, subscription, initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared)
 
 
+def received_one(client: Client, topic: str, payload: bytes) -> tuple[Any, Any, Any]:
+    """A producer on ``topic``, a Shared consumer, and the one message ``payload`` it received."""
+    producer = client.create_producer(topic)
+    producer.send(payload)
+    consumer = shared(client, topic)
+    (message,) = receive_all(consumer, 1)
+    return producer, consumer, message
+
+
 def test_sends_in_a_transaction_are_visible_only_after_commit(client: Client, topic_name: str) -> None:
     producer = client.create_producer(topic_name)
     consumer = shared(client, topic_name)
@@ -137,10 +146,7 @@ def test_acknowledgement_in_a_transaction_counts_on_commit(client: Client, trans
 
 
 def test_acknowledgement_in_an_aborted_transaction_is_redelivered(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name)
-    producer.send(b"only")
-    consumer = shared(client, topic_name)
-    (message,) = receive_all(consumer, 1)
+    _, consumer, message = received_one(client, topic_name, b"only")
     txn = client.new_transaction()
     consumer.acknowledge(message, transaction=txn)
     assert nothing_more(consumer.receive, INVISIBLE_MS)  # acknowledged, pending: not redelivered
@@ -168,10 +174,7 @@ def test_cumulative_acknowledgement_in_a_transaction(client: Client, transaction
 
 
 def test_acknowledging_one_message_in_two_transactions_conflicts(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name)
-    producer.send(b"contested")
-    consumer = shared(client, topic_name)
-    (message,) = receive_all(consumer, 1)
+    _, consumer, message = received_one(client, topic_name, b"contested")
     first, second = client.new_transaction(), client.new_transaction()
     consumer.acknowledge(message, transaction=first)
     with pytest.raises(TransactionConflict):
@@ -216,10 +219,7 @@ def test_a_transaction_times_out_and_is_aborted(client: Client, topic_name: str)
 
 
 def test_a_committed_transaction_takes_no_more_operations(client: Client, topic_name: str) -> None:
-    producer = client.create_producer(topic_name)
-    producer.send(b"m")
-    consumer = shared(client, topic_name)
-    (message,) = receive_all(consumer, 1)
+    producer, consumer, message = received_one(client, topic_name, b"m")
     txn = client.new_transaction()
     txn.commit()
     with pytest.raises(InvalidTxnStatusError, match="COMMITTED"):
