@@ -145,6 +145,31 @@ def test_acknowledgement_in_a_transaction_counts_on_commit(client: Client, trans
     assert nothing_more(shared(client, topic_name).receive, INVISIBLE_MS)
 
 
+def test_acknowledgement_of_one_message_of_a_batch_in_a_transaction(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    producer = client.create_producer(topic_name, batching_max_publish_delay_ms=1000)
+    for future in [producer.send_future(f"m-{i}".encode()) for i in range(3)]:
+        future.result(10)
+    consumer = client.subscribe(
+        topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared,
+        batch_index_ack_enabled=True, ack_receipt_enabled=True,
+    )
+    messages = receive_all(consumer, 3)
+    assert len({(m.message_id().ledger_id(), m.message_id().entry_id()) for m in messages}) == 1  # one entry
+    consumer.acknowledge(messages[0])  # once the broker confirmed it
+    aborted, committed = client.new_transaction(), client.new_transaction()
+    consumer.acknowledge(messages[1], transaction=aborted)
+    # Each transaction holds its own index of the entry: no conflict between them.
+    consumer.acknowledge(messages[2], transaction=committed)
+    aborted.abort()
+    committed.commit()
+    # The entry comes back with only the index the aborted transaction held.
+    (again,) = receive_all(consumer, 1)
+    assert again.data() == b"m-1"
+    assert nothing_more(consumer.receive, INVISIBLE_MS)
+    consumer.acknowledge(again)
+    wait_until(lambda: backlog(transaction_broker, topic_name, "sub") == 0, "an empty backlog")
+
+
 def test_acknowledgement_in_an_aborted_transaction_is_redelivered(client: Client, topic_name: str) -> None:
     _, consumer, message = received_one(client, topic_name, b"only")
     txn = client.new_transaction()
