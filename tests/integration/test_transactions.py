@@ -20,7 +20,9 @@ from airflow_pulsar.client.exceptions import (
     MessageTooBig,
     TransactionConflict,
     TransactionCoordinatorNotFoundError,
+    TransactionNotFound,
 )
+from airflow_pulsar.client.transaction import CoordinatorClient, TxnId
 from tests.conftest import TRANSACTION_COORDINATORS
 from tests.support.consumer_checks import backlog, data, nothing_more, receive_all
 from tests.support.polling import wait_until
@@ -268,6 +270,12 @@ def test_an_aborted_transaction_cannot_commit(client: Client) -> None:
     with pytest.raises(InvalidTxnStatusError, match="ABORTED"):
         txn.commit()
     assert txn.state is TransactionState.ABORTED
+
+
+def test_the_coordinator_refuses_to_end_a_transaction_it_does_not_know(client: Client) -> None:
+    coordinator = CoordinatorClient(client)
+    with pytest.raises(TransactionNotFound):
+        coordinator.end(TxnId(0, 10**12), commit=True)
 
 
 def test_transactions_need_the_client_option(transaction_broker: Any) -> None:
