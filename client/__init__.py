@@ -60,6 +60,7 @@ from .protocol.message_id import MessageId
 from .schema import BytesSchema
 from .service_info import ServiceInfo, ServiceInfoProvider, ServiceUrl
 from .table_view import TableView
+from .transaction import Transaction, TransactionState, TxnId
 
 __all__ = [
     "Authentication",
@@ -106,6 +107,9 @@ __all__ = [
     "ServiceUrl",
     "SubscribeOptions",
     "TableView",
+    "Transaction",
+    "TransactionState",
+    "TxnId",
     "recommend_settings",
     "schema",
 ]

@@ -31,6 +31,7 @@ from .services import TrackedHandler
 from .timer import Timer
 from .tls import TlsOptions
 from .topic_name import TopicName
+from .transaction import CoordinatorClient, Transaction
 
 if TYPE_CHECKING:  # imported when a client is given an http(s):// URL: httpx is costly to import
     from .http_lookup import HttpLookup
@@ -55,8 +56,10 @@ class Client(ClientFactories):
     ``concurrent_lookup_requests``, ``log_conf_file_path`` and ``use_tls`` are accepted and have no
     effect: each connection has its own reader thread, each listener its own thread, and TLS follows
     the URL's scheme. Unlike the official client, ``tls_validate_hostname`` defaults to True. After
-    the official arguments come two of this client's own, by keyword only: ``memory_limit_bytes``
-    (shared by every producer; 0 or None means unbounded) and ``keep_alive_interval_seconds``.
+    the official arguments come this client's own, by keyword only: ``memory_limit_bytes``
+    (shared by every producer; 0 or None means unbounded), ``keep_alive_interval_seconds``,
+    ``partitions_update_interval_seconds`` and ``enable_transaction`` (for :meth:`new_transaction`,
+    as the Java client's ``enableTransaction``).
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class Client(ClientFactories):
         memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
         keep_alive_interval_seconds: float = 30,
         partitions_update_interval_seconds: float = 60,
+        enable_transaction: bool = False,
     ):
         check_type((str, AutoClusterFailover, ServiceInfoProvider), service_url, "service_url")
         if not isinstance(service_url, str) and authentication is not None:
@@ -117,6 +121,7 @@ class Client(ClientFactories):
         ):
             check_type_or_none(str, text, name)
         check_type_or_none(int, memory_limit_bytes, "memory_limit_bytes")
+        check_type(bool, enable_transaction, "enable_transaction")
         check_type((int, float), partitions_update_interval_seconds, "partitions_update_interval_seconds")
         check(partitions_update_interval_seconds >= 0, "partitions_update_interval_seconds", ">= 0", partitions_update_interval_seconds)
         self._log_route = LogRoute(logger) if logger is not None else None
@@ -145,6 +150,7 @@ class Client(ClientFactories):
         self._pool_lock = threading.Lock()
         self._handlers: list[TrackedHandler] = []
         self._closed = False
+        self._coordinator = CoordinatorClient(self) if enable_transaction else None
         self._stats_interval = stats_interval_in_seconds
         self._stats_handle = self.timer.call_every(stats_interval_in_seconds, self._log_stats) if stats_interval_in_seconds else None
         if self._provider is not None:
@@ -231,8 +237,10 @@ class Client(ClientFactories):
                 errors.append(exc)
         raise errors[-1]
 
-    def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
-        """Run ``operation``, retrying retryable errors with backoff until the operation timeout."""
+    def with_retries(
+        self, what: str, operation: Callable[[], R], deadline: float | None = None, retryable: frozenset[Result] = RETRYABLE
+    ) -> R:
+        """Run ``operation``, retrying ``retryable`` errors with backoff until the operation timeout."""
         deadline = deadline or time.monotonic() + self.operation_timeout
         backoff = Backoff()
         while True:
@@ -240,7 +248,7 @@ class Client(ClientFactories):
                 return operation()
             except PulsarException as exc:
                 delay = backoff.next()
-                if exc.result not in RETRYABLE or time.monotonic() + delay > deadline or self._closed:
+                if exc.result not in retryable or time.monotonic() + delay > deadline or self._closed:
                     raise
                 log.info("%s failed (%s); retrying in %.1f s", what, exc, delay)
                 time.sleep(delay)
@@ -322,6 +330,25 @@ class Client(ClientFactories):
         response = self.service_connection().call(T.GET_TOPICS_OF_NAMESPACE, self.operation_timeout, namespace=namespace, mode=mode)
         return list(response.topics)
 
+    # ---- transactions ----
+
+    def new_transaction(self, transaction_timeout_ms: int = 60_000) -> Transaction:
+        """Open a transaction on one of the cluster's coordinators; they abort it after
+        ``transaction_timeout_ms`` unless it was committed or aborted by then.
+
+        Raises:
+            InvalidConfiguration: the client was built without ``enable_transaction=True``.
+            TransactionCoordinatorNotFoundError: the cluster runs no transaction coordinator.
+        """
+        check_type(int, transaction_timeout_ms, "transaction_timeout_ms")
+        check(transaction_timeout_ms > 0, "transaction_timeout_ms", "positive", transaction_timeout_ms)
+        if self._closed:
+            raise AlreadyClosed("the client is closed")
+        if self._coordinator is None:
+            raise exception_for(Result.InvalidConfiguration, "transactions are not enabled: build the Client with enable_transaction=True")
+        txn_id = self._coordinator.new_transaction(transaction_timeout_ms)
+        return Transaction(self._coordinator, txn_id, transaction_timeout_ms, self.timer, self.operation_timeout)
+
     # ---- lifecycle ----
 
     def register(self, handler: TrackedHandler) -> None:
@@ -384,6 +411,8 @@ class Client(ClientFactories):
             return
         for connection in inherited:
             connection.abandon()
+        if self._coordinator is not None:
+            self._coordinator.forget_connections()
         for handler in handlers:
             handler.forked(parent)
         self.timer = Timer()

@@ -45,6 +45,11 @@ log = logging.getLogger(__name__)
 
 # Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
 T = BaseCommand
+# Responses with a failure in their own error and message fields: ack receipts, the coordinator's answers.
+_ERROR_FIELD_RESPONSES = frozenset(
+    {T.ACK_RESPONSE, T.TC_CLIENT_CONNECT_RESPONSE, T.NEW_TXN_RESPONSE, T.END_TXN_RESPONSE}
+    | {T.ADD_PARTITION_TO_TXN_RESPONSE, T.ADD_SUBSCRIPTION_TO_TXN_RESPONSE}
+)
 # What CONNECT tells the broker: the distribution and its version, read once from its metadata.
 CLIENT_VERSION = "-".join(filter(None, [DISTRIBUTION, distribution_version()]))
 _RECV_SIZE = 256 * 1024
@@ -436,12 +441,12 @@ class Connection:
                 self._resolve(body.request_id, error=_response_error(body.error_code, body.error_message))
             else:
                 self._resolve(body.request_id, body)
-        elif kind == T.ACK_RESPONSE:
-            ack = command.ackResponse
-            if ack.HasField("error"):
-                self._resolve(ack.request_id, error=_response_error(ack.error, ack.message))
+        elif kind in _ERROR_FIELD_RESPONSES:
+            body = commands.body(command)
+            if body.HasField("error"):
+                self._resolve(body.request_id, error=_response_error(body.error, body.message))
             else:
-                self._resolve(ack.request_id, ack)
+                self._resolve(body.request_id, body)
         elif kind in (T.SUCCESS, T.GET_LAST_MESSAGE_ID_RESPONSE, T.GET_TOPICS_OF_NAMESPACE_RESPONSE):
             body = commands.body(command)
             self._resolve(body.request_id, body)

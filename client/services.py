@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     # Type-only: the producer package imports this module for its own annotations.
     from .connection import Connection
     from .consumer.settings import InitialPosition
+    from .exceptions import Result
     from .partition_watch import PartitionWatch
     from .producer.limits import MemoryLimit
     from .protocol.message_id import MessageId
@@ -98,9 +99,12 @@ class ClientServices(Protocol):
         """The connection to the broker that serves ``topic`` (one full lookup, redirects followed)."""
         ...
 
-    def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
-        """Run ``operation``, retrying retryable errors with backoff until ``deadline`` (monotonic)
-        or the operation timeout; ``what`` names it in the log."""
+    def with_retries(
+        self, what: str, operation: Callable[[], R], deadline: float | None = None, retryable: frozenset[Result] = ...
+    ) -> R:
+        """Run ``operation``, retrying ``retryable`` errors (by default those worth retrying with any
+        request) with backoff until ``deadline`` (monotonic) or the operation timeout; ``what`` names
+        it in the log."""
         ...
 
     def partition_count(self, topic: str) -> int:

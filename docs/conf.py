@@ -73,6 +73,10 @@ INTERNAL_TYPES = [
     "SyncConsumer",
     "SyncProducer",
     "SyncReader",
+    "SyncTransaction",
+    "CoordinatorClient",
+    "Timer",
+    "airflow_pulsar.client.transaction.transaction.CumulativeAcker",
 ]
 nitpick_ignore = [(role, name) for name in INTERNAL_TYPES for role in ("py:class", "py:obj")]
 

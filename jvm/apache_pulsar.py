@@ -301,6 +301,11 @@ class PulsarStandalone(AdminRest):
     configuration turns authentication on. With ``tls`` (the configuration then names the
     certificate files) the broker also serves ``pulsar+ssl://`` and ``https://`` on ports of their
     own, as ``tls_service_url`` and ``tls_web_url``; readiness is still asked over plain HTTP.
+    ``transaction_coordinators`` > 0 turns transactions on
+    (``transactionCoordinatorEnabled``) with that many coordinators: before the first start,
+    ``pulsar initialize-transaction-coordinator-metadata`` creates the ``pulsar/system`` namespace
+    and the partitioned topic ``transaction_coordinator_assign`` with one partition per coordinator
+    (the standalone itself would create it with one).
     """
 
     name = "pulsar"
@@ -314,6 +319,7 @@ class PulsarStandalone(AdminRest):
         admin_token: str | None = None,
         jvm_options: Sequence[str] = (),
         tls: bool = False,
+        transaction_coordinators: int = 0,
     ):
         self.tls = tls
         self.tls_port = 0
@@ -321,6 +327,9 @@ class PulsarStandalone(AdminRest):
         self.admin_headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
         self.work_dir = work_dir
         self.config = {**BASE_CONFIG, **(config or {})}
+        self.transaction_coordinators = transaction_coordinators
+        if transaction_coordinators:
+            self.config["transactionCoordinatorEnabled"] = "true"
         self.heap = heap
         self.log_level = log_level
         self.jvm_options = list(jvm_options)
@@ -371,6 +380,9 @@ class PulsarStandalone(AdminRest):
         if self.tls:
             settings |= {"brokerServicePortTls": str(self.tls_port), "webServicePortTls": str(self.https_port)}
         conf = write_properties(self.work_dir / "standalone.conf", settings)
+        metadata_dir = self.work_dir / "metadata"
+        if self.transaction_coordinators and not metadata_dir.exists():
+            self._initialize_transaction_metadata(metadata_dir, began + timeout)
         self.jvm = JavaProcess(
             "pulsar",
             self.work_dir,
@@ -381,7 +393,7 @@ class PulsarStandalone(AdminRest):
                 "-nfw",
                 "-nss",
                 "--metadata-dir",
-                str(self.work_dir / "metadata"),
+                str(metadata_dir),
                 "--bookkeeper-dir",
                 str(self.work_dir / "bookkeeper"),
                 "--bookkeeper-port",
@@ -397,6 +409,27 @@ class PulsarStandalone(AdminRest):
         wait_until_serving(self.web_url, self.jvm, began + timeout, self.admin_headers)
         self.startup_seconds = time.monotonic() - began
         return self
+
+    def _initialize_transaction_metadata(self, metadata_dir: Path, deadline: float) -> None:
+        """``pulsar initialize-transaction-coordinator-metadata`` on the standalone's metadata store (RocksDB)."""
+        setup = JavaProcess(
+            "initialize-transaction-coordinator-metadata",
+            self.work_dir,
+            "org.apache.pulsar.PulsarTransactionCoordinatorMetadataSetup",
+            [
+                "--configuration-store",
+                f"rocksdb://{metadata_dir}",
+                "--cluster",
+                self.config["clusterName"],
+                "--initial-num-transaction-coordinators",
+                str(self.transaction_coordinators),
+            ],
+            "128m",
+            self.log_level,
+            self.jvm_options,
+        )
+        setup.start()
+        setup.wait_exit(max(1.0, deadline - time.monotonic()))
 
     def stop(self, timeout: float = 30) -> int:
         """SIGTERM and wait (kill -9 after ``timeout`` seconds); returns the exit code."""

@@ -149,6 +149,41 @@ def apache_pulsar() -> Iterator[PulsarStandalone]:
             pulsar.stop()
 
 
+# Why the transaction tests skip our broker, and what it lacks for them to run there.
+NO_TRANSACTION_COORDINATOR = (
+    "embedded broker has no transaction coordinator yet: it answers none of TC_CLIENT_CONNECT_REQUEST, "
+    "NEW_TXN, ADD_PARTITION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN, END_TXN, and has no transaction buffer "
+    "(sends held until commit) nor pending acknowledgements"
+)
+TRANSACTION_COORDINATORS = 2
+
+
+@pytest.fixture(scope="session")
+def apache_pulsar_transactions() -> Iterator[PulsarStandalone]:
+    """Apache Pulsar standalone with transactions on and two coordinators, shared by every module of
+    this test process that needs a coordinator. Not the session's ``apache_pulsar``: a broker with
+    transactions loads a transaction buffer with every topic and writes its snapshots to system topics
+    of the topic's namespace, which the other tests would then see and wait for."""
+    with tempfile.TemporaryDirectory(prefix="apache-pulsar-txn-") as work_dir:
+        pulsar = PulsarStandalone(Path(work_dir), jvm_options=QUICK_JIT, transaction_coordinators=TRANSACTION_COORDINATORS).start()
+        try:
+            yield pulsar
+        finally:
+            pulsar.stop()
+
+
+@pytest.fixture(scope="module")
+def transaction_broker(broker_kind: str, request: pytest.FixtureRequest) -> Broker:
+    """The broker under test for transactions: Apache Pulsar with coordinators; skips our broker,
+    which has none yet."""
+    if broker_kind == "embedded":
+        pytest.skip(NO_TRANSACTION_COORDINATOR)
+    pulsar: PulsarStandalone = request.getfixturevalue("apache_pulsar_transactions")
+    if not pulsar.running:
+        pulsar.start()
+    return pulsar
+
+
 @pytest.fixture(scope="module")
 def broker(broker_kind: str, request: pytest.FixtureRequest) -> Iterator[Broker]:
     """The broker under test for the whole module: a fresh embedded one (fsync on, the default),

@@ -24,11 +24,13 @@ from ..exceptions import (
 )
 from ..forks import inherited_message
 from ..protocol.message_id import MessageId
+from ..transaction import Transaction
 from .message import Message
 from .partition_consumer import PartitionConsumer
 from .receiver_queue import ReceiverQueue
 from .settings import ConsumerSettings
 from .stats import ConsumerStats
+from .transactional_acks import acknowledge_in_transaction
 from .unpacker import ReceivedEntry
 
 if TYPE_CHECKING:
@@ -192,10 +194,17 @@ class Consumer:
 
     # ---- acknowledgement ----
 
-    def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message (grouped; with ack receipts, returns once the broker confirmed)."""
+    def acknowledge(self, message: Message | MessageId, *, transaction: Transaction | None = None) -> None:
+        """Acknowledge one message (grouped; with ack receipts, returns once the broker confirmed).
+
+        With ``transaction``, the acknowledgement takes effect when the transaction commits; it is
+        sent at once and this returns once the broker accepted it (see ``transactional_acks``).
+        """
         if self._closed:
             self.check_open()
+        if transaction is not None:
+            acknowledge_in_transaction(self._child_for(message), message, transaction, cumulative=False)
+            return
         if type(message) is Message:  # the hot path: the message knows its partition consumer
             owner = message.delivery.owner
             if owner is not None and owner.topic in self._children:
@@ -203,13 +212,17 @@ class Consumer:
                 return
         self._child_for(message).acknowledge(message)
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge every message up to this one in its partition; refused on Shared and Key_Shared."""
+    def acknowledge_cumulative(self, message: Message | MessageId, *, transaction: Transaction | None = None) -> None:
+        """Acknowledge every message up to this one in its partition; refused on Shared and Key_Shared.
+        With ``transaction``, as in :meth:`acknowledge`."""
         self.check_open()
         if self._settings.shared:
             raise CumulativeAcknowledgementNotAllowedError(
                 f"acknowledge_cumulative is not allowed on a {self._settings.consumer_type.name} subscription"
             )
+        if transaction is not None:
+            acknowledge_in_transaction(self._child_for(message), message, transaction, cumulative=True)
+            return
         self._child_for(message).acknowledge_cumulative(message)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:

@@ -156,6 +156,7 @@ class MessageAccumulator:
         now = time.monotonic()
         deadline = self._deadline(now)
         entries = self._entries.message_entries(message, sequence_id)
+        txn = None if delivery is None or delivery.transaction is None else delivery.transaction.id
         last = len(entries) - 1
         for index, entry in enumerate(entries):
             # Only the last chunk completes the message: its callback, slot and memory.
@@ -173,6 +174,7 @@ class MessageAccumulator:
                     created=now,
                     deadline=deadline,
                     chunk=last > 0,
+                    txn=txn,
                 )
             )
         return False
@@ -203,10 +205,10 @@ class MessageAccumulator:
             )
 
     def _joins_batch(self, delivery: Delivery | None) -> bool:
-        """Whether a message with ``delivery`` goes into the batch: not when delayed (it leaves as its
-        own entry, as the official producers send it). The batch is sent first when the message
+        """Whether a message with ``delivery`` goes into the batch: not when delayed or in a transaction
+        (it leaves as its own entry, as the official producers send a delayed one). The batch is sent first when the message
         goes to other clusters, replicate_to being a field of the whole entry."""
-        if delivery is not None and delivery.deliver_at_time is not None:
+        if delivery is not None and delivery.own_entry:
             return False
         if _replicate_to(delivery) != _replicate_to(self._batch_delivery):
             self.flush()

@@ -26,6 +26,7 @@ from ..forks import inherited_message
 from ..protocol.message_id import MessageId
 from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
+from ..transaction import Transaction
 from .config import ProducerConfig
 from .delivery import delivery_of
 from .limits import PendingLimit
@@ -41,6 +42,8 @@ from .routers import (
     SinglePartitionRouter,
 )
 from .stats import ProducerStats
+from .transactional import joined
+from .waiter import SendWaiter
 
 if TYPE_CHECKING:
     from ..services import ClientServices
@@ -130,6 +133,8 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        *,
+        transaction: Transaction | None = None,
     ) -> None:
         """Queue a message; ``callback(result, message_id)`` runs on the IO thread when it completes.
 
@@ -154,6 +159,7 @@ class Producer:
             and deliver_at is None
             and replication_clusters is None
             and disable_replication is False
+            and transaction is None
             and not self._interceptors
         ):
             # The common case, with nothing to check or convert; a custom router goes through _dispatch.
@@ -165,7 +171,7 @@ class Producer:
                 return
         message = self._outgoing(
             content, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, transaction,
         )
         self._dispatch(message, callback, False)
 
@@ -181,6 +187,8 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        *,
+        transaction: Transaction | None = None,
     ) -> MessageId:
         """Publish a message and wait for the broker's receipt; returns its MessageId.
 
@@ -190,9 +198,9 @@ class Producer:
         """
         message = self._outgoing(
             content, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, transaction,
         )
-        waiter = _Waiter()
+        waiter = SendWaiter()
         self._dispatch(message, waiter, True)
         try:
             return waiter.wait()
@@ -211,13 +219,15 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        *,
+        transaction: Transaction | None = None,
     ) -> Future[MessageId]:
         """Queue a message; the future resolves to its MessageId (``await asyncio.wrap_future(f)``)."""
         message = self._outgoing(
             content, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, transaction,
         )
-        waiter = _Waiter()
+        waiter = SendWaiter()
         self._dispatch(message, waiter, False)
         return waiter.future
 
@@ -233,6 +243,7 @@ class Producer:
         event_timestamp: int | None,
         deliver_at: int | None,
         deliver_after: timedelta | None,
+        transaction: Transaction | None,
     ) -> OutgoingMessage:
         """The message a send's arguments make: its value encoded by the schema, every field checked."""
         if content is None:
@@ -253,7 +264,8 @@ class Producer:
         delivery = (
             None
             if deliver_after is None and deliver_at is None and replication_clusters is None and disable_replication is False
-            else delivery_of(replication_clusters, disable_replication, deliver_at, deliver_after)
+            and transaction is None
+            else delivery_of(replication_clusters, disable_replication, deliver_at, deliver_after, transaction)
         )
         return OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id, delivery)
 
@@ -274,6 +286,13 @@ class Producer:
             target = self._partitions[0]
         else:
             target = self._partitions[self._router.choose_partition(message, self._num_partitions)]
+        transaction = message.delivery.transaction if message.delivery is not None else None
+        if transaction is not None:
+            try:
+                callback = joined(transaction, target.topic, callback)
+            except PulsarException as exc:
+                fail_callback(callback, exc)
+                return
         target.send_async(message, callback, flush)
 
     def _intercepted(self, callback: SendCallback, message: OutgoingMessage) -> SendCallback:
@@ -287,7 +306,7 @@ class Producer:
                 except Exception:  # an interceptor's failure must not lose the user's callback
                     log.exception("producer interceptor failed")
 
-        if isinstance(callback, _Waiter):
+        if isinstance(callback, SendWaiter):
             return callback.after(notify)
 
         def acknowledged(result: Result, message_id: MessageId | None) -> None:
@@ -417,39 +436,6 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"Producer({self._topic!r}, partitions={self._num_partitions})"
-
-
-class _Waiter:
-    """The callback of a sync send or a future send: resolves a Future with the id or the error."""
-
-    __slots__ = ("future", "_then")
-
-    def __init__(self) -> None:
-        self.future: Future[MessageId] = Future()
-        self._then: SendCallback | None = None
-
-    def after(self, first: SendCallback) -> _Waiter:
-        """Run ``first`` (the interceptors) before resolving the future."""
-        self._then = first
-        return self
-
-    def __call__(self, result: Result, message_id: MessageId | None) -> None:
-        if self._then is not None:
-            self._then(result, message_id)
-        if result is Result.Ok:
-            self.future.set_result(message_id)  # type: ignore[arg-type]
-        else:
-            self.future.set_exception(exception_for(result))
-
-    def fail(self, error: PulsarException) -> None:
-        """Fail with the exception itself, keeping its message."""
-        if self._then is not None:
-            self._then(error.result, None)
-        self.future.set_exception(error)
-
-    def wait(self) -> MessageId:
-        """Block until resolved; raise the send's exception on failure."""
-        return self.future.result()
 
 
 def _start_all(partitions: list[PartitionProducer]) -> None:

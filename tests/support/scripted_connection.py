@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from airflow_pulsar.client.connection import Connection
-from airflow_pulsar.client.exceptions import ConnectError
+from airflow_pulsar.client.exceptions import ConnectError, Result
 from airflow_pulsar.client.partition_watch import PartitionWatch
 from airflow_pulsar.client.producer.limits import MemoryLimit
 from airflow_pulsar.client.protocol.checksum import crc32c
@@ -167,7 +167,9 @@ class FakeServices:
             self.connections.append(ScriptedConnection(self.timer))
         return self.connection
 
-    def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
+    def with_retries(
+        self, what: str, operation: Callable[[], R], deadline: float | None = None, retryable: frozenset[Result] = frozenset()
+    ) -> R:
         """Run ``operation`` once."""
         return operation()
 
