@@ -8,7 +8,7 @@ import binascii
 from dataclasses import dataclass
 from pathlib import Path
 
-from airflow_pulsar.cli.command_line import port_number, positive_float, positive_int
+from airflow_pulsar.cli.command_line import non_negative_int, port_number, positive_float, positive_int
 from airflow_pulsar.client.protocol.frames import DEFAULT_MAX_MESSAGE_SIZE
 
 from .client_limits import ClientLimits, add_limit_arguments, limits_from_arguments
@@ -42,6 +42,9 @@ class BrokerConfig:
     # Pulsar's brokerServiceCompactionMonitorIntervalInSeconds: how often topics are checked
     # against their namespace's compactionThreshold.
     compaction_monitor_seconds: float = 60.0
+    # Transaction coordinators (partitions of pulsar/system/transaction_coordinator_assign); 0 turns
+    # transactions off, as Pulsar's transactionCoordinatorEnabled=false (its standalone's default).
+    transaction_coordinators: int = 0
     limits: ClientLimits = ClientLimits()
     # Authentication providers, each on when configured, as Pulsar's authenticationProviders list.
     token_secret_file: str | None = None
@@ -112,6 +115,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="Pulsar's brokerServiceCompactionMonitorIntervalInSeconds: how often each topic is compacted if it grew "
         "past its namespace's compactionThreshold since it was last compacted",
+    )
+    parser.add_argument(
+        "--transaction-coordinators",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="run N transaction coordinators, turning transactions (PIP-31) on; 0, the default as in Pulsar "
+        "standalone, leaves them off",
     )
     add_limit_arguments(parser)
     parser.add_argument(
@@ -186,6 +197,7 @@ def from_arguments(args: argparse.Namespace) -> BrokerConfig:
         max_message_size=args.max_message_size,
         keepalive_seconds=args.keep_alive_interval_seconds,
         compaction_monitor_seconds=args.compaction_monitor_interval_seconds,
+        transaction_coordinators=args.transaction_coordinators,
         limits=limits_from_arguments(args),
         token_secret_file=args.token_secret_file,
         token_public_key=args.token_public_key,

@@ -49,7 +49,8 @@ from .read_pauses import PauseReason, ReadPauses
 from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError
 from .service import BrokerService, TopicNotFoundError
 from .storage import LedgerFencedError
-from .subscription import SubscriptionError
+from .subscription_rules import SubscriptionError
+from .transactions.commands import TransactionCommands
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class ServerConnection(asyncio.Protocol):
         lookups = LookupCommands(self)
         producers = self.producer_commands = ProducerCommands(self)
         consumers = self.consumer_commands = ConsumerCommands(self)
+        transactions = TransactionCommands(self)
         self._on_send = producers.on_send
         # SEND is not in the table: _handle serves it first, with its frame.
         self._handlers: dict[int, Callable[[Any], Any]] = {
@@ -116,6 +118,11 @@ class ServerConnection(asyncio.Protocol):
             T.CONSUMER_STATS: consumers.on_consumer_stats,
             T.UNSUBSCRIBE: consumers.on_unsubscribe,
             T.CLOSE_CONSUMER: consumers.on_close_consumer,
+            T.TC_CLIENT_CONNECT_REQUEST: transactions.on_tc_client_connect,
+            T.NEW_TXN: transactions.on_new_txn,
+            T.ADD_PARTITION_TO_TXN: transactions.on_add_partition,
+            T.ADD_SUBSCRIPTION_TO_TXN: transactions.on_add_subscription,
+            T.END_TXN: transactions.on_end_txn,
         }
 
     @property

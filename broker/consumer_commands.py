@@ -37,8 +37,10 @@ from .ledger import Ledger
 from .non_persistent import NonPersistentSubscription, NonPersistentTopic
 from .schema_registry import schema_from_wire
 from .storage import StoredEntry
-from .subscription import SUB_TYPE_NAMES, Subscription, SubscriptionError
+from .subscription import Subscription
+from .subscription_rules import SUB_TYPE_NAMES, SubscriptionError
 from .topic import Topic
+from .transactions.commands import acknowledge_in_transaction
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +166,9 @@ class ConsumerCommands:
             if has_request:
                 self._ack_response(body)
             return
+        if body.HasField("txnid_most_bits"):
+            self._ack_in_transaction(body, subscription)
+            return
         ledger = subscription.ledger
         ledger_id = ledger.ledger_id
         last_entry = ledger.last_entry_id
@@ -193,6 +198,21 @@ class ConsumerCommands:
                 self._ack_response(body)
             else:
                 saved.add_done_callback(lambda f: self._ack_response(body, *_storage_error(f)))
+
+    def _ack_in_transaction(self, body: CommandAck, subscription: Subscription) -> None:
+        """An ACK in a transaction: held by the subscription's pending acknowledgements, answered once saved."""
+        try:
+            saved = acknowledge_in_transaction(self.channel, subscription, body)
+        except Rejected as exc:
+            self._ack_response(body, exc.error, str(exc))
+            return
+        except SubscriptionError as exc:
+            self._ack_response(body, ServerError.Value(exc.code), str(exc))
+            return
+        if saved is None:
+            self._ack_response(body)
+        else:
+            asyncio.ensure_future(saved).add_done_callback(lambda f: self._ack_response(body, *_storage_error(f)))
 
     def _ack_response(self, body: CommandAck, error: int | None = None, message: str | None = None) -> None:
         self.channel.send(
@@ -244,9 +264,11 @@ class ConsumerCommands:
         )
         ledger = topic.ledger
         partition = topic.name.partition
-        size = topic.last_entry_batch_size()
-        # As Pulsar: the last index of a batch (clients compare batch indexes), -1 otherwise.
-        last = _message_id(ledger.ledger_id, ledger.last_entry_id, partition, size - 1 if size > 1 else -1)
+        # As Pulsar: the last entry a reader may be given (not past an open transaction, nor a
+        # marker or an aborted entry), with the last index of a batch (clients compare batch indexes).
+        last_entry = topic.transactions.last_dispatchable_entry()
+        size = ledger.entry_messages(last_entry) if last_entry >= 0 else 0
+        last = _message_id(ledger.ledger_id, last_entry, partition, size - 1 if size > 1 else -1)
         mark_delete = _message_id(ledger.ledger_id, subscription.cursor.mark_delete, partition)
         self.channel.send(
             T.GET_LAST_MESSAGE_ID_RESPONSE,

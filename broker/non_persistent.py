@@ -24,7 +24,7 @@ from .producer_access import ProducerAccess, ServerProducer
 from .rates import RateMeter
 from .selectors import SingleActiveSelector, selector_for
 from .storage import StoredEntry
-from .subscription import SUB_TYPE_NAMES, check_can_join
+from .subscription_rules import SUB_TYPE_NAMES, check_can_join
 from .topic import entry_of
 from .topic_stats import epoch_stats, traffic_stats
 

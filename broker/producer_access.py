@@ -15,7 +15,7 @@ from airflow_pulsar.client.topic_name import TopicName
 
 from .client_limits import ClientLimits
 from .rates import RateMeter
-from .subscription import SubscriptionError
+from .subscription_rules import SubscriptionError
 
 ACCESS_MODE_NAMES: dict[int, str] = {v: k for k, v in ProducerAccessMode.items()}
 

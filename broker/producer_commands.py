@@ -25,12 +25,13 @@ from airflow_pulsar.client.protocol.wire import U64_MASK, encode_send_receipt, s
 from airflow_pulsar.client.topic_name import TopicName
 
 from .authorization import TopicOperation
-from .channel import Channel, InProgress, not_authorized, topic_refusal
+from .channel import Channel, InProgress, Rejected, not_authorized, topic_refusal
 from .non_persistent import NonPersistentTopic
 from .producer_access import ServerProducer
 from .read_pauses import PauseReason
 from .schema_registry import schema_from_wire, version_bytes
 from .topic import Topic
+from .transactions.commands import open_transaction
 
 T = BaseCommand
 
@@ -132,6 +133,16 @@ class ProducerCommands:
             self._send_error(producer_id, sequence_id, ServerError.ChecksumError, "Checksum failed on the broker")
             return
         highest = body.highest_sequence_id if body.HasField("highest_sequence_id") else sequence_id
+        txn = None
+        if body.HasField("txnid_most_bits"):
+            if not isinstance(topic, Topic):
+                self._send_error(producer_id, sequence_id, ServerError.NotAllowedError, "transactions need a persistent topic")
+                return
+            try:
+                txn = open_transaction(self.channel, body.txnid_most_bits, body.txnid_least_bits)
+            except Rejected as exc:
+                self._send_error(producer_id, sequence_id, exc.error, str(exc))
+                return
         write = self.channel.write
 
         def done(position: tuple[int, int] | None, error: BaseException | None) -> None:
@@ -149,7 +160,13 @@ class ProducerCommands:
             self.channel.pause_reading(PauseReason.PENDING_PUBLISHES)
         try:
             # Sequence ids are Java longs in Pulsar: dedup and storage take them signed (the receipt echoes them as sent).
-            topic.publish(producer, signed64(sequence_id), signed64(highest), body.num_messages, frame.checksum, frame.entry, done)
+            if txn is None:
+                topic.publish(producer, signed64(sequence_id), signed64(highest), body.num_messages, frame.checksum, frame.entry, done)
+            else:
+                assert isinstance(topic, Topic)
+                topic.publish(
+                    producer, signed64(sequence_id), signed64(highest), body.num_messages, frame.checksum, frame.entry, done, txn
+                )
         except FrameError as exc:
             self._send_answered()
             self._send_error(producer_id, sequence_id, ServerError.UnknownError, f"malformed message: {exc}")

@@ -22,6 +22,10 @@ from .storage import Storage
 from .storage_faults import StorageFaultSwitch
 from .tenants import Tenants
 from .topic import Topic
+from .transactions.coordinator import COORDINATOR_ASSIGN_TOPIC, TransactionCoordinators
+from .transactions.log import CoordinatorLog
+from .transactions.participants import TopicParticipants
+from .transactions.pending_acks import load_pending_acks
 
 
 class TopicNotFoundError(LookupError):
@@ -70,6 +74,10 @@ class BrokerService:
         self.service_url = ""
         self.web_service_url = ""
         self._compaction_monitor = CompactionMonitor(config.compaction_monitor_seconds, self._compactions)
+        count = config.transaction_coordinators
+        self.transactions = (
+            TransactionCoordinators(count, CoordinatorLog(self.storage), TopicParticipants(self)) if count else None
+        )
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Load what the storage holds and start its writer."""
@@ -82,6 +90,8 @@ class BrokerService:
         self._next_ledger_id = max(self._ledger_ids.values(), default=0) + 1
         for name in self._ledger_ids:
             self._load(TopicName.parse(name, strict=False))
+        if self.transactions is not None:
+            self.transactions.start()
         self._compaction_monitor.start(loop)
 
     def _compactions(self) -> list[tuple[Compaction, int | None]]:
@@ -92,6 +102,8 @@ class BrokerService:
     def close(self) -> None:
         """Stop the compaction monitor, flush and close the storage, then let go of the data dir."""
         self._compaction_monitor.stop()
+        if self.transactions is not None:
+            self.transactions.close()
         self.storage.close()
         self._lock.release()
 
@@ -113,6 +125,8 @@ class BrokerService:
             cursors=self.storage.load_cursors(ledger_id),
             last_sequence_ids=self.storage.last_sequence_ids(ledger_id),
             limits=self.config.limits,
+            transaction_entries=self.storage.load_transaction_entries(ledger_id),
+            pending_acks=load_pending_acks(self.storage, ledger_id),
         )
         self.topics[key] = topic
         return topic
@@ -153,7 +167,10 @@ class BrokerService:
             raise NamespaceNotFoundError()
 
     def partitions_of(self, name: TopicName) -> int:
-        """Partition count of a partitioned topic, 0 for anything else."""
+        """Partition count of a partitioned topic, 0 for anything else; the coordinators' assign
+        topic has one partition per coordinator (none with transactions off)."""
+        if self.transactions is not None and str(name) == COORDINATOR_ASSIGN_TOPIC:
+            return self.transactions.count
         return self.partitioned.get(str(name.base if name.partition < 0 else name), 0)
 
     async def get_topic(self, name: TopicName, create: bool = True) -> Topic:

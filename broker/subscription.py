@@ -22,7 +22,7 @@ at ``maxUnackedMessagesPerSubscription`` until they are below half.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Protocol
 
 from airflow_pulsar.client.protocol.batch import ack_set_words
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe
@@ -37,13 +37,10 @@ from .ledger import Ledger
 from .rates import RateMeter
 from .selectors import KeySharedSelector, SingleActiveSelector, selector_for
 from .storage import Storage, StoredEntry
+from .subscription_rules import SUB_TYPE_NAMES, SubscriptionError, check_can_join
+from .transactions.buffer import TransactionBuffer
+from .transactions.pending_acks import WHOLE, PendingAcks
 
-SUB_TYPE_NAMES: dict[int, str] = {
-    CommandSubscribe.Exclusive: "Exclusive",
-    CommandSubscribe.Shared: "Shared",
-    CommandSubscribe.Failover: "Failover",
-    CommandSubscribe.Key_Shared: "Key_Shared",
-}
 _READ_BATCH = 100
 # Key_Shared entries waiting for a busy consumer; past this, reading new entries pauses.
 _MAX_REPLAY = 10_000
@@ -54,31 +51,6 @@ _INDIVIDUAL_ACK = (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
 # consumer changes, dispatch (and the change notice) waits this long, so acknowledgements the
 # previous active consumer still has in flight land before the new one is given anything.
 FAILOVER_DELAY_SECONDS = 1.0
-
-
-class SubscriptionError(Exception):
-    """A request the subscription refuses; ``code`` is a Pulsar ServerError name."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-
-
-def check_can_join(name: str, consumers: list[ServerConsumer], current_type: int, sub_type: int, limits: ClientLimits) -> None:
-    """Raise SubscriptionError if a consumer of ``sub_type`` may not join the subscription
-    ``name`` now, as Pulsar refuses one (persistent and non-persistent subscriptions alike)."""
-    if not consumers:
-        return
-    if sub_type != current_type:
-        raise SubscriptionError(
-            "ConsumerBusy",
-            f"subscription {name} is of type {SUB_TYPE_NAMES.get(current_type)}, not {SUB_TYPE_NAMES.get(sub_type)}",
-        )
-    if sub_type == CommandSubscribe.Exclusive:
-        raise SubscriptionError("ConsumerBusy", f"exclusive subscription {name} already has a consumer")
-    limit = limits.max_consumers_per_subscription
-    if limit and len(consumers) >= limit:
-        raise SubscriptionError("ConsumerBusy", "Subscription reached max consumers limit")  # Pulsar's words
 
 
 class SubscriptionTopic(Protocol):
@@ -98,6 +70,9 @@ class SubscriptionTopic(Protocol):
 
     @property
     def compaction(self) -> Compaction: ...
+
+    @property
+    def transactions(self) -> TransactionBuffer: ...
 
 
 class Subscription:
@@ -134,6 +109,8 @@ class Subscription:
         self.typed = False
         self._failover_timer: asyncio.TimerHandle | None = None
         self.reads_compacted = False  # whether its consumers read the topic's compacted view
+        self.pending_acks = PendingAcks(self, topic.storage, f"[{topic.name}][{cursor.name}]")
+        self._hidden_acked = False  # dispatch acknowledged transaction markers or aborted entries
 
     @property
     def name(self) -> str:
@@ -247,7 +224,7 @@ class Subscription:
         if not self.replay:
             return
         for entry_id in sorted(self.replay):
-            if self.cursor.is_acked(entry_id) or entry_id in self.holder:
+            if self.cursor.is_acked(entry_id) or entry_id in self.holder or self.pending_acks.held(entry_id) == WHOLE:
                 self.replay.discard(entry_id)
                 continue
             if self.blocked_on_unacked or not any(c.available for c in self.consumers):
@@ -265,7 +242,8 @@ class Subscription:
         # Key_Shared keeps per-key order: a consumer with entries still waiting in the replay
         # set gets nothing newer until those went out.
         waiting_owners = self._replay_owners() if key_shared is not None else set()
-        while self.read_position <= self.ledger.last_entry_id:
+        transactions = self.topic.transactions
+        while self.read_position <= (readable := transactions.max_read_entry()):
             permits = sum(c.permits for c in self.consumers if c.available)
             if not permits or self.blocked_on_unacked:
                 return
@@ -273,12 +251,17 @@ class Subscription:
             # from storage for every FLOW would otherwise be mostly thrown away. Key_Shared may
             # pass over entries whose key is busy, so it reads the whole block.
             limit = _READ_BATCH if key_shared is not None else self.ledger.entries_for(self.read_position, permits, _READ_BATCH)
-            for entry in self.ledger.read(self.read_position, limit):
+            for entry in self.ledger.read(self.read_position, min(limit, readable - self.read_position + 1)):
                 if self.blocked_on_unacked:
                     return
                 entry_id = entry.entry_id
+                if transactions.hides(entry_id):
+                    # As Pulsar's dispatcher: a marker or an aborted transaction's entry is acknowledged as read.
+                    self._hidden_acked = self.cursor.ack(entry_id) or self._hidden_acked
+                    self.read_position = entry_id + 1
+                    continue
                 sent = self._as_read(entry)
-                if self.cursor.is_acked(entry_id) or entry_id in self.holder or sent is None:
+                if self.cursor.is_acked(entry_id) or entry_id in self.holder or sent is None or self.pending_acks.held(entry_id) == WHOLE:
                     self.read_position = entry_id + 1
                     continue
                 if self.sub_type in _INDIVIDUAL_ACK and self.delayed.hold_back(entry):
@@ -297,6 +280,9 @@ class Subscription:
             # As Pulsar writes each read batch as it is dispatched: the consumer starts on it while
             # the next is read, rather than waiting for every entry its permits allow.
             self._flush_consumers()
+        if self._hidden_acked:
+            self._hidden_acked = False
+            self.persist()
 
     def _flush_consumers(self) -> None:
         for consumer in self.consumers:
@@ -327,6 +313,9 @@ class Subscription:
         if self.sub_type == CommandSubscribe.Key_Shared and not self._hold_key(entry, consumer):
             return False
         bits = self.cursor.unacked_bits(entry.entry_id)
+        held = self.pending_acks.held(entry.entry_id)
+        if held:  # indexes that transactions hold are not for this consumer
+            bits = (((1 << entry.num_messages) - 1) if bits is None else bits) & ~held
         ack_set = ack_set_words(bits, entry.num_messages, clip=False) if bits is not None else None
         self.holder[entry.entry_id] = consumer
         consumer.deliver(entry, self.ledger.ledger_id, self.redelivery_counts.get(entry.entry_id, 0), ack_set)
@@ -424,6 +413,16 @@ class Subscription:
             self._count_off(holder, entry_id)
         self.redelivery_counts.pop(entry_id, None)
 
+    def hand_over(self, entry_id: int) -> None:
+        """The entry's consumer is done with it (a transaction acknowledged it): no longer held, nor redelivered."""
+        self._settle(entry_id)
+        self._dispatch_if_freed()
+
+    def release(self, entry_ids: list[int]) -> None:
+        """Deliver again the entries an aborted transaction had acknowledged (those not acknowledged since)."""
+        self.replay.update(e for e in entry_ids if not self.cursor.is_acked(e) and e not in self.holder)
+        self.dispatch()
+
     def redeliver(self, consumer: ServerConsumer, entry_ids: list[int] | None) -> None:
         """Take back some or all of a consumer's unacknowledged entries and send them again."""
         consumer.unblock()
@@ -468,26 +467,3 @@ class Subscription:
         last = ledger.last_entry_id
         entries = max(last - cursor.mark_delete, 0) - len(cursor.acked)
         return entries, estimated_backlog_size(ledger.total_bytes, last + 1, cursor.mark_delete)
-
-    def stats(self) -> dict[str, Any]:
-        """The subscription's entry in Pulsar's topic stats."""
-        entries, size = self.backlog()
-        msg_rate, byte_rate = self.out_rate.rates()
-        redeliver_rate, _ = self.redeliver_rate.rates()
-        return {
-            "msgBacklog": entries,
-            "msgBacklogNoDelayed": entries - len(self.delayed),
-            "backlogSize": size,
-            "unackedMessages": sum(c.reported_unacked for c in self.consumers),
-            "blockedSubscriptionOnUnackedMsgs": self.blocked_on_unacked,
-            "type": SUB_TYPE_NAMES.get(self.sub_type, "Exclusive") if self.typed else "None",
-            "msgRateOut": msg_rate,
-            "msgThroughputOut": byte_rate,
-            "msgRateRedeliver": redeliver_rate,
-            "msgOutCounter": self.msg_out,
-            "bytesOutCounter": self.bytes_out,
-            "isDurable": self.cursor.durable,
-            "markDeletePosition": f"{self.ledger.ledger_id}:{self.cursor.mark_delete}",
-            "readPosition": f"{self.ledger.ledger_id}:{self.read_position}",
-            "consumers": [c.stats() for c in self.consumers],
-        }

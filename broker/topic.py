@@ -9,6 +9,7 @@ from typing import Any
 from airflow_pulsar.client.protocol.frames import FrameError, split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
 from airflow_pulsar.client.topic_name import TopicName
+from airflow_pulsar.client.transaction.ids import TxnId
 
 from .client_limits import ClientLimits
 from .commit import Commit
@@ -18,8 +19,10 @@ from .ledger import CHECKSUM_HEADER_BYTES, Ledger
 from .producer_access import ProducerAccess, ServerProducer
 from .rates import RateMeter
 from .storage import LedgerFencedError, Storage, StoredEntry
-from .subscription import Subscription, SubscriptionError
-from .topic_stats import epoch_stats, traffic_stats
+from .subscription import Subscription
+from .subscription_rules import SubscriptionError
+from .topic_stats import epoch_stats, subscription_stats, traffic_stats
+from .transactions.buffer import TransactionBuffer
 
 DUPLICATE = (-1, -1)
 
@@ -47,15 +50,22 @@ class Topic(ProducerAccess):
         cursors: dict[str, dict[str, Any]] | None = None,
         last_sequence_ids: dict[str, int] | None = None,
         limits: ClientLimits,
+        transaction_entries: list[tuple[int, int, int, int | None]] = (),  # type: ignore[assignment]
+        pending_acks: dict[str, dict[str, Any]] | None = None,
     ):
         super().__init__(name, limits)
         self.storage = storage
         self.ledger = ledger
         self.dedup = dedup
         self.compaction = Compaction(ledger)
+        self.transactions = TransactionBuffer(ledger, transaction_entries)
+        self.transactions.on_end.append(self._dispatch_all)
         self.subscriptions: dict[str, Subscription] = {}
         for sub_name, state in (cursors or {}).items():
             self.subscriptions[sub_name] = Subscription(self, Cursor.from_state(sub_name, state), 0)
+        for sub_name, held in (pending_acks or {}).items():
+            if sub_name in self.subscriptions:
+                self.subscriptions[sub_name].pending_acks.load(held)
         # Deduplication: highest sequence id accepted and highest committed, per producer name.
         self._persisted_seq: dict[str, int] = dict(last_sequence_ids or {})
         self._pushed_seq: dict[str, int] = dict(self._persisted_seq)
@@ -109,8 +119,10 @@ class Topic(ProducerAccess):
         checksum: int,
         data: bytes,
         done: Callable[[tuple[int, int] | None, BaseException | None], None],
+        txn: TxnId | None = None,
     ) -> None:
-        """Append one entry durably, then call ``done((ledger id, entry id), None)``.
+        """Append one entry durably, then call ``done((ledger id, entry id), None)``; one sent in
+        ``txn`` is held by the topic's transaction buffer until the transaction ends.
 
         A duplicate (dedup on) gets ``(-1, -1)``, after the original is committed if it is
         still in flight; a storage failure gets ``done(None, error)``. A malformed entry, or a
@@ -147,6 +159,8 @@ class Topic(ProducerAccess):
             if records_sequence:
                 self._pushed_seq[name] = highest
         entry = entry_of(metadata, num_messages, checksum, data)
+        if txn is not None:
+            entry.txn = (txn.most_bits, txn.least_bits)
         future = self.ledger.append(entry, name, highest if records_sequence else None)
         if self.dedup and records_sequence:
             self._last_append[name] = future
@@ -167,6 +181,8 @@ class Topic(ProducerAccess):
             self.bytes_in += size
             self.entries_added += 1
             self.in_rate.record(num_messages, size)
+            if txn is not None:
+                self.transactions.add(txn, entry.entry_id)
             done((self.ledger.ledger_id, entry.entry_id), None)
 
         future.add_done_callback(committed)
@@ -203,14 +219,9 @@ class Topic(ProducerAccess):
 
     # ---- stats ----
 
-    def last_entry_batch_size(self) -> int:
-        """The message count of the newest entry (0 if the topic is empty)."""
-        last = self.ledger.last_entry_id
-        return self.ledger.entry_messages(last) if last >= 0 else 0
-
     def stats(self) -> dict[str, Any]:
         """Pulsar's topic stats document (a subset of its fields, with its names)."""
-        subscriptions = {name: sub.stats() for name, sub in self.subscriptions.items()}
+        subscriptions = {name: subscription_stats(sub) for name, sub in self.subscriptions.items()}
         return traffic_stats(self.msg_in, self.bytes_in, self.in_rate, subscriptions) | {
             "storageSize": self.ledger.total_bytes,
             "backlogSize": max((s["backlogSize"] for s in subscriptions.values()), default=0),
@@ -218,4 +229,4 @@ class Topic(ProducerAccess):
             "subscriptions": subscriptions,
             "replication": {},
             "deduplicationStatus": "Enabled" if self.dedup else "Disabled",
-        } | epoch_stats(self.topic_epoch)
+        } | self.transactions.stats() | epoch_stats(self.topic_epoch)

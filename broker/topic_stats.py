@@ -1,11 +1,16 @@
-"""The part of Pulsar's topic stats document that persistent and non-persistent topics share: what
-came in, what went out through the subscriptions, and the epoch of an exclusive producer."""
+"""Parts of Pulsar's topic stats document: what persistent and non-persistent topics share (what
+came in, what went out through the subscriptions, the epoch of an exclusive producer), and a
+persistent subscription's entry."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .rates import RateMeter
+from .subscription_rules import SUB_TYPE_NAMES
+
+if TYPE_CHECKING:
+    from .subscription import Subscription
 
 
 def traffic_stats(msg_in: int, bytes_in: int, in_rate: RateMeter, subscriptions: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -28,3 +33,28 @@ def traffic_stats(msg_in: int, bytes_in: int, in_rate: RateMeter, subscriptions:
 def epoch_stats(topic_epoch: int | None) -> dict[str, Any]:
     """``topicEpoch``, absent until an exclusive producer came, as in Pulsar."""
     return {} if topic_epoch is None else {"topicEpoch": topic_epoch}
+
+
+def subscription_stats(subscription: Subscription) -> dict[str, Any]:
+    """A persistent subscription's entry in Pulsar's topic stats."""
+    entries, size = subscription.backlog()
+    msg_rate, byte_rate = subscription.out_rate.rates()
+    redeliver_rate, _ = subscription.redeliver_rate.rates()
+    ledger_id = subscription.ledger.ledger_id
+    return {
+        "msgBacklog": entries,
+        "msgBacklogNoDelayed": entries - len(subscription.delayed),
+        "backlogSize": size,
+        "unackedMessages": sum(c.reported_unacked for c in subscription.consumers),
+        "blockedSubscriptionOnUnackedMsgs": subscription.blocked_on_unacked,
+        "type": SUB_TYPE_NAMES.get(subscription.sub_type, "Exclusive") if subscription.typed else "None",
+        "msgRateOut": msg_rate,
+        "msgThroughputOut": byte_rate,
+        "msgRateRedeliver": redeliver_rate,
+        "msgOutCounter": subscription.msg_out,
+        "bytesOutCounter": subscription.bytes_out,
+        "isDurable": subscription.cursor.durable,
+        "markDeletePosition": f"{ledger_id}:{subscription.cursor.mark_delete}",
+        "readPosition": f"{ledger_id}:{subscription.read_position}",
+        "consumers": [c.stats() for c in subscription.consumers],
+    }

@@ -149,12 +149,6 @@ def apache_pulsar() -> Iterator[PulsarStandalone]:
             pulsar.stop()
 
 
-# Why the transaction tests skip our broker, and what it lacks for them to run there.
-NO_TRANSACTION_COORDINATOR = (
-    "embedded broker has no transaction coordinator yet: it answers none of TC_CLIENT_CONNECT_REQUEST, "
-    "NEW_TXN, ADD_PARTITION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN, END_TXN, and has no transaction buffer "
-    "(sends held until commit) nor pending acknowledgements"
-)
 TRANSACTION_COORDINATORS = 2
 
 
@@ -173,15 +167,21 @@ def apache_pulsar_transactions() -> Iterator[PulsarStandalone]:
 
 
 @pytest.fixture(scope="module")
-def transaction_broker(broker_kind: str, request: pytest.FixtureRequest) -> Broker:
-    """The broker under test for transactions: Apache Pulsar with coordinators; skips our broker,
-    which has none yet."""
-    if broker_kind == "embedded":
-        pytest.skip(NO_TRANSACTION_COORDINATOR)
-    pulsar: PulsarStandalone = request.getfixturevalue("apache_pulsar_transactions")
-    if not pulsar.running:
-        pulsar.start()
-    return pulsar
+def transaction_broker(broker_kind: str, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """The broker under test for transactions, with ``TRANSACTION_COORDINATORS`` coordinators: a fresh
+    embedded one per module (``--transaction-coordinators``), or the session's Apache Pulsar with them."""
+    if broker_kind == "pulsar":
+        pulsar: PulsarStandalone = request.getfixturevalue("apache_pulsar_transactions")
+        if not pulsar.running:
+            pulsar.start()
+        yield pulsar
+        return
+    with tempfile.TemporaryDirectory(prefix="broker-txn-") as data_dir:
+        process = BrokerProcess(Path(data_dir), "--transaction-coordinators", str(TRANSACTION_COORDINATORS)).start()
+        try:
+            yield process
+        finally:
+            process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,7 @@
 """Transactions (PIP-31) against a broker with transaction coordinators: sends that become visible
 on commit and vanish on abort, acknowledgements held until the transaction ends, conflicts,
-timeouts, and the Java client's rules for a transaction that is no longer open.
-
-Our broker has no coordinator yet: ``transaction_broker`` skips it, saying so.
+timeouts, and the Java client's rules for a transaction that is no longer open. On both brokers:
+``transaction_broker`` runs ours with coordinators, and Apache Pulsar with them.
 """
 
 from __future__ import annotations

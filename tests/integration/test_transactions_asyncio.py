@@ -1,5 +1,5 @@
 """Transactions through the asyncio API (``airflow_pulsar.client.asyncio``), against a broker with
-transaction coordinators (``transaction_broker`` skips ours, which has none yet)."""
+transaction coordinators (``transaction_broker``: ours or Apache Pulsar, each with coordinators)."""
 
 from __future__ import annotations
 

@@ -21,11 +21,14 @@ PACKAGES = {"client": "airflow_pulsar.client", "broker": "airflow_pulsar.broker"
 PUBLIC_CLIENT_MODULES = frozenset(
     f"airflow_pulsar.client{suffix}" for suffix in ("", ".admin", ".asyncio", ".schema", ".topic_name", ".exceptions", ".entries", ".forks")
 )
-# What the broker shares with the client: the wire format, schemas, topic names, errors, key hashes,
-# the installed-version check; and the command-line parsing of the CLI.
+# What the broker shares with the client: the wire format (transaction ids included), schemas,
+# topic names, errors, key hashes, the installed-version check; and the command-line parsing of the CLI.
 BROKER_MAY_IMPORT = tuple(
     f"airflow_pulsar.{name}"
-    for name in ("client.protocol", "client.schema", "client.topic_name", "client.exceptions", "client.hashing", "client.dependencies")
+    for name in (
+        "client.protocol", "client.schema", "client.topic_name", "client.exceptions", "client.hashing", "client.dependencies",
+        "client.transaction.ids",
+    )
 ) + ("airflow_pulsar.cli.command_line",)
 # The Airflow-side modules that start the embedded broker: the CLI's commands and the demo.
 BROKER_USERS = ("airflow_pulsar.cli", "airflow_pulsar.demo")

@@ -1,0 +1,156 @@
+"""Transactions as the broker shows them, the same on our broker and on Apache Pulsar: the entries
+a transaction's end adds (its markers take message ids), the backlog counts with those markers, the
+transaction counts in a topic's stats, readers that see nothing at or past an open transaction, and
+a committed transaction that survives the broker's restart and kill -9 while an open one is aborted
+after its timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId
+from tests.conftest import TRANSACTION_COORDINATORS
+from tests.support.consumer_checks import data, nothing_more, receive_all
+from tests.support.polling import wait_until
+
+INVISIBLE_MS = 1000
+
+
+@pytest.fixture
+def client(transaction_broker: Any) -> Iterator[Client]:
+    client = Client(transaction_broker.service_url, operation_timeout_seconds=30, enable_transaction=True)
+    yield client
+    client.close()
+
+
+def entry_ids(messages: list[Any]) -> list[int]:
+    """Each message's entry id, counted from the first one's."""
+    first = messages[0].message_id().entry_id()
+    return [m.message_id().entry_id() - first for m in messages]
+
+
+def unbatched_producer_and_consumer(client: Client, topic: str) -> tuple[Any, Any]:
+    """A producer sending each message as an entry, and an Exclusive consumer from the earliest."""
+    return client.create_producer(topic, batching_enabled=False), client.subscribe(topic, "sub", initial_position=InitialPosition.Earliest)
+
+
+def subscription_stats(broker: Any, topic: str, subscription: str = "sub") -> dict[str, Any]:
+    return broker.topic_stats(topic)["subscriptions"][subscription]
+
+
+def test_markers_take_message_ids(client: Client, topic_name: str) -> None:
+    """A commit or an abort appends one marker entry; an aborted transaction's entries stay in the log."""
+    producer, consumer = unbatched_producer_and_consumer(client, topic_name)
+    producer.send(b"plain-0")
+    committed = client.new_transaction()
+    producer.send(b"committed-0", transaction=committed)
+    producer.send(b"committed-1", transaction=committed)
+    committed.commit()
+    producer.send(b"plain-1")
+    aborted = client.new_transaction()
+    producer.send(b"aborted", transaction=aborted)
+    aborted.abort()
+    producer.send(b"plain-2")
+    messages = receive_all(consumer, 5)
+    assert data(messages) == [b"plain-0", b"committed-0", b"committed-1", b"plain-1", b"plain-2"]
+    # 0, 1-2 in the transaction, 3 its commit marker, 4, 5 aborted, 6 its abort marker, 7
+    assert entry_ids(messages) == [0, 1, 2, 4, 7]
+
+
+def test_backlog_counts_the_transaction_entries_and_markers(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest).close()
+    txn = client.new_transaction()
+    for i in range(3):
+        producer.send(f"m-{i}".encode(), transaction=txn)
+    stats = transaction_broker.topic_stats(topic_name)
+    assert stats["subscriptions"]["sub"]["msgBacklog"] == 3  # held back, yet counted
+    assert stats["msgInCounter"] == 3
+    txn.commit()
+    stats = transaction_broker.topic_stats(topic_name)
+    assert stats["subscriptions"]["sub"]["msgBacklog"] == 4  # with the commit marker
+    assert stats["msgInCounter"] == 3  # the marker is no message in
+    aborted = client.new_transaction()
+    producer.send(b"dropped", transaction=aborted)
+    aborted.abort()
+    assert subscription_stats(transaction_broker, topic_name)["msgBacklog"] == 6
+    consumer = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Shared)
+    for message in receive_all(consumer, 3):
+        consumer.acknowledge(message)
+    # The dispatcher acknowledged the markers and the aborted entry as it read past them.
+    wait_until(lambda: subscription_stats(transaction_broker, topic_name)["msgBacklog"] == 0, "an empty backlog")
+    assert nothing_more(consumer.receive, INVISIBLE_MS)
+
+
+def test_topic_stats_count_transactions(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    open_one, committed, aborted = client.new_transaction(), client.new_transaction(), client.new_transaction()
+    for txn in (open_one, committed, aborted):
+        producer.send(b"m", transaction=txn)
+    committed.commit()
+    aborted.abort()
+    stats = transaction_broker.topic_stats(topic_name)
+    assert (stats["ongoingTxnCount"], stats["committedTxnCount"], stats["abortedTxnCount"]) == (1, 1, 1)
+    open_one.abort()
+
+
+def test_an_open_transaction_holds_back_what_follows(client: Client, topic_name: str) -> None:
+    """Nothing after the first entry of an open transaction is delivered, sent in it or not (Pulsar's max read position)."""
+    producer, consumer = unbatched_producer_and_consumer(client, topic_name)
+    producer.send(b"before")
+    txn = client.new_transaction()
+    producer.send(b"in", transaction=txn)
+    producer.send(b"after")
+    assert data(receive_all(consumer, 1)) == [b"before"]
+    assert nothing_more(consumer.receive, INVISIBLE_MS)
+    txn.commit()
+    assert data(receive_all(consumer, 2)) == [b"in", b"after"]
+
+
+def test_readers_see_only_committed_messages(client: Client, topic_name: str) -> None:
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    producer.send(b"before")
+    txn = client.new_transaction()
+    producer.send(b"in", transaction=txn)
+    reader = client.create_reader(topic_name, MessageId.earliest)
+    assert data([reader.read_next(5000)]) == [b"before"]
+    assert not reader.has_message_available()  # the last message id stops before the open transaction
+    txn.commit()
+    wait_until(reader.has_message_available, "the committed message available")
+    assert data([reader.read_next(5000)]) == [b"in"]
+    aborted = client.new_transaction()
+    producer.send(b"dropped", transaction=aborted)
+    aborted.abort()
+    assert not reader.has_message_available()  # an aborted message and the markers are nothing to read
+    reader.close()
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["restart", "kill-9"])
+def test_a_committed_transaction_survives_the_broker_and_an_open_one_times_out(
+    transaction_broker: Any, topic_name: str, crash: bool
+) -> None:
+    with Client(transaction_broker.service_url, operation_timeout_seconds=30, enable_transaction=True) as client:
+        producer = client.create_producer(topic_name, batching_enabled=False)
+        client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared).close()
+        committed = client.new_transaction()
+        producer.send(b"committed", transaction=committed)
+        committed.commit()
+        left_open = client.new_transaction(transaction_timeout_ms=5000)
+        producer.send(b"left open", transaction=left_open)
+    transaction_broker.restart(crash=crash)
+    with Client(transaction_broker.service_url, operation_timeout_seconds=30, enable_transaction=True) as client:
+        # Apache Pulsar loads a coordinator's log when a client first connects to it: one transaction
+        # on each coordinator brings the one that times the open transaction out (ours loads at start).
+        for _ in range(TRANSACTION_COORDINATORS):
+            client.new_transaction().abort()
+        consumer = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Shared)
+        assert data(receive_all(consumer, 1, timeout_ms=30_000)) == [b"committed"]
+        producer = client.create_producer(topic_name, batching_enabled=False)
+        producer.send(b"after")
+        # The open transaction blocks what follows until its coordinator aborts it at its timeout.
+        assert data(receive_all(consumer, 1, timeout_ms=60_000)) == [b"after"]
+        assert nothing_more(consumer.receive, INVISIBLE_MS)
