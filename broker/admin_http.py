@@ -8,8 +8,9 @@ request body must be JSON: a PUT or POST carrying another content type is answer
 This module is the HTTP side (the application, its middlewares and the route table); the paths
 are served by resources of their own: ``admin_namespaces`` (cluster, tenants, namespaces),
 ``admin_topics`` (lookup, topics, partitions, stats), ``admin_subscriptions`` (subscriptions
-and message reads), ``admin_schemas`` (the schema registry and the schema policies) and
-``admin_permissions`` (grants). What each path requires of the caller's role is declared on its
+and message reads), ``admin_schemas`` (the schema registry and the schema policies),
+``admin_permissions`` (grants), ``admin_compaction`` and ``admin_transactions``
+(``/admin/v3/transactions``). What each path requires of the caller's role is declared on its
 handler and checked, with ``--authorization``, by ``admin_authorization``. Requests a web page of
 another site could send are refused before anything else by ``admin_browser_guard``.
 """
@@ -33,6 +34,7 @@ from .admin_resource import error
 from .admin_schemas import Schemas
 from .admin_subscriptions import Subscriptions
 from .admin_topics import PersistentTopics, TopicLookup
+from .admin_transactions import Transactions
 from .authentication import AuthenticationService
 from .service import BrokerService, TopicBusyError, TopicNotFoundError
 
@@ -88,6 +90,7 @@ class AdminApi:
         # type, and what the role may do.
         self.app = web.Application(middlewares=[guard, *authenticate, _json_only, *authorize, _errors])
         resources = (
-            TopicLookup, Tenants, Namespaces, Permissions, PersistentTopics, NonPersistentTopics, Subscriptions, Schemas, Compactions
+            TopicLookup, Tenants, Namespaces, Permissions, PersistentTopics, NonPersistentTopics, Subscriptions, Schemas, Compactions,
+            Transactions,
         )
         self.app.add_routes([route for resource in resources for route in resource(service).routes()])

@@ -11,6 +11,8 @@ it as usual. A batch compaction thinned goes out as Pulsar sends it from its com
 each message not kept is replaced by an empty one marked ``compacted_out``.
 
 The view lives in memory: after a restart a topic reads uncompacted until compacted again.
+With transactions, compaction stops before the first entry of a transaction still open and passes
+over transaction markers and the entries of aborted transactions, as Pulsar's compactor does.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import SingleMessageMetadata
 
 from .ledger import Ledger
 from .storage import StoredEntry
+from .transactions.buffer import TransactionBuffer
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class Compaction:
     """A topic's compaction: the view of the last successful run and the state of the latest."""
 
     ledger: Ledger
+    transactions: TransactionBuffer
     view: CompactedView | None = None
     state: CompactionState = CompactionState.NOT_RUN
     last_error: str = ""
@@ -97,7 +101,7 @@ class Compaction:
 
     async def _run(self) -> None:
         try:
-            self.view = await compact(self.ledger)
+            self.view = await compact(self.ledger, self.transactions)
         except Exception as exc:  # reported through the status, as Pulsar reports a failed run
             log.warning("compaction of ledger %s failed: %s", self.ledger.ledger_id, exc)
             self.state, self.last_error = CompactionState.ERROR, str(exc)
@@ -147,19 +151,22 @@ class CompactionMonitor:
         self.start(loop)
 
 
-async def compact(ledger: Ledger) -> CompactedView:
-    """The compacted view of ``ledger`` up to its current last entry."""
-    horizon, size = ledger.last_entry_id, ledger.total_bytes
+async def compact(ledger: Ledger, transactions: TransactionBuffer) -> CompactedView:
+    """The compacted view of ``ledger`` up to its current last entry (before any open transaction)."""
+    horizon = transactions.max_read_entry()
+    size = ledger.bytes_in(0, horizon)
     latest: dict[bytes | str, tuple[int, int]] = {}  # key -> (entry id, batch index or WHOLE)
     position = 0
     while position <= horizon:
         for entry in ledger.read(position, min(_READ_BLOCK, horizon - position + 1)):
+            position = entry.entry_id + 1
+            if transactions.hides(entry.entry_id):
+                continue
             for key, index, tombstone in _keyed_messages(entry):
                 if tombstone:
                     latest.pop(key, None)
                 else:
                     latest[key] = (entry.entry_id, index)
-            position = entry.entry_id + 1
         await asyncio.sleep(0)
     kept: dict[int, int] = {}
     for entry_id, index in latest.values():

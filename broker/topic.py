@@ -57,8 +57,8 @@ class Topic(ProducerAccess):
         self.storage = storage
         self.ledger = ledger
         self.dedup = dedup
-        self.compaction = Compaction(ledger)
         self.transactions = TransactionBuffer(ledger, transaction_entries)
+        self.compaction = Compaction(ledger, self.transactions)
         self.transactions.on_end.append(self._dispatch_all)
         self.subscriptions: dict[str, Subscription] = {}
         for sub_name, state in (cursors or {}).items():
@@ -210,6 +210,7 @@ class Topic(ProducerAccess):
         subscription = self.subscriptions.pop(name, None)
         if subscription is None or not subscription.cursor.durable:
             return None
+        subscription.pending_acks.forget()
         return self.storage.delete_cursor(self.ledger.ledger_id, name)
 
     def _dispatch_all(self) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
+from typing import Any
 
 from airflow_pulsar.client.protocol import checksum
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
@@ -55,8 +56,10 @@ class TransactionBuffer:
         self._open: dict[TxnId, list[int]] = {}
         # Markers, and entries of aborted transactions: never delivered.
         self._hidden: set[int] = set()
-        # Transactions whose marker is stored here: a second end (a restart finishing one) adds none.
-        self._ended: set[TxnId] = set()
+        # Transactions whose marker is stored here, True if committed: a second end (a restart
+        # finishing one) adds none.
+        self._ended: dict[TxnId, bool] = {}
+        self.loaded_at = int(time.time() * 1000)
         # Transactions ended on this partition since it was loaded (Pulsar's committedTxnCount, abortedTxnCount).
         self.committed = 0
         self.aborted = 0
@@ -115,7 +118,7 @@ class TransactionBuffer:
 
     def _settle(self, txn: TxnId, commit: bool, marker_entry_id: int, count: bool) -> None:
         entries = self._open.pop(txn, [])
-        self._ended.add(txn)
+        self._ended[txn] = commit
         if not commit:
             self._hidden.update(entries)
         self._hidden.add(marker_entry_id)
@@ -128,3 +131,21 @@ class TransactionBuffer:
     def stats(self) -> dict[str, int]:
         """Pulsar's transaction counts in a topic's stats."""
         return {"ongoingTxnCount": len(self._open), "abortedTxnCount": self.aborted, "committedTxnCount": self.committed}
+
+    def buffer_stats(self) -> dict[str, Any]:
+        """Pulsar's TransactionBufferStats (no snapshots here: the state is rebuilt from the stored entries)."""
+        return {
+            "state": "Ready",
+            "maxReadPosition": f"{self.ledger.ledger_id}:{self.max_read_entry()}",
+            "lastSnapshotTimestamps": 0,
+            "ongoingTxnSize": len(self._open),
+            "recoverStartTime": self.loaded_at,
+            "recoverEndTime": self.loaded_at,
+            "totalAbortedTransactions": sum(1 for committed in self._ended.values() if not committed),
+        }
+
+    def transaction_stats(self, txn: TxnId) -> dict[str, Any]:
+        """Pulsar's TransactionInBufferStats: where the transaction's entries start while it is open, and whether it aborted."""
+        entries = self._open.get(txn)
+        started = {} if not entries else {"startPosition": f"{self.ledger.ledger_id}:{entries[0]}"}
+        return started | {"aborted": self._ended.get(txn) is False}

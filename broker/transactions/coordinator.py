@@ -126,7 +126,7 @@ class TransactionCoordinators:
         self.check_coordinator(txn.most_bits)
         meta = self._transactions.get(txn)
         if meta is None:
-            raise TransactionRefused(ServerError.TransactionNotFound, f"The transaction with this txdID `{txn}` not found")
+            raise TransactionRefused(ServerError.TransactionNotFound, f"The transaction with this txdID `{txn}`not found ")  # sic
         return meta
 
     def is_open(self, txn: TxnId) -> bool:

@@ -149,6 +149,19 @@ class PendingAcks:
         self.save()
         return saved
 
+    # ---- stats ----
+
+    def stats(self) -> dict[str, Any]:
+        """Pulsar's TransactionPendingAckStats (loaded with the subscription)."""
+        return {"state": "Ready", "ongoingTxnSize": len(self.transactions())}
+
+    def transaction_stats(self, txn: TxnId) -> dict[str, Any]:
+        """Pulsar's TransactionInPendingAckStats: the transaction's cumulative acknowledgement, if it holds one."""
+        cumulative = self._cumulative
+        if cumulative is None or cumulative.txn != txn:
+            return {}
+        return {"cumulativeAckPosition": f"{self.subscription.ledger.ledger_id}:{cumulative.entry_id}"}
+
     # ---- durability ----
 
     def state(self) -> dict[str, Any]:
@@ -170,6 +183,13 @@ class PendingAcks:
         if state["cumulative"] is not None:
             most, least, entry_id, ack_set, size = state["cumulative"]
             self._cumulative = CumulativeAck(TxnId(most, least), entry_id, ack_set, size)
+
+    def forget(self) -> asyncio.Future[None]:
+        """Queue the removal of the saved state (the subscription is deleted)."""
+        return self.storage.submit(
+            "DELETE FROM pending_acks WHERE ledger_id = ? AND subscription = ?",
+            (self.subscription.ledger.ledger_id, self.subscription.name),
+        )
 
     def save(self) -> asyncio.Future[None] | None:
         """Queue the state for storage (durable subscriptions only); the future resolves when saved."""

@@ -290,3 +290,6 @@ def test_a_broker_without_coordinators_refuses_transactions(broker: Any) -> None
         with pytest.raises(TransactionCoordinatorNotFoundError, match="transaction_coordinator_assign"):
             client.new_transaction()
     assert time.monotonic() - started < 10
+    response = broker.admin("GET", "/admin/v3/transactions/coordinatorStats")
+    assert response.status_code == 503
+    assert response.json()["reason"] == "This Broker is not configured with transactionCoordinatorEnabled=true."

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId
+from airflow_pulsar.client.transaction import CoordinatorClient
 from tests.conftest import TRANSACTION_COORDINATORS
 from tests.support.consumer_checks import data, nothing_more, receive_all
 from tests.support.polling import wait_until
@@ -153,4 +154,71 @@ def test_a_committed_transaction_survives_the_broker_and_an_open_one_times_out(
         producer.send(b"after")
         # The open transaction blocks what follows until its coordinator aborts it at its timeout.
         assert data(receive_all(consumer, 1, timeout_ms=60_000)) == [b"after"]
+        assert nothing_more(consumer.receive, INVISIBLE_MS)
+
+
+def test_admin_shows_transactions(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    """``/admin/v3/transactions``: a coordinator's stats, an open transaction's metadata, the topic's
+    transaction buffer and the subscription's pending acknowledgements; an ended transaction is forgotten."""
+    topic = f"persistent://public/default/{topic_name}"
+    producer, consumer = unbatched_producer_and_consumer(client, topic_name)
+    producer.send(b"plain")
+    (message,) = receive_all(consumer, 1)
+    txn = client.new_transaction(transaction_timeout_ms=60_000)
+    sent = producer.send(b"in", transaction=txn)
+    consumer.acknowledge(message, transaction=txn)
+    ledger, entry = sent.ledger_id(), sent.entry_id()
+    most, least = txn.id.most_bits, txn.id.least_bits
+
+    def get(path: str) -> Any:
+        response = transaction_broker.admin("GET", f"/admin/v3/transactions/{path}")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    stats = get(f"coordinatorStats?coordinatorId={most}")
+    assert stats["state"] == "Ready" and stats["ongoingTxnSize"] >= 1 and stats["leastSigBits"] >= least
+    metadata = get(f"transactionMetadata/{most}/{least}")
+    assert {k: metadata[k] for k in ("txnId", "status", "timeoutAt", "producedPartitions", "ackedPartitions")} == {
+        "txnId": f"({most},{least})",
+        "status": "OPEN",
+        "timeoutAt": 60_000,
+        "producedPartitions": {topic: {"startPosition": f"{ledger}:{entry}", "aborted": False}},
+        "ackedPartitions": {topic: {"sub": {}}},
+    }
+    buffer = get(f"transactionBufferStats/public/default/{topic_name}")
+    assert (buffer["state"], buffer["maxReadPosition"], buffer["ongoingTxnSize"]) == ("Ready", f"{ledger}:{entry - 1}", 1)
+    assert get(f"transactionInBufferStats/public/default/{topic_name}/{most}/{least}") == {
+        "startPosition": f"{ledger}:{entry}", "aborted": False,
+    }
+    assert {k: v for k, v in get(f"pendingAckStats/public/default/{topic_name}/sub").items() if k in ("state", "ongoingTxnSize")} == {
+        "state": "Ready", "ongoingTxnSize": 1,
+    }
+    txn.abort()
+    assert get(f"transactionInBufferStats/public/default/{topic_name}/{most}/{least}") == {"aborted": True}
+    gone = transaction_broker.admin("GET", f"/admin/v3/transactions/transactionMetadata/{most}/{least}")
+    assert (gone.status_code, gone.json()["reason"]) == (404, f"The transaction with this txdID `({most},{least})`not found ")
+    unknown = transaction_broker.admin("GET", "/admin/v3/transactions/transactionMetadata/99/0")
+    assert (unknown.status_code, unknown.json()["reason"]) == (404, "Transaction coordinator with id 99 not found!")
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+def test_a_pending_acknowledgement_survives_a_kill(transaction_broker: Any, topic_name: str, commit: bool) -> None:
+    """A message acknowledged in an open transaction stays held through kill -9; the commit after
+    it applies the acknowledgement, the abort gives the message back."""
+    with Client(transaction_broker.service_url, operation_timeout_seconds=30, enable_transaction=True) as client:
+        producer = client.create_producer(topic_name, batching_enabled=False)
+        consumer = client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared)
+        producer.send(b"held")
+        producer.send(b"free")
+        held, free = receive_all(consumer, 2)
+        txn = client.new_transaction(transaction_timeout_ms=120_000)
+        consumer.acknowledge(held, transaction=txn)
+        txn_id = txn.id
+    transaction_broker.restart(crash=True)
+    with Client(transaction_broker.service_url, operation_timeout_seconds=30, enable_transaction=True) as client:
+        consumer = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Shared)
+        assert data(receive_all(consumer, 1, timeout_ms=30_000)) == [b"free"]  # "held" is not redelivered
+        assert nothing_more(consumer.receive, INVISIBLE_MS)
+        CoordinatorClient(client).end(txn_id, commit=commit)
+        assert data(receive_all(consumer, 0 if commit else 1)) == ([] if commit else [b"held"])
         assert nothing_more(consumer.receive, INVISIBLE_MS)
