@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId
+from airflow_pulsar.client.exceptions import TransactionConflict
 from airflow_pulsar.client.transaction import CoordinatorClient
 from tests.conftest import TRANSACTION_COORDINATORS
-from tests.support.consumer_checks import data, nothing_more, receive_all
+from tests.support.consumer_checks import backlog, data, nothing_more, receive_all
 from tests.support.polling import wait_until
 
 INVISIBLE_MS = 1000
@@ -75,10 +76,12 @@ def test_backlog_counts_the_transaction_entries_and_markers(client: Client, tran
     stats = transaction_broker.topic_stats(topic_name)
     assert stats["subscriptions"]["sub"]["msgBacklog"] == 4  # with the commit marker
     assert stats["msgInCounter"] == 3  # the marker is no message in
+    assert backlog(transaction_broker, topic_name, "sub") == 4  # the broker entry index counts the marker as a message
     aborted = client.new_transaction()
     producer.send(b"dropped", transaction=aborted)
     aborted.abort()
     assert subscription_stats(transaction_broker, topic_name)["msgBacklog"] == 6
+    assert backlog(transaction_broker, topic_name, "sub") == 6
     consumer = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Shared)
     for message in receive_all(consumer, 3):
         consumer.acknowledge(message)
@@ -222,3 +225,29 @@ def test_a_pending_acknowledgement_survives_a_kill(transaction_broker: Any, topi
         CoordinatorClient(client).end(txn_id, commit=commit)
         assert data(receive_all(consumer, 0 if commit else 1)) == ([] if commit else [b"held"])
         assert nothing_more(consumer.receive, INVISIBLE_MS)
+
+
+def test_acknowledgements_beside_a_transaction(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    """A transaction's acknowledgement takes the message off its consumer's unacknowledged count but
+    not off the backlog; acknowledging it again in the same transaction, or acknowledging in a
+    transaction a message already acknowledged, conflicts; a plain acknowledgement of a message a
+    transaction holds stands when that transaction aborts."""
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    for i in range(2):
+        producer.send(f"m-{i}".encode())
+    consumer = client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared)
+    first, second = receive_all(consumer, 2)
+    txn = client.new_transaction()
+    consumer.acknowledge(first, transaction=txn)
+    stats = subscription_stats(transaction_broker, topic_name)
+    assert (stats["unackedMessages"], stats["consumers"][0]["unackedMessages"], stats["msgBacklog"]) == (1, 1, 2)
+    with pytest.raises(TransactionConflict):
+        consumer.acknowledge(first, transaction=txn)
+    consumer.acknowledge(second)
+    wait_until(lambda: subscription_stats(transaction_broker, topic_name)["msgBacklog"] == 1, "the plain acknowledgement")
+    with pytest.raises(TransactionConflict):
+        consumer.acknowledge(second, transaction=client.new_transaction())
+    consumer.acknowledge(first)
+    wait_until(lambda: subscription_stats(transaction_broker, topic_name)["msgBacklog"] == 0, "the plain acknowledgement")
+    txn.abort()
+    assert nothing_more(consumer.receive, INVISIBLE_MS)
