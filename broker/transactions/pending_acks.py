@@ -81,8 +81,11 @@ class PendingAcks:
 
     def held(self, entry_id: int) -> int:
         """The indexes of the entry that transactions hold: 0 none, WHOLE the whole entry."""
+        holders = self._individual.get(entry_id)
+        if not holders:  # dispatch asks for every entry it reads: the usual answer comes first
+            return 0
         mask = 0
-        for held, _ in self._individual.get(entry_id, {}).values():
+        for held, _ in holders.values():
             mask |= held
         return mask
 

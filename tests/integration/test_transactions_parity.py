@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pulsar
 import pytest
 
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId
@@ -223,7 +224,7 @@ def test_a_pending_acknowledgement_survives_a_kill(transaction_broker: Any, topi
         assert data(receive_all(consumer, 1, timeout_ms=30_000)) == [b"free"]  # "held" is not redelivered
         assert nothing_more(consumer.receive, INVISIBLE_MS)
         CoordinatorClient(client).end(txn_id, commit=commit)
-        assert data(receive_all(consumer, 0 if commit else 1)) == ([] if commit else [b"held"])
+        assert data(receive_all(consumer, 0 if commit else 1, timeout_ms=30_000)) == ([] if commit else [b"held"])
         assert nothing_more(consumer.receive, INVISIBLE_MS)
 
 
@@ -251,3 +252,23 @@ def test_acknowledgements_beside_a_transaction(client: Client, transaction_broke
     wait_until(lambda: subscription_stats(transaction_broker, topic_name)["msgBacklog"] == 0, "the plain acknowledgement")
     txn.abort()
     assert nothing_more(consumer.receive, INVISIBLE_MS)
+
+
+def test_the_official_client_reads_only_committed_messages(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    """The official client (which has no transactions) consumes a topic our client wrote in
+    transactions: the committed messages in order, no marker, nothing aborted."""
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    committed, aborted = client.new_transaction(), client.new_transaction()
+    producer.send(b"aborted", transaction=aborted)
+    producer.send(b"committed", transaction=committed)
+    producer.send(b"plain")
+    aborted.abort()
+    committed.commit()
+    official = pulsar.Client(transaction_broker.service_url, operation_timeout_seconds=30)
+    try:
+        consumer = official.subscribe(topic_name, "official", initial_position=pulsar.InitialPosition.Earliest)
+        assert [consumer.receive(10_000).data() for _ in range(2)] == [b"committed", b"plain"]
+        with pytest.raises(pulsar.Timeout):
+            consumer.receive(INVISIBLE_MS)
+    finally:
+        official.close()
