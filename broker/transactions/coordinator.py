@@ -37,8 +37,9 @@ class Participants(Protocol):
         """Apply or release what the transaction acknowledged on the subscription."""
         ...
 
-    def open_on_partitions(self) -> set[TxnId]:
-        """The transactions that some partition holds entries of, without a marker."""
+    async def abort_unknown(self, known: set[TxnId]) -> None:
+        """Abort what partitions and subscriptions hold of a transaction not in ``known`` (the
+        coordinators' unfinished ones): a write the log lost, which nothing else would ever end."""
         ...
 
 
@@ -66,8 +67,6 @@ class TransactionCoordinators:
         self._next_sequence = [0] * count
         self._timers: dict[TxnId, asyncio.TimerHandle] = {}
         self._ending: dict[TxnId, asyncio.Future[None]] = {}
-        # Ended since the broker started, per coordinator: (committed, aborted, timed out).
-        self.ended: list[list[int]] = [[0, 0, 0] for _ in range(count)]
         self.recover_start = self.recover_end = 0
 
     # ---- loading ----
@@ -87,13 +86,8 @@ class TransactionCoordinators:
                 self._schedule_timeout(meta)
             else:
                 self._spawn_end(meta.txn, meta.status is TxnStatus.COMMITTING)
-        for txn in self._participants.open_on_partitions() - set(self._transactions):
-            asyncio.ensure_future(self._participants_end_orphan(txn)).add_done_callback(_log_failure)
+        asyncio.ensure_future(self._participants.abort_unknown(set(self._transactions))).add_done_callback(_log_failure)
         self.recover_end = now_ms()
-
-    async def _participants_end_orphan(self, txn: TxnId) -> None:
-        meta = TransactionMetadata(txn, TxnStatus.ABORTING, 0, 0, [], [])
-        await self._end_participants(meta, commit=False)
 
     # ---- requests ----
 
@@ -152,7 +146,10 @@ class TransactionCoordinators:
 
     async def end(self, txn: TxnId, commit: bool) -> None:
         """Commit or abort ``txn``; a second request for the same end waits for the first."""
-        meta = self._found(txn)
+        await self._end(self._found(txn), commit)
+
+    async def _end(self, meta: TransactionMetadata, commit: bool) -> None:
+        txn = meta.txn
         ending = TxnStatus.COMMITTING if commit else TxnStatus.ABORTING
         if meta.status is not TxnStatus.OPEN and meta.status is not ending:
             raise TransactionRefused(
@@ -181,7 +178,6 @@ class TransactionCoordinators:
         finally:
             del self._ending[txn]
         del self._transactions[txn]
-        self.ended[txn.most_bits][0 if commit else 1] += 1
 
     async def _end_participants(self, meta: TransactionMetadata, commit: bool) -> None:
         await asyncio.gather(
@@ -197,10 +193,11 @@ class TransactionCoordinators:
 
     def _time_out(self, txn: TxnId) -> None:
         self._timers.pop(txn, None)
-        if self.is_open(txn):
+        meta = self._transactions.get(txn)
+        if meta is not None and meta.status is TxnStatus.OPEN:
             log.info("transaction %s timed out: aborting it", txn)
-            self.ended[txn.most_bits][2] += 1
-            asyncio.ensure_future(self.end(txn, commit=False)).add_done_callback(_log_failure)
+            # Not through end(): a coordinator no longer configured still aborts what its log left open.
+            asyncio.ensure_future(self._end(meta, commit=False)).add_done_callback(_log_failure)
 
     def close(self) -> None:
         """Stop the timeout timers (the broker stops)."""

@@ -61,10 +61,13 @@ class TopicParticipants:
         held = None if found is None else found.subscriptions.get(subscription)
         if held is None:
             return
-        saved = held.pending_acks.end(txn, commit)
-        if saved is not None:
-            await saved
+        await asyncio.gather(*held.pending_acks.end(txn, commit))
 
-    def open_on_partitions(self) -> set[TxnId]:
-        """The transactions some loaded partition holds entries of, without a marker."""
-        return {txn for topic in self.service.topics.values() for txn in topic.transactions.open_transactions()}
+    async def abort_unknown(self, known: set[TxnId]) -> None:
+        """Abort what loaded partitions and subscriptions hold of a transaction not in ``known``."""
+        for name, topic in list(self.service.topics.items()):
+            for txn in topic.transactions.open_transactions() - known:
+                await self.end_on_partition(name, txn, commit=False)
+            for subscription in list(topic.subscriptions.values()):
+                for txn in subscription.pending_acks.transactions() - known:
+                    await self.end_on_subscription(name, subscription.name, txn, commit=False)

@@ -76,9 +76,6 @@ class PendingAcks:
         """Pulsar's TransactionConflict, in its words."""
         return SubscriptionError("TransactionConflict", f"{self.label} Transaction:{txn} {what}")
 
-    def __bool__(self) -> bool:
-        return bool(self._individual) or self._cumulative is not None
-
     def held(self, entry_id: int) -> int:
         """The indexes of the entry that transactions hold: 0 none, WHOLE the whole entry."""
         holders = self._individual.get(entry_id)
@@ -130,13 +127,15 @@ class PendingAcks:
 
     # ---- ending ----
 
-    def end(self, txn: TxnId, commit: bool) -> asyncio.Future[None] | None:
-        """Apply (commit) or release (abort) what ``txn`` holds; returns the save of the cursor, if it changed."""
+    def end(self, txn: TxnId, commit: bool) -> list[asyncio.Future[None]]:
+        """Apply (commit) or release (abort) what ``txn`` holds; returns the saves this queued."""
         subscription = self.subscription
         mine = [(entry_id, holders.pop(txn)) for entry_id, holders in self._individual.items() if txn in holders]
         self._individual = {entry_id: holders for entry_id, holders in self._individual.items() if holders}
         cumulative, released = self._cumulative, []
-        if cumulative is not None and cumulative.txn == txn:
+        if cumulative is not None and cumulative.txn != txn:
+            cumulative = None
+        if cumulative is not None:
             self._cumulative = None
             if commit:
                 subscription.ack_cumulative(cumulative.entry_id, cumulative.ack_set, cumulative.batch_size)
@@ -148,9 +147,8 @@ class PendingAcks:
             else:
                 subscription.ack(entry_id, ack_set_words(((1 << size) - 1) & ~mask, size), size)
         subscription.release(released)
-        saved = subscription.persist() if commit and (mine or cumulative) else None
-        self.save()
-        return saved
+        saves = [subscription.persist() if commit and (mine or cumulative) else None, self.save()]
+        return [saved for saved in saves if saved is not None]
 
     # ---- stats ----
 
