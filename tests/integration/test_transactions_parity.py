@@ -14,8 +14,9 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId
-from airflow_pulsar.client.exceptions import TransactionConflict
-from airflow_pulsar.client.transaction import CoordinatorClient
+from airflow_pulsar.client.exceptions import TransactionConflict, TransactionCoordinatorNotFoundError, TransactionNotFound
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand
+from airflow_pulsar.client.transaction import COORDINATOR_ASSIGN_TOPIC, CoordinatorClient
 from tests.conftest import TRANSACTION_COORDINATORS
 from tests.support.consumer_checks import backlog, data, nothing_more, receive_all
 from tests.support.polling import wait_until
@@ -272,3 +273,19 @@ def test_the_official_client_reads_only_committed_messages(client: Client, trans
             consumer.receive(INVISIBLE_MS)
     finally:
         official.close()
+
+
+def test_the_coordinators_refusals(client: Client) -> None:
+    """Pulsar's codes: an ended transaction is not found, nor is a coordinator the cluster does not run."""
+    ended = client.new_transaction()
+    ended.abort()
+    coordinator = CoordinatorClient(client)
+    with pytest.raises(TransactionNotFound):
+        coordinator.end(ended.id, commit=True)
+    with pytest.raises(TransactionNotFound):
+        coordinator.add_partition(ended.id, "persistent://public/default/any")
+    with pytest.raises(TransactionNotFound):
+        coordinator.add_subscription(ended.id, "persistent://public/default/any", "sub")
+    connection = client.lookup(f"{COORDINATOR_ASSIGN_TOPIC}-partition-0")
+    with pytest.raises(TransactionCoordinatorNotFoundError):
+        connection.call(BaseCommand.NEW_TXN, 10, tc_id=99, txn_ttl_seconds=10_000)
