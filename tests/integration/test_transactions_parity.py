@@ -74,8 +74,12 @@ def test_backlog_counts_the_transaction_entries_and_markers(client: Client, tran
     stats = transaction_broker.topic_stats(topic_name)
     assert stats["subscriptions"]["sub"]["msgBacklog"] == 3  # held back, yet counted
     assert stats["msgInCounter"] == 3
+    stored = stats["storageSize"]
     txn.commit()
     stats = transaction_broker.topic_stats(topic_name)
+    # The marker entry as Pulsar stores it: its metadata (the transaction's id in varints), the
+    # checksum header and the broker entry index.
+    assert stats["storageSize"] - stored == 62 + sum(max(1, (bits.bit_length() + 6) // 7) for bits in txn.id)
     assert stats["subscriptions"]["sub"]["msgBacklog"] == 4  # with the commit marker
     assert stats["msgInCounter"] == 3  # the marker is no message in
     assert backlog(transaction_broker, topic_name, "sub") == 4  # the broker entry index counts the marker as a message
