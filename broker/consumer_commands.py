@@ -40,6 +40,7 @@ from .storage import StoredEntry
 from .subscription import Subscription
 from .subscription_rules import SUB_TYPE_NAMES, SubscriptionError
 from .topic import Topic
+from .topic_stats import subscription_backlog
 from .transactions.commands import acknowledge_in_transaction
 
 log = logging.getLogger(__name__)
@@ -302,7 +303,7 @@ class ConsumerCommands:
             connectedSince=stats["connectedSince"],
             type=SUB_TYPE_NAMES.get(subscription.sub_type, "Exclusive"),
             msgRateExpired=0.0,
-            msgBacklog=subscription.backlog()[0],
+            msgBacklog=(subscription_backlog(subscription) if isinstance(subscription, Subscription) else subscription.backlog())[0],
         )
 
     # ---- leaving ----

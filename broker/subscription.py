@@ -31,7 +31,7 @@ from airflow_pulsar.client.topic_name import TopicName
 from .client_limits import ClientLimits
 from .compaction import Compaction
 from .consumer import ServerConsumer
-from .cursor import Cursor, estimated_backlog_size
+from .cursor import Cursor
 from .delayed_delivery import DelayedEntries
 from .ledger import Ledger
 from .rates import RateMeter
@@ -189,11 +189,14 @@ class Subscription:
             self._count_off(consumer, entry_id)
             self._release(entry_id)
             if not self.cursor.is_acked(entry_id):
-                self.replay.add(entry_id)
-                # As in Pulsar, only Shared and Key_Shared count redeliveries (for dead-lettering).
-                if count_redelivery and self.sub_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
-                    self.redelivery_counts[entry_id] = self.redelivery_counts.get(entry_id, 0) + 1
-                    self.redeliver_rate.record(self.ledger.entry_messages(entry_id), 0)
+                self._replay(entry_id, count_redelivery)
+
+    def _replay(self, entry_id: int, count_redelivery: bool) -> None:
+        self.replay.add(entry_id)
+        # As in Pulsar, only Shared and Key_Shared count redeliveries (for dead-lettering).
+        if count_redelivery and self.sub_type in _INDIVIDUAL_ACK:
+            self.redelivery_counts[entry_id] = self.redelivery_counts.get(entry_id, 0) + 1
+            self.redeliver_rate.record(self.ledger.entry_messages(entry_id), 0)
 
     # ---- flow and dispatch ----
 
@@ -419,8 +422,15 @@ class Subscription:
         self._dispatch_if_freed()
 
     def release(self, entry_ids: list[int]) -> None:
-        """Deliver again the entries an aborted transaction had acknowledged (those not acknowledged since)."""
-        self.replay.update(e for e in entry_ids if not self.cursor.is_acked(e) and e not in self.holder)
+        """Deliver again the entries an aborted transaction had acknowledged (those not acknowledged
+        since), as Pulsar redelivers them, counting a redelivery: an entry its consumer still holds
+        (the rest of a batch unacknowledged) too."""
+        for entry_id in entry_ids:
+            holder = self.holder.get(entry_id)
+            if holder is not None:
+                self._take_back(holder, [entry_id], count_redelivery=True)
+            elif not self.cursor.is_acked(entry_id):
+                self._replay(entry_id, count_redelivery=True)
         self.dispatch()
 
     def redeliver(self, consumer: ServerConsumer, entry_ids: list[int] | None) -> None:
@@ -455,15 +465,3 @@ class Subscription:
         if not self.cursor.durable:
             return None
         return self.topic.storage.save_cursor(self.ledger.ledger_id, self.name, self.cursor.state())
-
-    # ---- stats ----
-
-    def backlog(self) -> tuple[int, int]:
-        """(entries not yet acknowledged, bytes estimated after the mark-delete), as Pulsar counts
-        ``msgBacklog`` and ``backlogSize``: an entry is one whether it holds one message or a batch,
-        and a batch acknowledged in part still counts."""
-        cursor = self.cursor
-        ledger = self.ledger
-        last = ledger.last_entry_id
-        entries = max(last - cursor.mark_delete, 0) - len(cursor.acked)
-        return entries, estimated_backlog_size(ledger.total_bytes, last + 1, cursor.mark_delete)

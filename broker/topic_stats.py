@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .cursor import estimated_backlog_size
 from .rates import RateMeter
 from .subscription_rules import SUB_TYPE_NAMES
 
@@ -35,9 +36,20 @@ def epoch_stats(topic_epoch: int | None) -> dict[str, Any]:
     return {} if topic_epoch is None else {"topicEpoch": topic_epoch}
 
 
+def subscription_backlog(subscription: Subscription) -> tuple[int, int]:
+    """(entries not yet acknowledged, bytes estimated after the mark-delete), as Pulsar counts
+    ``msgBacklog`` and ``backlogSize``: an entry is one whether it holds one message or a batch,
+    and a batch acknowledged in part still counts."""
+    cursor = subscription.cursor
+    ledger = subscription.ledger
+    last = ledger.last_entry_id
+    entries = max(last - cursor.mark_delete, 0) - len(cursor.acked)
+    return entries, estimated_backlog_size(ledger.total_bytes, last + 1, cursor.mark_delete)
+
+
 def subscription_stats(subscription: Subscription) -> dict[str, Any]:
     """A persistent subscription's entry in Pulsar's topic stats."""
-    entries, size = subscription.backlog()
+    entries, size = subscription_backlog(subscription)
     msg_rate, byte_rate = subscription.out_rate.rates()
     redeliver_rate, _ = subscription.redeliver_rate.rates()
     ledger_id = subscription.ledger.ledger_id

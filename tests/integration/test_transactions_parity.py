@@ -293,3 +293,24 @@ def test_the_coordinators_refusals(client: Client) -> None:
     connection = client.lookup(f"{COORDINATOR_ASSIGN_TOPIC}-partition-0")
     with pytest.raises(TransactionCoordinatorNotFoundError):
         connection.call(BaseCommand.NEW_TXN, 10, tc_id=99, txn_ttl_seconds=10_000)
+
+
+def test_an_abort_redelivers_what_it_had_acknowledged(client: Client, topic_name: str) -> None:
+    """As Pulsar: the released message comes back counted as a redelivery, and a batch its consumer
+    still held (one index acknowledged in the transaction) comes back with every unacknowledged index."""
+    producer = client.create_producer(topic_name, batching_max_publish_delay_ms=1000)
+    for future in [producer.send_future(f"m-{i}".encode()) for i in range(2)]:
+        future.result(10)
+    producer.send(b"single")
+    consumer = client.subscribe(
+        topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared,
+        batch_index_ack_enabled=True, ack_receipt_enabled=True,
+    )
+    first, second, single = receive_all(consumer, 3)
+    txn = client.new_transaction()
+    consumer.acknowledge(second, transaction=txn)
+    consumer.acknowledge(single, transaction=txn)
+    txn.abort()
+    again = receive_all(consumer, 3)
+    assert sorted((m.data(), m.redelivery_count()) for m in again) == [(b"m-0", 1), (b"m-1", 1), (b"single", 1)]
+    assert nothing_more(consumer.receive, INVISIBLE_MS)
