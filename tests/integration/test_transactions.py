@@ -25,6 +25,7 @@ from airflow_pulsar.client.transaction import CoordinatorClient, TxnId
 from tests.conftest import TRANSACTION_COORDINATORS
 from tests.support.consumer_checks import backlog, data, nothing_more, receive_all
 from tests.support.polling import wait_until
+from tests.support.transactions import sent_and_received
 
 # How long a message held by an open transaction is given to show up anyway.
 INVISIBLE_MS = 1000
@@ -183,11 +184,7 @@ def test_acknowledgement_in_an_aborted_transaction_is_redelivered(client: Client
 
 
 def test_cumulative_acknowledgement_in_a_transaction(client: Client, transaction_broker: Any, topic_name: str) -> None:
-    producer = client.create_producer(topic_name, batching_enabled=False)
-    for i in range(5):
-        producer.send(f"m-{i}".encode())
-    consumer = client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Failover)
-    messages = receive_all(consumer, 5)
+    consumer, messages = sent_and_received(client, topic_name, 5, ConsumerType.Failover)
     aborted = client.new_transaction()
     consumer.acknowledge_cumulative(messages[3], transaction=aborted)
     aborted.abort()

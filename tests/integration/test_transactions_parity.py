@@ -20,6 +20,7 @@ from airflow_pulsar.client.transaction import COORDINATOR_ASSIGN_TOPIC, Coordina
 from tests.conftest import TRANSACTION_COORDINATORS
 from tests.support.consumer_checks import backlog, data, nothing_more, receive_all
 from tests.support.polling import wait_until
+from tests.support.transactions import sent_and_received
 
 INVISIBLE_MS = 1000
 
@@ -314,3 +315,28 @@ def test_an_abort_redelivers_what_it_had_acknowledged(client: Client, topic_name
     again = receive_all(consumer, 3)
     assert sorted((m.data(), m.redelivery_count()) for m in again) == [(b"m-0", 1), (b"m-1", 1), (b"single", 1)]
     assert nothing_more(consumer.receive, INVISIBLE_MS)
+
+
+def test_a_cumulative_acknowledgement_in_a_transaction_holds_nothing_back(
+    client: Client, transaction_broker: Any, topic_name: str
+) -> None:
+    """Unlike a message acknowledged individually in a transaction, those a transaction acknowledged
+    cumulatively go to the next consumer while it is open; the commit acknowledges them."""
+    consumer, messages = sent_and_received(client, topic_name, 4, ConsumerType.Failover)
+    txn = client.new_transaction()
+    consumer.acknowledge_cumulative(messages[2], transaction=txn)
+    consumer.close()
+    again = client.subscribe(topic_name, "sub", consumer_type=ConsumerType.Failover)
+    assert data(receive_all(again, 4)) == data(messages)
+    txn.commit()
+    wait_until(lambda: subscription_stats(transaction_broker, topic_name)["msgBacklog"] == 1, "m-3 left after the commit")
+
+
+def test_a_partition_registered_without_sends_gets_a_marker(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    first = producer.send(b"a")
+    txn = client.new_transaction()
+    CoordinatorClient(client).add_partition(txn.id, f"persistent://public/default/{topic_name}")
+    txn.commit()
+    assert producer.send(b"b").entry_id() - first.entry_id() == 2
+    assert transaction_broker.topic_stats(topic_name)["committedTxnCount"] == 1
