@@ -340,3 +340,30 @@ def test_a_partition_registered_without_sends_gets_a_marker(client: Client, tran
     txn.commit()
     assert producer.send(b"b").entry_id() - first.entry_id() == 2
     assert transaction_broker.topic_stats(topic_name)["committedTxnCount"] == 1
+
+
+def test_a_timed_out_transaction_gives_back_its_acknowledgements(client: Client, topic_name: str) -> None:
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    producer.send(b"held")
+    consumer = client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest, consumer_type=ConsumerType.Shared)
+    (message,) = receive_all(consumer, 1)
+    consumer.acknowledge(message, transaction=client.new_transaction(transaction_timeout_ms=1500))
+    (again,) = receive_all(consumer, 1, timeout_ms=15_000)
+    assert (again.data(), again.redelivery_count()) == (b"held", 1)
+
+
+def test_a_seek_does_not_pass_an_open_transaction(client: Client, topic_name: str) -> None:
+    producer, consumer = unbatched_producer_and_consumer(client, topic_name)
+    producer.send(b"before")
+    txn = client.new_transaction()
+    producer.send(b"aborted", transaction=txn)
+    producer.send(b"after")
+    assert data(receive_all(consumer, 1)) == [b"before"]
+    consumer.seek(MessageId.earliest)
+    assert data(receive_all(consumer, 1)) == [b"before"]
+    assert nothing_more(consumer.receive, INVISIBLE_MS)
+    txn.abort()
+    (after,) = receive_all(consumer, 1)
+    assert after.data() == b"after"
+    # The last message id is the last message to read, not the abort marker after it.
+    assert consumer.get_last_message_id().entry_id() == after.message_id().entry_id()
