@@ -43,6 +43,18 @@ def unbatched_producer_and_consumer(client: Client, topic: str) -> tuple[Any, An
     return client.create_producer(topic, batching_enabled=False), client.subscribe(topic, "sub", initial_position=InitialPosition.Earliest)
 
 
+def a_transaction_between_two_messages(client: Client, topic: str) -> tuple[Any, Any]:
+    """An Exclusive consumer that received "before", and the open transaction that holds back
+    its message "in" and the "after" sent next."""
+    producer, consumer = unbatched_producer_and_consumer(client, topic)
+    producer.send(b"before")
+    txn = client.new_transaction()
+    producer.send(b"in", transaction=txn)
+    producer.send(b"after")
+    assert data(receive_all(consumer, 1)) == [b"before"]
+    return consumer, txn
+
+
 def subscription_stats(broker: Any, topic: str, subscription: str = "sub") -> dict[str, Any]:
     return broker.topic_stats(topic)["subscriptions"][subscription]
 
@@ -111,12 +123,7 @@ def test_topic_stats_count_transactions(client: Client, transaction_broker: Any,
 
 def test_an_open_transaction_holds_back_what_follows(client: Client, topic_name: str) -> None:
     """Nothing after the first entry of an open transaction is delivered, sent in it or not (Pulsar's max read position)."""
-    producer, consumer = unbatched_producer_and_consumer(client, topic_name)
-    producer.send(b"before")
-    txn = client.new_transaction()
-    producer.send(b"in", transaction=txn)
-    producer.send(b"after")
-    assert data(receive_all(consumer, 1)) == [b"before"]
+    consumer, txn = a_transaction_between_two_messages(client, topic_name)
     assert nothing_more(consumer.receive, INVISIBLE_MS)
     txn.commit()
     assert data(receive_all(consumer, 2)) == [b"in", b"after"]
@@ -353,12 +360,7 @@ def test_a_timed_out_transaction_gives_back_its_acknowledgements(client: Client,
 
 
 def test_a_seek_does_not_pass_an_open_transaction(client: Client, topic_name: str) -> None:
-    producer, consumer = unbatched_producer_and_consumer(client, topic_name)
-    producer.send(b"before")
-    txn = client.new_transaction()
-    producer.send(b"aborted", transaction=txn)
-    producer.send(b"after")
-    assert data(receive_all(consumer, 1)) == [b"before"]
+    consumer, txn = a_transaction_between_two_messages(client, topic_name)
     consumer.seek(MessageId.earliest)
     assert data(receive_all(consumer, 1)) == [b"before"]
     assert nothing_more(consumer.receive, INVISIBLE_MS)
