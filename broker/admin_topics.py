@@ -27,6 +27,9 @@ _SUMMED = (
     "storageSize",
     "backlogSize",
 )
+# Pulsar's TopicStatsImpl.add assigns these rather than adding them up: a partitioned topic shows
+# its last partition's transaction counts.
+_FROM_LAST_PARTITION = ("ongoingTxnCount", "abortedTxnCount", "committedTxnCount")
 _SUB_SUMMED = (
     "msgBacklog",
     "msgBacklogNoDelayed",
@@ -267,6 +270,8 @@ def aggregate_stats(parts: dict[str, dict[str, Any]], partitions: int, per_parti
     total: dict[str, Any] = {key: sum(p[key] for p in parts.values()) for key in _SUMMED}
     total["averageMsgSize"] = total["bytesInCounter"] / total["msgInCounter"] if total["msgInCounter"] else 0.0
     total["publishers"] = [pub for p in parts.values() for pub in p["publishers"]]
+    last = list(parts.values())[-1]
+    total |= {key: last[key] for key in _FROM_LAST_PARTITION if key in last}
     subscriptions: dict[str, dict[str, Any]] = {}
     for stats in parts.values():
         for sub_name, sub in stats["subscriptions"].items():

@@ -369,3 +369,18 @@ def test_a_seek_does_not_pass_an_open_transaction(client: Client, topic_name: st
     assert after.data() == b"after"
     # The last message id is the last message to read, not the abort marker after it.
     assert consumer.get_last_message_id().entry_id() == after.message_id().entry_id()
+
+
+def test_partitioned_stats_show_the_last_partitions_transaction_counts(client: Client, transaction_broker: Any, topic_name: str) -> None:
+    """As Pulsar adds partitions' stats up: the transaction counts are not summed, the last partition's stand."""
+    response = transaction_broker.admin("PUT", f"/admin/v2/persistent/public/default/{topic_name}/partitions", json=2)
+    assert response.status_code in (200, 204), response.text
+    first, second = (client.create_producer(f"{topic_name}-partition-{i}", batching_enabled=False) for i in range(2))
+    transactions = [client.new_transaction() for _ in range(3)]
+    first.send(b"m", transaction=transactions[0])
+    first.send(b"m", transaction=transactions[1])
+    second.send(b"m", transaction=transactions[2])
+    stats = transaction_broker.admin("GET", f"/admin/v2/persistent/public/default/{topic_name}/partitioned-stats").json()
+    assert (stats["msgInCounter"], stats["ongoingTxnCount"]) == (3, 1)
+    for txn in transactions:
+        txn.abort()
