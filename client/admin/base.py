@@ -57,7 +57,7 @@ class AdminBase:
         self.authentication = authentication or AuthenticationDisabled()
         self.timeout_seconds = timeout_seconds
         self._base_url = url
-        self._verify: ssl.SSLContext | bool = True
+        self._verify: ssl.SSLContext
         client_certificate = self.authentication.tls_certificate_files() is not None
         if tls_allow_insecure_connection or tls_trust_certs_file_path or not tls_validate_hostname or client_certificate:
             self._verify = ssl.create_default_context(cafile=tls_trust_certs_file_path)
@@ -69,7 +69,9 @@ class AdminBase:
                 self._verify.check_hostname = tls_validate_hostname
             # A client certificate (AuthenticationTLS) is presented on https:// as on pulsar+ssl://.
             load_client_certificate(self._verify, self.authentication)
-        elif url.scheme == "https":  # httpx's default context, made once for every connection pool of the client
+        else:
+            # httpx's default, made once: httpx makes one per client even for http://, which costs
+            # tens of ms, too long to make one for each lane of the asyncio client on its event loop.
             self._verify = httpx.create_ssl_context()
         # Redirects are followed by the Exchange, which keeps the auth headers (httpx drops them across hosts).
         # A connection per call in flight, kept alive between calls (the client bounds the calls).
