@@ -62,19 +62,20 @@ def poke(web_url: str, topic: str, repeat: int, checkout: Path) -> dict[str, Any
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def backlogged_topic(broker: Any, partitions: int) -> str:
-    """A topic of ``partitions`` partitions with one unbatched message waiting on each for SUB."""
+def backlogged_topic(broker: Any, partitions: int, per_partition: int = 1, topic: str | None = None) -> str:
+    """A topic of ``partitions`` partitions with ``per_partition`` unbatched messages waiting on
+    each for SUB (the topic's name, unless given, says how many partitions)."""
     from airflow_pulsar.client import Client, InitialPosition, PartitionsRoutingMode
     from airflow_pulsar.client.admin import PulsarAdmin
 
-    topic = f"persistent://public/default/bench-backlog-{partitions}"
+    topic = topic or f"persistent://public/default/bench-backlog-{partitions}"
     with PulsarAdmin(broker.web_url, timeout_seconds=120) as admin, Client(broker.service_url, operation_timeout_seconds=120) as client:
         admin.create_partitioned_topic(topic, partitions)
         admin.create_subscription(topic, SUB, InitialPosition.Earliest)
         producer = client.create_producer(
             topic, batching_enabled=False, message_routing_mode=PartitionsRoutingMode.RoundRobinDistribution
         )
-        for index in range(partitions):
+        for index in range(partitions * per_partition):
             producer.send_async(f"m{index}".encode(), None)
         producer.flush()
         producer.close()

@@ -15,12 +15,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from airflow_pulsar.client import Client, InitialPosition, PartitionsRoutingMode
 from airflow_pulsar.client.admin import AsyncPulsarAdmin, MessageBacklog, PulsarAdmin
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition
+from bench.backlog_poke import SUB, backlogged_topic
 from bench.delay_proxy import DelayProxy
 
-SUB = "s"
 PARTITIONS = 64
 PER_PARTITION = 2
 BOUND = 8
@@ -30,17 +29,7 @@ BOUND = 8
 def many_partitions(broker: Any) -> str:
     """A topic of PARTITIONS partitions with PER_PARTITION unbatched messages waiting on each for SUB."""
     topic = f"persistent://public/default/backlog-concurrency-{time.monotonic_ns() % 1_000_000_000}"
-    with PulsarAdmin(broker.web_url, timeout_seconds=30) as admin, Client(broker.service_url, operation_timeout_seconds=30) as client:
-        admin.create_partitioned_topic(topic, PARTITIONS)
-        admin.create_subscription(topic, SUB, InitialPosition.Earliest)
-        producer = client.create_producer(
-            topic, batching_enabled=False, message_routing_mode=PartitionsRoutingMode.RoundRobinDistribution
-        )
-        for index in range(PARTITIONS * PER_PARTITION):
-            producer.send_async(f"m{index}".encode(), None)
-        producer.flush()
-        producer.close()
-    return topic
+    return backlogged_topic(broker, PARTITIONS, PER_PARTITION, topic)
 
 
 @pytest.fixture
