@@ -37,7 +37,7 @@ class AsyncPulsarAdmin(AdminBase):
         return httpx.AsyncClient(**self._lane_options)
 
     async def _run(self, operation: Operation[T]) -> T:
-        answered: asyncio.Queue[tuple[Exchange[Any], httpx.Response | httpx.RequestError]] = asyncio.Queue()
+        answered: asyncio.Queue[tuple[Exchange[Any], httpx.Response | Exception]] = asyncio.Queue()
 
         def send(exchange: Exchange[Any], request: httpx.Request) -> asyncio.Task[None]:
             return asyncio.ensure_future(self._answer(answered, exchange, request))
@@ -55,8 +55,8 @@ class AsyncPulsarAdmin(AdminBase):
                 self._idle_lanes.append(self._lanes[-1])
             lane = self._idle_lanes.pop()
             try:
-                outcome: httpx.Response | httpx.RequestError = await (lane or self._http).send(request)
-            except httpx.RequestError as exc:
+                outcome: httpx.Response | Exception = await (lane or self._http).send(request)
+            except Exception as exc:  # handed to _run, which waits for it
                 outcome = exc
             finally:
                 self._idle_lanes.append(lane)

@@ -98,9 +98,13 @@ class Scheduler(Generic[T]):
             sending.cancel()
         self._sending.clear()
 
-    def complete(self, exchange: Exchange[Any], outcome: httpx.Response | httpx.RequestError) -> None:
-        """Hand ``exchange`` the answer to its request (or the transport failure)."""
+    def complete(self, exchange: Exchange[Any], outcome: httpx.Response | Exception) -> None:
+        """Hand ``exchange`` the answer to its request, or the transport failure; any other
+        failure of the sender is raised here, ending the operation as it would have without
+        calls side by side."""
         del self._sending[exchange]
+        if isinstance(outcome, Exception) and not isinstance(outcome, httpx.RequestError):
+            raise outcome
         if exchange.request is None:  # abandoned since it was sent
             return
         if isinstance(outcome, httpx.Response):

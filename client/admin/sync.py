@@ -15,11 +15,11 @@ from .calls import Operation, T
 from .exchange import Exchange
 
 
-def _outcome(send: Callable[..., httpx.Response], *args: Any) -> httpx.Response | httpx.RequestError:
-    """The response, or the transport failure (no HTTP answer)."""
+def _outcome(send: Callable[..., httpx.Response], *args: Any) -> httpx.Response | Exception:
+    """The response, or the failure to get one (handed to the caller's thread, which waits for it)."""
     try:
         return send(*args)
-    except httpx.RequestError as exc:
+    except Exception as exc:
         return exc
 
 
@@ -38,7 +38,7 @@ class PulsarAdmin(AdminBase):
         return httpx.Client(**options)
 
     def _run(self, operation: Operation[T]) -> T:
-        answered: SimpleQueue[tuple[Exchange[Any], httpx.Response | httpx.RequestError]] = SimpleQueue()
+        answered: SimpleQueue[tuple[Exchange[Any], httpx.Response | Exception]] = SimpleQueue()
 
         def send(exchange: Exchange[Any], request: httpx.Request) -> Future[None]:
             return self._sender_pool().submit(lambda: answered.put((exchange, _outcome(self._http.send, request))))

@@ -111,3 +111,12 @@ def test_nothing_to_wait_on_and_nested_fan_outs() -> None:
         sent = pending.pop(0)
         scheduler.complete(sent.exchange, answer(sent))
     assert scheduler.result == [[], [["/x0/a+/x0/b", "/x1/a+/x1/b"], ["/y0/a+/y0/b", "/y1/a+/y1/b"]]]
+
+
+def test_a_sender_failure_other_than_the_transport_ends_the_operation() -> None:
+    scheduler = Scheduler(fan_out(["p0", "p1"]), build, max_in_flight=8)
+    sent: list[Sent] = []
+    scheduler.send_ready(lambda exchange, request: sent.append(Sent(exchange, request)) or sent[-1])
+    with pytest.raises(RuntimeError, match="sender broke"), scheduler:
+        scheduler.complete(sent[0].exchange, RuntimeError("sender broke"))
+    assert sent[1].cancelled
