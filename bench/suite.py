@@ -8,9 +8,11 @@ driven by the official client (there the "official" column is Apache Pulsar). Th
 section puts our Spark ingest beside StreamNative's pulsar-spark connector on Apache Pulsar (the
 "official" column; `make connector-jar` builds it, and the section is skipped without it). The
 ``reader`` section gives the CPU per message of the ingest's range reader alone, beside the
-Message-object path it replaced (lower is better). Usage::
+Message-object path it replaced (lower is better). The ``backlog`` section gives the backlog
+sensor's poke of a 1,024-partition topic beside that of a 1-partition one (the "official" column),
+on both brokers (``bench/backlog_poke.py``). Usage::
 
-    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,reader,pulsar,brokers]
+    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,reader,pulsar,brokers,backlog]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import backlog_poke
 import broker_compare
 import broker_publish
 import consumer
@@ -138,6 +141,7 @@ SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[
         ),
     ),
     "brokers": (lambda: broker_compare.measure(50_000), lambda: broker_compare.measure(200_000)),
+    "backlog": (lambda: backlog_poke.measure([1, 1024], 1), lambda: backlog_poke.measure([1, 1024], 3)),
 }
 
 
@@ -163,6 +167,9 @@ def target(row: dict[str, Any]) -> tuple[str, bool] | None:
         return ">= 1.2x the connector", ours >= 1.2 * row["official"]
     if "p99" in figure:
         return "< 20 ms", ours < 20
+    if figure.startswith("backlog poke"):
+        met = ours <= row["bound_ms"] and ours <= row["bound_ratio"] * row["official"]
+        return f"<= {row['bound_ms']:,} ms and <= {row['bound_ratio']}x 1 partition", met
     if "bound" in row:
         return f"<= {row['bound']} MiB", ours <= row["bound"]
     return None
