@@ -28,7 +28,7 @@ class PulsarBacklogEventTrigger(ClosesOnCleanup, BaseEventTrigger):
     one by one, exactly where the broker appends the broker entry index). The first time, the
     whole backlog counts. When it fires it remembers each partition's newest entry (its message
     id and broker entry index), and from then on counts only the backlog's messages published
-    after those positions (see :mod:`~airflow_pulsar.triggers.backlog_positions`): messages it
+    after those positions (see the module ``airflow_pulsar.triggers.backlog_positions``): messages it
     fired for never fire it again, even while the run it started still works through them.
 
     The positions are kept in Airflow's asset state store (key ``pulsar_backlog_positions``) of
@@ -143,7 +143,7 @@ class PulsarBacklogEventTrigger(ClosesOnCleanup, BaseEventTrigger):
         if not isinstance(stored, dict):
             return {}
         self.log.info("Going on from the positions fired at before: %s", stored)
-        return {part: FiredPosition.from_json(entry) for part, entry in stored.items()}
+        return {part: FiredPosition.from_json(entry) for part, entry in stored.items() if isinstance(entry, dict)}
 
     async def _save_positions(self, positions: Mapping[str, FiredPosition]) -> None:
         if self.asset_state_store is None:

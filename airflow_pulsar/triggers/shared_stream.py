@@ -25,7 +25,8 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
     """
     Consume a subscription for a shared stream and settle each message once the triggerer is done with it.
 
-    The stream's raw events are :class:`MessageBatch` es: up to ``batch_size`` messages, the batch
+    The stream's raw events are :class:`~airflow_pulsar.triggers.message_batch.MessageBatch`
+    objects: up to ``batch_size`` messages, the batch
     closed ``batch_timeout`` seconds after its first message. ``advance`` acknowledges the
     messages of a batch every trigger accepted (each either fired the events it made from it, now
     stored, or let it pass), except those a trigger's function failed on (``MessageBatch.reject``);
