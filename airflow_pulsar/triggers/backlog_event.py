@@ -41,7 +41,8 @@ class PulsarBacklogEventTrigger(ClosesOnCleanup, BaseEventTrigger):
 
     The event payload is ``{"topic", "subscription", "backlog": {...the sensor's figures...},
     "new_messages": n, "new_by_partition": {partition: n}, "positions": {partition: {"message_id",
-    "index"}}, "previous_positions": {...}, "poll_started": <epoch seconds the firing poll began>}``
+    "index"}}, "previous_positions": {...}, "poll_started": <epoch seconds the firing poll began>,
+    "previous_poll_started": <the poll before it, which did not fire>}``
     (partition names are the topic's own for a
     non-partitioned topic). A missing topic or subscription, or a failing admin service, is
     logged and polled again: a watcher has no task to fail.
@@ -99,8 +100,9 @@ class PulsarBacklogEventTrigger(ClosesOnCleanup, BaseEventTrigger):
         self._fired = await self._load_positions()
         async with self.resources:
             admin = await self.resources.enter_async_context(hook.get_async_admin())
+            poll_started: float | None = None
             while True:
-                poll_started = time.time()
+                previous_poll_started, poll_started = poll_started, time.time()
                 try:
                     reading = await counting.read(admin, self.topic, self.subscription)
                     parts = list(reading.backlog.partitions) or [_whole(reading)]
@@ -112,7 +114,11 @@ class PulsarBacklogEventTrigger(ClosesOnCleanup, BaseEventTrigger):
                 else:
                     if self._ready(sum(beyond.values()), ages):
                         positions = {part: entry for part, entry in newest.items() if entry is not None}
-                        payload = {**self._payload(reading, beyond, positions), "poll_started": poll_started}
+                        payload = {
+                            **self._payload(reading, beyond, positions),
+                            "poll_started": poll_started,
+                            "previous_poll_started": previous_poll_started,
+                        }
                         await self._save_positions(positions)
                         self._fired = {**self._fired, **positions}
                         yield TriggerEvent(payload)

@@ -72,15 +72,15 @@ def _triggers_started(airflow: AirflowDeployment) -> int:
 
 
 def _fired_within_a_poll(event: dict[str, Any], crossed: float) -> None:
-    """The poll that fired began within one poll interval (plus the reading under way at the
-    crossing, which could not see it) of the crossing; the event was stored right after it."""
+    """The trigger fired on the first poll that could see the crossing: the poll before it began
+    before the crossing. The event was stored right after the firing poll."""
     payload = event["extra"]["payload"]
-    started, read_at = payload["poll_started"], payload["backlog"]["read_at"]
+    previous, started = payload["previous_poll_started"], payload["poll_started"]
     stored = pendulum.parse(event["timestamp"]).timestamp()  # type: ignore[union-attr]
-    reading = read_at - started
-    print(f"crossed -> poll began {started - crossed:.2f} s -> read {reading:.2f} s -> stored {stored - read_at:.2f} s")
-    assert started - crossed <= POLL_SECONDS + reading + 0.5
-    assert stored - read_at <= 5.0  # the rest of the reading, and the trip through the triggerer's supervisor
+    assert previous is not None, "the watcher fired on its first poll: it was not polling yet at the crossing"
+    print(f"poll every {started - previous:.2f} s; crossed -> stored {stored - crossed:.2f} s")
+    assert previous < crossed
+    assert stored - started <= POLL_SECONDS + 3.0  # one reading, and the trip through the triggerer's supervisor
 
 
 def _finished_runs(airflow: AirflowDeployment, dag_id: str) -> list[dict[str, Any]]:
@@ -128,7 +128,9 @@ def test_the_backlog_watcher_fires_within_a_poll_of_each_crossing_and_once_per_c
     started = _triggers_started(airflow)
     airflow.unpause(BACKLOG_DAG)
     poll_api(lambda: _triggers_started(airflow) > started, "the triggerer to start the backlog watcher", 120)
-    time.sleep(POLL_SECONDS * 2 + 3)  # past its first reading (connection, admin session)
+    # Past its first polls: a starting trigger fetches its connection and stored positions through
+    # the triggerer's supervisor first, which takes a few seconds on a busy machine.
+    time.sleep(15)
     crossed = _send(broker.service_url, BACKLOG_TOPIC, [f"a{index}" for index in range(THRESHOLD)])
     (first,) = poll_api(lambda: airflow.asset_events("deploy_backlog"), "the backlog's asset event", 120)
     _fired_within_a_poll(first, crossed)

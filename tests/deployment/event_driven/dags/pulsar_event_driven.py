@@ -65,16 +65,17 @@ with DAG("pulsar_ingest_on_backlog", schedule=[backlog], start_date=datetime(202
         from airflow_pulsar.hooks.pulsar import PulsarHook
 
         consumer = PulsarHook().get_client().subscribe(BACKLOG_TOPIC, "ingest")
-        taken, last = 0, None
+        by_partition = {}
         while True:
             try:
-                last = consumer.receive(timeout_millis=2000)
+                message = consumer.receive(timeout_millis=2000)
             except Timeout:  # drained
                 break
-            taken += 1
-        if last is not None:
-            consumer.acknowledge_cumulative(last)
+            by_partition.setdefault(message.topic_name(), []).append(message)
+        # A cumulative acknowledgement covers one partition: one per partition.
+        for messages in by_partition.values():
+            consumer.acknowledge_cumulative(messages[-1])
         consumer.close()
-        return taken
+        return sum(len(messages) for messages in by_partition.values())
 
     ingest()
