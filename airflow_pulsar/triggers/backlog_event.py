@@ -10,8 +10,7 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client.admin import AdminNotFoundError
-from airflow_pulsar.client.message_count import PartitionMessageBacklog
+from airflow_pulsar.client.admin import AdminNotFoundError, PartitionMessageBacklog
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
@@ -112,6 +111,9 @@ class PulsarBacklogEventTrigger(ClosesOnCleanup, BaseEventTrigger):
                 except (*TRANSIENT_ADMIN_ERRORS, AdminNotFoundError) as exc:
                     self.log.warning("Cannot read the backlog of %s / %s now, polling again: %s", self.topic, self.subscription, exc)
                 else:
+                    if previous_poll_started is None:  # says when the watch begins, for whoever waits on it
+                        new_messages = sum(beyond.values())
+                        self.log.info("Watching the backlog of %s / %s: %d new messages", self.topic, self.subscription, new_messages)
                     if self._ready(sum(beyond.values()), ages):
                         positions = {part: entry for part, entry in newest.items() if entry is not None}
                         payload = {

@@ -18,9 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_pulsar.client.admin import AdminError, AdminNotFoundError, AsyncPulsarAdmin
-from airflow_pulsar.client.admin.calls import PeekedMessage
-from airflow_pulsar.client.message_count import PartitionMessageBacklog, Position
+from airflow_pulsar.client.admin import AdminError, AdminNotFoundError, AsyncPulsarAdmin, PartitionMessageBacklog, PeekedMessage, Position
 
 
 def entry_position(message_id: str) -> Position:

@@ -26,7 +26,7 @@ picked up) and never appear in errors, reprs or logs.
 
 from __future__ import annotations
 
-from ..message_count import MessageBacklog, PartitionMessageBacklog
+from ..message_count import MessageBacklog, PartitionMessageBacklog, Position
 from .aio import AsyncPulsarAdmin
 from .backlog import PartitionBacklog, SubscriptionBacklog
 from .base import DEFAULT_MAX_CONCURRENT_REQUESTS
@@ -64,6 +64,7 @@ __all__ = [
     "PartitionBacklog",
     "PartitionMessageBacklog",
     "PeekedMessage",
+    "Position",
     "PulsarAdmin",
     "SubscriptionBacklog",
 ]

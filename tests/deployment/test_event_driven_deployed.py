@@ -67,8 +67,8 @@ def _send(service_url: str, topic: str, values: list[str]) -> float:
     return time.time()
 
 
-def _triggers_started(airflow: AirflowDeployment) -> int:
-    return airflow.log_tail("triggerer", chars=10**7).count(" starting ")
+def _watching(airflow: AirflowDeployment) -> bool:
+    return f"Watching the backlog of {BACKLOG_TOPIC}" in airflow.log_tail("triggerer", chars=10**7)
 
 
 def _fired_within_a_poll(event: dict[str, Any], crossed: float) -> None:
@@ -125,12 +125,10 @@ def test_the_backlog_watcher_fires_within_a_poll_of_each_crossing_and_once_per_c
     event_driven: AirflowDeployment, broker: Any
 ) -> None:
     airflow = event_driven
-    started = _triggers_started(airflow)
     airflow.unpause(BACKLOG_DAG)
-    poll_api(lambda: _triggers_started(airflow) > started, "the triggerer to start the backlog watcher", 120)
-    # Past its first polls: a starting trigger fetches its connection and stored positions through
-    # the triggerer's supervisor first, which takes a few seconds on a busy machine.
-    time.sleep(15)
+    # Past its first poll: a starting trigger fetches its connection and stored positions through
+    # the triggerer's supervisor first, which takes seconds on a busy machine.
+    poll_api(lambda: _watching(airflow), "the backlog watcher's first reading", 120)
     crossed = _send(broker.service_url, BACKLOG_TOPIC, [f"a{index}" for index in range(THRESHOLD)])
     (first,) = poll_api(lambda: airflow.asset_events("deploy_backlog"), "the backlog's asset event", 120)
     _fired_within_a_poll(first, crossed)
