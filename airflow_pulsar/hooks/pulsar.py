@@ -308,12 +308,16 @@ class PulsarHook(BaseHook):
                 self._admin = PulsarAdmin(self.admin_url, **self._admin_kwargs())
             return self._admin
 
-    def get_async_admin(self) -> AsyncPulsarAdmin:
+    def get_async_admin(self, max_concurrent_requests: int | None = None) -> AsyncPulsarAdmin:
         """A new ``AsyncPulsarAdmin`` on the admin URL; not cached (it belongs to the caller's event
-        loop): use it as ``async with hook.get_async_admin() as admin:`` or ``await admin.aclose()``."""
+        loop): use it as ``async with hook.get_async_admin() as admin:`` or ``await admin.aclose()``.
+        ``max_concurrent_requests`` bounds its admin calls in flight (None: the client's default)."""
         from airflow_pulsar.client.admin import AsyncPulsarAdmin
 
-        return AsyncPulsarAdmin(self.admin_url, **self._admin_kwargs())
+        options = self._admin_kwargs()
+        if max_concurrent_requests is not None:
+            options["max_concurrent_requests"] = max_concurrent_requests
+        return AsyncPulsarAdmin(self.admin_url, **options)
 
     def close(self) -> None:
         """Close the producers (flushing), consumers and readers made here, then the client and admin."""

@@ -14,13 +14,19 @@ from ..forks import reset_after_fork
 from . import backlog as backlog_operations
 from . import lookups, operations, permissions, schemas
 from .calls import NO_BODY, AdminCall, Operation, T
-from .exchange import Exchange, display_url
+from .exchange import display_url
 from .method import AdminMethod
+from .scheduler import Scheduler
+
+# Admin calls one client has in flight at most: enough to hide a remote broker's round trips
+# behind each other when a backlog is counted partition by partition, few enough for one broker.
+DEFAULT_MAX_CONCURRENT_REQUESTS = 16
 
 
 class AdminBase:
     """Configuration, request building and the admin methods of both clients; each client adds
-    its own ``_run``, which sends the requests of an :class:`Exchange` through its httpx client."""
+    its own ``_run``, which sends the requests of a :class:`Scheduler` through its httpx client,
+    at most ``max_concurrent_requests`` at a time (over all the operations it runs at once)."""
 
     _http: httpx.Client | httpx.AsyncClient
 
@@ -32,6 +38,7 @@ class AdminBase:
         tls_trust_certs_file_path: str | None = None,
         tls_allow_insecure_connection: bool = False,
         tls_validate_hostname: bool = True,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
     ):
         try:
             url = httpx.URL(web_service_url)
@@ -43,11 +50,14 @@ class AdminBase:
             )
         if timeout_seconds is None or timeout_seconds <= 0:
             raise InvalidConfiguration(f"timeout_seconds must be positive, got {timeout_seconds}")
+        if isinstance(max_concurrent_requests, bool) or not isinstance(max_concurrent_requests, int) or max_concurrent_requests < 1:
+            raise InvalidConfiguration(f"max_concurrent_requests must be an int >= 1, got {max_concurrent_requests!r}")
+        self.max_concurrent_requests = max_concurrent_requests
         self.web_service_url = display_url(url).rstrip("/")
         self.authentication = authentication or AuthenticationDisabled()
         self.timeout_seconds = timeout_seconds
         self._base_url = url
-        self._verify: ssl.SSLContext | bool = True
+        self._verify: ssl.SSLContext
         client_certificate = self.authentication.tls_certificate_files() is not None
         if tls_allow_insecure_connection or tls_trust_certs_file_path or not tls_validate_hostname or client_certificate:
             self._verify = ssl.create_default_context(cafile=tls_trust_certs_file_path)
@@ -59,12 +69,22 @@ class AdminBase:
                 self._verify.check_hostname = tls_validate_hostname
             # A client certificate (AuthenticationTLS) is presented on https:// as on pulsar+ssl://.
             load_client_certificate(self._verify, self.authentication)
+        else:
+            # httpx's default, made once: httpx makes one per client even for http://, which costs
+            # tens of ms, too long to make one for each lane of the asyncio client on its event loop.
+            self._verify = httpx.create_ssl_context()
         # Redirects are followed by the Exchange, which keeps the auth headers (httpx drops them across hosts).
+        # A connection per call in flight, kept alive between calls (the client bounds the calls).
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=max_concurrent_requests)
         self._http_options: dict[str, Any] = {
-            "base_url": self._base_url, "timeout": httpx.Timeout(timeout_seconds), "verify": self._verify, "follow_redirects": False
+            "base_url": self._base_url,
+            "timeout": httpx.Timeout(timeout_seconds),
+            "verify": self._verify,
+            "follow_redirects": False,
+            "limits": limits,
         }
-        self._http = self._open(**self._http_options)
         self._inherited_http: list[httpx.Client | httpx.AsyncClient] = []
+        self._http = self._open(**self._http_options)
         reset_after_fork(self._after_fork_in_child)
 
     def _after_fork_in_child(self) -> None:
@@ -81,12 +101,12 @@ class AdminBase:
         """Do ``operation``'s calls: its result, or from the asyncio client a coroutine giving it."""
         raise NotImplementedError
 
-    def _exchange(self, operation: Operation[T]) -> Exchange[T]:
+    def _schedule(self, operation: Operation[T]) -> Scheduler[T]:
         """Start ``operation``; AlreadyClosed once the client is closed."""
         if self._http.is_closed:
             operation.close()
             raise AlreadyClosed(f"{type(self).__name__} for {self.web_service_url} is closed")
-        return Exchange(operation, self._build_request)
+        return Scheduler(operation, self._build_request, self.max_concurrent_requests)
 
     def _build_request(self, call: AdminCall, url: httpx.URL | None) -> httpx.Request:
         headers = {"Accept": "application/json", **self.authentication.http_headers()}

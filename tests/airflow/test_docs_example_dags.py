@@ -40,7 +40,7 @@ def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
         process.stop()
 
 
-@pytest.mark.parametrize("example", ["orders_operators.py", "handle_alerts.py"])
+@pytest.mark.parametrize("example", ["orders_operators.py", "handle_alerts.py", "ingest_on_backlog.py"])
 def test_every_marked_part_is_included_by_a_page(example: str) -> None:
     pages = "".join(page.read_text() for page in EXAMPLES.parent.glob("*.md"))
     markers = re.findall(r"# \[START (\w+)\]", (EXAMPLES / "dags" / example).read_text())
@@ -112,3 +112,38 @@ def test_the_event_driven_examples_watch_the_topic(broker, broker_admin: PulsarA
 
     _, kwargs = module.trigger.trigger.serialize()
     assert (kwargs["max_redeliver_count"], kwargs["dead_letter_topic"], kwargs["redelivery_delay"]) == (5, "alerts-rejected", 10)
+
+
+def test_the_event_driven_ingestion_example_fires_on_the_backlog(broker, broker_admin: PulsarAdmin) -> None:
+    """The backlog watcher fires once ``lakehouse`` holds 1000 messages, nothing consumed; the
+    batch watcher's settings reach the Pulsar trigger; the DAG ingests with PulsarToTableOperator."""
+    from airflow_pulsar.client import InitialPosition
+
+    module = load_dag_file(EXAMPLES / "dags" / "ingest_on_backlog.py", "docs_ingest_on_backlog")
+    broker_admin.create_partitioned_topic("shop-events", 4)
+    broker_admin.create_subscription("shop-events", "lakehouse", InitialPosition.Earliest)
+    trigger = module.shop_events_backlog.watchers[0].trigger
+    trigger.poll_interval = 0.3
+
+    async def first_event() -> Any:
+        events = trigger.run()
+        try:
+            return (await asyncio.wait_for(anext(events), 30)).payload
+        finally:
+            await events.aclose()
+            await trigger.cleanup()
+
+    try:
+        with Client(broker.service_url) as client:
+            producer = client.create_producer("shop-events")
+            for index in range(1000):
+                producer.send_async(b"{}", None, partition_key=f"user-{index}")
+            producer.flush()
+        event = asyncio.run(first_event())
+        assert event["new_messages"] == event["backlog"]["messages"] == 1000
+        assert len(event["positions"]) == 4
+        assert broker_admin.message_backlog("shop-events", "lakehouse").messages == 1000  # consumed nothing
+    finally:
+        broker_admin.delete_partitioned_topic("shop-events", force=True)
+    _, kwargs = module.orders.watchers[0].trigger.serialize()
+    assert (kwargs["batch_size"], kwargs["batch_timeout"]) == (500, 10.0)

@@ -78,8 +78,8 @@ def test_cleanup_closes_the_admin_session_of_a_run_suspended_at_its_event(
     opened: list[Any] = []
     get_async_admin = PulsarHook.get_async_admin
 
-    def recording_get_async_admin(self: PulsarHook) -> Any:
-        opened.append(get_async_admin(self))
+    def recording_get_async_admin(self: PulsarHook, *args: Any) -> Any:
+        opened.append(get_async_admin(self, *args))
         return opened[-1]
 
     monkeypatch.setattr(PulsarHook, "get_async_admin", recording_get_async_admin)

@@ -36,7 +36,7 @@ from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.job.credentials import CREDENTIALS_FILE, PRIVATE_KEY_FILE, SHIPPED_FILES, TRUST_FILE
 from tests.support.oauth2_issuer import TOKEN_PATH, Oauth2Issuer, RunningIssuer
 from tests.support.process_watch import SeenProcesses, watch
-from tests.support.security import Pki, SecuredBroker, secured_broker
+from tests.support.security import Pki, SecuredBroker, every_method_broker
 from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from tests.support.spark_ingest import (
     LOCAL_SPARK_CONF,
@@ -81,13 +81,7 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oauth2Issuer]:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki, issuer: Oauth2Issuer) -> Iterator[SecuredBroker]:
-    with secured_broker(
-        tmp_path_factory.mktemp("ingest-auth-broker"),
-        pki=pki,
-        token_public_key=issuer.public_key_file,
-        basic_users={USER: PASSWORD},
-        client_certificates=True,
-    ) as running:
+    with every_method_broker(tmp_path_factory.mktemp("ingest-auth-broker"), pki, issuer.public_key_file, {USER: PASSWORD}) as running:
         yield running
 
 

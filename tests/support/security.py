@@ -258,6 +258,17 @@ def secured_broker(
 
 
 @contextmanager
+def every_method_broker(directory: Path, pki: Pki, issuer_public_key: Path, basic_users: dict[str, str]) -> Iterator[SecuredBroker]:
+    """Our broker taking every authentication method at once over TLS: tokens of the OAuth2 issuer
+    whose public key is ``issuer_public_key``, basic for ``basic_users``, and ``pki``'s client
+    certificates, as one production broker would."""
+    with secured_broker(
+        directory, pki=pki, token_public_key=issuer_public_key, basic_users=basic_users, client_certificates=True
+    ) as broker:
+        yield broker
+
+
+@contextmanager
 def secured_pulsar(directory: Path, *, pki: Pki, basic_users: dict[str, str]) -> Iterator[SecuredBroker]:
     """Apache Pulsar with what :func:`secured_broker` gives ours with ``tokens``, ``pki`` and
     ``basic_users``: token (HS256) and basic authentication, TLS on ports of its own beside the plain
