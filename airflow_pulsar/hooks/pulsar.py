@@ -176,6 +176,8 @@ class PulsarHook(BaseHook):
 
     :param pulsar_conn_id: The Airflow connection to use, ``pulsar_default`` by default.
     :param client_kwargs: Further keyword arguments for ``Client``, overriding the connection's.
+    :param enable_transaction: Build the client with ``enable_transaction=True``, for
+        ``client.new_transaction()`` (the broker must run transaction coordinators).
     """
 
     conn_name_attr = "pulsar_conn_id"
@@ -187,11 +189,18 @@ class PulsarHook(BaseHook):
     test_timeout_seconds = 10.0
 
     def __init__(
-        self, pulsar_conn_id: str = default_conn_name, client_kwargs: dict[str, Any] | None = None, **kwargs: Any
+        self,
+        pulsar_conn_id: str = default_conn_name,
+        client_kwargs: dict[str, Any] | None = None,
+        *,
+        enable_transaction: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.pulsar_conn_id = pulsar_conn_id
         self.client_kwargs = dict(client_kwargs or {})
+        if enable_transaction:
+            self.client_kwargs["enable_transaction"] = True
         self._config: PulsarConnectionConfig | None = None
         self._client: Client | None = None
         self._admin: PulsarAdmin | None = None
