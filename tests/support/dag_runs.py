@@ -4,7 +4,10 @@ those a run of Airflow's command line left in its SQLite database)."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -77,3 +80,32 @@ def xcoms_in_database(database: Path, dag_id: str) -> dict[str, Any]:
     with sqlite3.connect(database) as db:
         rows = db.execute("SELECT task_id, value FROM xcom WHERE dag_id = ? AND key = 'return_value'", (dag_id,)).fetchall()
     return {task_id: json.loads(value) for task_id, value in rows}
+
+
+# Runs one DAG with dag.test() at a fixed logical date (so a later run has the same run id).
+_RUN_IN_CHILD = """
+import json, sys
+from datetime import datetime
+
+from airflow.dag_processing.dagbag import DagBag
+
+folder, dag_id, conf, moment = sys.argv[1:]
+dag = DagBag(dag_folder=folder).get_dag(dag_id)
+when = datetime.fromisoformat(moment)
+dag.test(logical_date=when, run_after=when, run_conf=json.loads(conf))
+"""
+
+
+def dag_run_process(dag_id: str, conf: dict[str, Any], logical_date: datetime, log: Path) -> subprocess.Popen[bytes]:
+    """A run of a test DAG (``dag.test()``) in a process of its own, for a test to kill; its output
+    goes to ``log``. ``run_dag`` with the same ``logical_date`` runs the same task instances again."""
+    from airflow.configuration import conf as airflow_conf
+
+    # The two processes share the metadata database, so the child encrypts with this one's key
+    # (Airflow makes up a key per process when none is configured).
+    env = {**os.environ, "AIRFLOW__CORE__FERNET_KEY": airflow_conf.get("core", "fernet_key")}
+    with log.open("wb") as output:
+        return subprocess.Popen(
+            [sys.executable, "-c", _RUN_IN_CHILD, str(DAGS_FOLDER), dag_id, json.dumps(conf), logical_date.isoformat()],
+            env=env, stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
