@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,11 +20,9 @@ from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from tests.support.dag_files import load_dag_file
-from tests.support.dag_runs import xcoms_in_database as xcoms
+from tests.support.dag_runs import DOCS_EXAMPLES as EXAMPLES
+from tests.support.dag_runs import run_docs_example_dag
 from tests.support.polling import wait_until
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
-AIRFLOW = Path(sys.executable).with_name("airflow")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +34,7 @@ def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
         process.stop()
 
 
-@pytest.mark.parametrize("example", ["orders_operators.py", "handle_alerts.py", "ingest_on_backlog.py"])
+@pytest.mark.parametrize("example", ["orders_operators.py", "handle_alerts.py", "ingest_on_backlog.py", "exactly_once_orders.py"])
 def test_every_marked_part_is_included_by_a_page(example: str) -> None:
     pages = "".join(page.read_text() for page in EXAMPLES.parent.glob("*.md"))
     markers = re.findall(r"# \[START (\w+)\]", (EXAMPLES / "dags" / example).read_text())
@@ -50,25 +44,7 @@ def test_every_marked_part_is_included_by_a_page(example: str) -> None:
 
 
 def test_the_operators_examples_run(embedded_broker: BrokerProcess, tmp_path: Path) -> None:
-    home = tmp_path / "airflow"
-    home.mkdir()
-    env = {
-        **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLES / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(EXAMPLES / "plugins"),
-        "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
-            {"conn_type": "pulsar", "host": embedded_broker.service_url, "extra": {"admin_url": embedded_broker.web_url}}
-        ),
-    }
-    for command in (["db", "migrate"], ["dags", "test", "orders_operators"]):
-        result = subprocess.run([AIRFLOW, *command], env=env, capture_output=True, text=True, timeout=300)
-        output = result.stdout + result.stderr
-        assert result.returncode == 0, f"airflow {' '.join(command)} failed:\n{output[-4000:]}"
-    assert "state=success" in output, output[-4000:]
-
-    results = xcoms(home / "airflow.db", "orders_operators")
+    results = run_docs_example_dag("orders_operators", embedded_broker, tmp_path / "airflow")
     assert results["orders_topic"]["partitions"] == 4
     assert results["publish_orders"]["messages"] == 10_000
     assert results["wait_for_orders"]["messages"] == 10_000

@@ -6,11 +6,13 @@
   messages were published and acknowledged in the open transaction) and run again for the same
   task instance: the coordinator aborts the dead transaction at its timeout, the retry waits for
   it no longer than that, and the output topic holds each input's output exactly once.
+* The docs' example DAG (docs/examples/dags/exactly_once_orders.py) runs as shown.
 * A broker without coordinators fails the task before it consumes anything, naming the setting.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections import Counter
@@ -25,9 +27,10 @@ from airflow.sdk.exceptions import AirflowException
 from airflow_pulsar.client import Client, InitialPosition, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.transform import PulsarTransformOperator
-from tests.support.dag_runs import dag_run_process, run_dag, subscription_stats
+from tests.support.dag_runs import dag_run_process, run_dag, run_docs_example_dag, subscription_stats
 from tests.support.polling import wait_until
 
+ORDERS = 10_000  # docs/examples/plugins/my_project/orders.py's
 TRANSACTION_TIMEOUT = 10.0  # the test DAGs' (tests/airflow/dags/pulsar_transform.py)
 
 
@@ -142,6 +145,20 @@ def test_task_killed_mid_batch_and_run_again_publishes_each_output_once(
     assert time.monotonic() - killed_at < 2 * TRANSACTION_TIMEOUT + 20
 
 
+def test_the_docs_example_dag_runs(transaction_broker: Any, admin: PulsarAdmin, tmp_path: Path) -> None:
+    for region in ("eu", "us"):
+        publish(transaction_broker.service_url, f"orders-{region}", [json.dumps({"order": i}) for i in range(5)])
+
+    results = run_docs_example_dag("exactly_once_orders", transaction_broker, tmp_path / "airflow")
+
+    assert (results["add_tax"]["consumed"], results["add_tax"]["produced"]) == (ORDERS, ORDERS)
+    taxed = [json.loads(value) for value in committed_values(transaction_broker.service_url, "orders-taxed")]
+    assert sorted(order["order"] for order in taxed) == list(range(ORDERS))
+    assert all(order["tax"] == round(order["total"] * 0.2, 2) for order in taxed)
+    assert len(committed_values(transaction_broker.service_url, "orders-tagged")) == 10
+    wait_until(lambda: backlog(admin, "orders-in", "tax") == 0, "the input's backlog to be 0")
+
+
 def test_poll_timeout_shorter_than_the_transaction_timeout_is_refused() -> None:
     with pytest.raises(ValueError, match=r"poll_timeout \(5 s\) must be at least transaction_timeout \(30 s\)"):
         PulsarTransformOperator(
@@ -151,9 +168,7 @@ def test_poll_timeout_shorter_than_the_transaction_timeout_is_refused() -> None:
 
 
 @pytest.mark.embedded_only
-def test_a_broker_without_coordinators_fails_the_task_naming_the_setting(
-    broker: Any, pulsar_conn: Any, topic_name: str
-) -> None:
+def test_a_broker_without_coordinators_fails_the_task_naming_the_setting(broker: Any, pulsar_conn: Any, topic_name: str) -> None:
     pulsar_conn(host=broker.service_url, extra={"admin_url": broker.web_url})
     publish(broker.service_url, topic_name, ["m0"])
     operator = PulsarTransformOperator(

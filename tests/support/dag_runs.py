@@ -17,6 +17,8 @@ from typing import Any
 
 from tests.support.airflow_env import DAGS_FOLDER
 
+DOCS_EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+
 
 @dataclass
 class DagRunResult:
@@ -57,9 +59,7 @@ def run_dag(dag_id: str, *, logical_date: datetime | None = None, **conf: Any) -
     run = dag.test(run_conf=conf, **moment)
     seconds = time.monotonic() - started
     with create_session() as session:
-        tis = session.scalars(
-            select(TaskInstance).where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id)
-        )
+        tis = session.scalars(select(TaskInstance).where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id))
         states = {ti.task_id: str(ti.state) for ti in tis}
         rows = session.scalars(XComModel.get_many(run_id=run.run_id, key="return_value", dag_ids=dag_id))
         xcoms = {row.task_id: XComModel.deserialize_value(row) for row in rows}
@@ -79,7 +79,8 @@ def xcoms_in_database(database: Path, dag_id: str) -> dict[str, Any]:
     """task id -> its ``return_value`` XCom, read from the SQLite Airflow database a run wrote."""
     with sqlite3.connect(database) as db:
         rows = db.execute("SELECT task_id, value FROM xcom WHERE dag_id = ? AND key = 'return_value'", (dag_id,)).fetchall()
-    return {task_id: json.loads(value) for task_id, value in rows}
+    # The value column has JSON's (numeric) affinity: SQLite hands a number back as one, not as text.
+    return {task_id: json.loads(value) if isinstance(value, (str, bytes)) else value for task_id, value in rows}
 
 
 # Runs one DAG with dag.test() at a fixed logical date (so a later run has the same run id).
@@ -109,3 +110,27 @@ def dag_run_process(dag_id: str, conf: dict[str, Any], logical_date: datetime, l
             [sys.executable, "-c", _RUN_IN_CHILD, str(DAGS_FOLDER), dag_id, json.dumps(conf), logical_date.isoformat()],
             env=env, stdout=output, stderr=subprocess.STDOUT,
         )  # fmt: skip
+
+
+def run_docs_example_dag(dag_id: str, broker: Any, home: Path) -> dict[str, Any]:
+    """Run a DAG of docs/examples/dags as a user would, ``airflow dags test``, in a fresh
+    ``AIRFLOW_HOME`` whose DAGs and plugins folders are the docs' and whose default Pulsar connection
+    is ``broker``'s; fails unless the run succeeds; task id -> its ``return_value`` XCom."""
+    home.mkdir()
+    env = {
+        **{key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")},
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DOCS_EXAMPLES / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(DOCS_EXAMPLES / "plugins"),
+        "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
+            {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
+        ),
+    }
+    airflow = Path(sys.executable).with_name("airflow")
+    for command in (["db", "migrate"], ["dags", "test", dag_id]):
+        result = subprocess.run([airflow, *command], env=env, capture_output=True, text=True, timeout=300)
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, f"airflow {' '.join(command)} failed:\n{output[-4000:]}"
+    assert "state=success" in output, output[-4000:]
+    return xcoms_in_database(home / "airflow.db", dag_id)

@@ -24,3 +24,16 @@ def load(messages: list[Any]) -> None:
 def is_order(message: Any, number: int) -> bool:
     """Whether ``message`` is order ``number``."""
     return json.loads(message.data())["order"] == number
+
+
+def with_tax(message: Any, rate: float) -> tuple[str, str]:
+    """An order with its tax added, under the same key: what an exactly-once transform publishes."""
+    order = json.loads(message.data())
+    order["tax"] = round(order["total"] * rate, 2)
+    return message.partition_key(), json.dumps(order)
+
+
+def with_region(messages: list[Any]) -> list[tuple[str, str, dict[str, str]]]:
+    """A batch of orders, each tagged with the region topic it came from."""
+    region = {"region": messages[0].topic_name().rsplit("-", 1)[-1]}
+    return [(message.partition_key(), message.data().decode(), region) for message in messages]
