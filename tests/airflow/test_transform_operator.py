@@ -86,8 +86,28 @@ def test_a_run_transforms_each_message_once(transaction_broker: Any, admin: Puls
     assert admin.topic_stats(target)["committedTxnCount"] == summary["batches"]
 
 
+def test_a_failing_function_aborts_its_batch_only(transaction_broker: Any, admin: PulsarAdmin, topic_name: str) -> None:
+    source, target = f"{topic_name}-in", f"{topic_name}-out"
+    inputs = [f"m{i}" for i in range(30)]
+    publish(transaction_broker.service_url, source, inputs)
+
+    result = run_dag("pulsar_transform", input=source, output=target, subscription="transform", fail_at="m15")
+
+    assert result.state == "failed"
+    outputs = committed_values(transaction_broker.service_url, target)
+    # The batches before the failing one are committed; the failing one's outputs (m15's batch
+    # began at or before it) are not, and its messages, acknowledged in the aborted transaction,
+    # are back in the backlog with every later one.
+    assert 0 < len(outputs) <= 15
+    assert outputs == [value.upper() for value in inputs[: len(outputs)]]
+    wait_until(lambda: backlog(admin, source, "transform") == len(inputs) - len(outputs), "the uncommitted inputs in the backlog")
+    stats = admin.topic_stats(target)
+    assert (stats["ongoingTxnCount"], stats["abortedTxnCount"]) == (0, 1)
+
+
 def test_mapped_over_topics_from_a_taskflow_task(transaction_broker: Any, admin: PulsarAdmin, topic_name: str) -> None:
     sources, target = [f"{topic_name}-a", f"{topic_name}-b"], f"{topic_name}-out"
+    admin.create_partitioned_topic(sources[0], 3)  # cumulative acknowledgements per partition
     for source in sources:
         publish(transaction_broker.service_url, source, [f"{source[-1]}{i}" for i in range(12)])
 

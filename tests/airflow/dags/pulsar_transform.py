@@ -12,7 +12,8 @@ from airflow_pulsar.operators.transform import PulsarTransformOperator
 
 TRANSACTION_TIMEOUT = 10.0
 
-# Per message; run in a child process that is killed while the function holds mid-batch, then again.
+# Per message; run in a child process that is killed while the function holds mid-batch, then again;
+# or failing at one message.
 with DAG("pulsar_transform", schedule=None, start_date=datetime(2024, 1, 1), catchup=False):
     PulsarTransformOperator(
         task_id="transform",
@@ -20,7 +21,11 @@ with DAG("pulsar_transform", schedule=None, start_date=datetime(2024, 1, 1), cat
         subscription="{{ dag_run.conf['subscription'] }}",
         output_topic="{{ dag_run.conf['output'] }}",
         apply_function="pulsar_transform_functions.upper",
-        apply_function_kwargs={"hold_at": "{{ dag_run.conf.get('hold_at', '') }}", "marker": "{{ dag_run.conf.get('marker', '') }}"},
+        apply_function_kwargs={
+            "hold_at": "{{ dag_run.conf.get('hold_at', '') }}",
+            "marker": "{{ dag_run.conf.get('marker', '') }}",
+            "fail_at": "{{ dag_run.conf.get('fail_at', '') }}",
+        },
         max_batch_size=10,
         transaction_timeout=TRANSACTION_TIMEOUT,
     )
