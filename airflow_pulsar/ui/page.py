@@ -102,10 +102,12 @@ def _subscriptions(topics: Sequence[TopicFigures]) -> str:
 
 def _subscription(sub: SubscriptionFigures) -> str:
     counted = "" if sub.exact is None else ("exact" if sub.exact else "estimated")
+    # Pulsar names no type while no consumer is connected (null, or "None").
+    kind = sub.type if sub.type not in ("", "None") else "-"
     messages = "?" if sub.messages is None else sub.messages
     return (
         f'<tr data-topic="{escape(sub.topic)}" data-subscription="{escape(sub.name)}">'
-        f'{_cell("topic", sub.topic)}{_cell("subscription", sub.name)}{_cell("type", sub.type)}'
+        f'{_cell("topic", sub.topic)}{_cell("subscription", sub.name)}{_cell("type", kind)}'
         f'{_cell("messages", messages, True)}{_cell(f"counted {counted}", counted)}{_cell("entries", sub.entries, True)}'
         f'{_cell("oldest-age", _duration(sub.oldest_age), True)}{_cell("consumers", sub.consumers, True)}'
         f'{_cell("rate-out", f"{sub.rate_out:.1f}", True)}{_cell("unacked", sub.unacked, True)}{_cell("row-error", sub.error or "")}</tr>'
