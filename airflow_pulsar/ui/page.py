@@ -1,6 +1,8 @@
 """The page's HTML: one section per connection, with its topics, subscriptions, dead-letter
-topics, backlog charts and ingest batches. Plain server-side HTML (no script): it reloads itself
-every ``refresh`` seconds, and every figure sits in a cell whose class names it."""
+topics, backlog charts and ingest batches. Server-side HTML that reloads itself every ``refresh``
+seconds; every figure sits in a cell whose class names it. Its one script opens the links to runs
+and tasks in the UI around it: the UI frames the page in a sandbox that may not navigate the
+window, so the link is handed to the UI's router through the window's history instead."""
 
 from __future__ import annotations
 
@@ -29,6 +31,15 @@ svg .axis { stroke: #a0aec0; } svg .backlog { fill: none; stroke: #3182ce; strok
 svg circle.exact { fill: #3182ce; } svg circle.estimated { fill: white; stroke: #3182ce; }
 svg text { font-size: 10px; fill: #4a5568; }
 """
+_ROUTE_SCRIPT = """
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("a[data-route]");
+  if (!link || window.top === window) return;
+  event.preventDefault();
+  window.top.history.pushState(null, "", link.getAttribute("href"));
+  window.top.dispatchEvent(new PopStateEvent("popstate"));
+});
+"""
 _STATE_NAMES = {"planned": "planned", "committed": "committed", "acked": "acknowledged"}
 
 
@@ -40,7 +51,7 @@ def render_page(overviews: Sequence[ConnectionOverview], series: Mapping[str, Se
         body = '<p class="muted">No connection of type pulsar that you may read.</p>'
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Pulsar</title>{head}'
-        f"<style>{_STYLE}</style></head><body><h1>Pulsar</h1>{body}</body></html>"
+        f"<style>{_STYLE}</style><script>{_ROUTE_SCRIPT}</script></head><body><h1>Pulsar</h1>{body}</body></html>"
     )
 
 
@@ -160,7 +171,7 @@ def _batches(batches: Sequence[IngestBatch]) -> str:
 
 def _batch(batch: IngestBatch) -> str:
     ranges = "<br>".join(
-        f"{escape(r.topic.rsplit('/', 1)[-1])}: {escape(r.after)} .. {escape(r.through)}" + ("" if r.rows is None else f" ({r.rows} rows)")
+        f"{escape(_partition_label(r.topic))}: {escape(r.after)} .. {escape(r.through)}" + ("" if r.rows is None else f" ({r.rows} rows)")
         for r in batch.ranges
     )
     rows = "" if batch.rows is None else batch.rows
@@ -170,8 +181,8 @@ def _batch(batch: IngestBatch) -> str:
         base = f"/dags/{quote(link.dag_id, safe='')}/runs/{quote(link.run_id, safe='')}"
         task = f"{base}/tasks/{quote(link.task_id, safe='')}" + (f"/mapped/{link.map_index}" if link.map_index >= 0 else "")
         run = (
-            f'<td class="run"><a target="_top" href="{escape(base)}">{escape(link.dag_id)} / {escape(link.run_id)}</a>'
-            f' <a target="_top" class="task" href="{escape(task)}">{escape(link.task_id)}</a></td>'
+            f'<td class="run"><a data-route href="{escape(base)}">{escape(link.dag_id)} / {escape(link.run_id)}</a>'
+            f' <a data-route class="task" href="{escape(task)}">{escape(link.task_id)}</a></td>'
         )
     return (
         f'<tr data-batch-id="{escape(batch.batch_id)}">{_cell("batch-id", batch.batch_id)}{_cell("sequence", batch.sequence, True)}'
@@ -179,6 +190,13 @@ def _batch(batch: IngestBatch) -> str:
         f'<td class="ranges">{ranges}</td>{_cell("planned", _time(batch.planned_ms))}'
         f'{_cell("committed", _time(batch.committed_ms))}{_cell("acked", _time(batch.acked_ms))}{run}</tr>'
     )
+
+
+def _partition_label(topic: str) -> str:
+    """``partition 3`` for a partition of a partitioned topic, else the topic's local name."""
+    local = topic.rsplit("/", 1)[-1]
+    base, marker, index = local.rpartition("-partition-")
+    return f"partition {index}" if marker and index.isdigit() else local
 
 
 def _time(epoch_ms: int | None) -> str:

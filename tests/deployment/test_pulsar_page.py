@@ -32,6 +32,7 @@ pytestmark = pytest.mark.timeout(900)
 
 DAGS = Path(__file__).resolve().parent / "pulsar_page" / "dags"
 DAG_ID = "pulsar_page_backlog_watch"
+INGEST_DAG_ID = "pulsar_page_ingest"
 PARTITIONS = 4
 MESSAGES = 120
 # Published while the sensor watches, so that the chart rises: the page's figures include them.
@@ -47,6 +48,8 @@ class Scenario:
     def __init__(self) -> None:
         suffix = uuid.uuid4().hex[:8]
         self.subscription = f"page-ingest-{suffix}"
+        # What the ingest DAG reads (the plan log of ``subscription`` is written by the test).
+        self.lake_subscription = f"page-lake-{suffix}"
         self.topic = f"persistent://public/default/page-orders-{suffix}"
         self.dead_letter = f"{self.topic}-{self.subscription}-DLQ"
         self.plan_log = f"persistent://public/default/{self.subscription}-ingest-plans"
@@ -56,6 +59,7 @@ class Scenario:
         with PulsarAdmin(broker.web_url) as admin:
             admin.create_partitioned_topic(self.topic, PARTITIONS)
             admin.create_subscription(self.topic, self.subscription)
+            admin.create_subscription(self.topic, self.lake_subscription)
         self.orders(broker, range(MESSAGES))
         with Client(broker.service_url) as client:
             dead = client.create_producer(self.dead_letter, batching_enabled=False)
@@ -105,7 +109,7 @@ def scenario(broker: Any) -> Scenario:
 @pytest.fixture(scope="module")
 def deployment(broker: Any, scenario: Scenario, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowDeployment]:
     """Airflow with the page, a second connection whose admin URL answers nothing, and a viewer;
-    the backlog sensor deferred on the scenario's subscription."""
+    one ingest run done, and the backlog sensor deferred on the scenario's subscription."""
     nowhere = free_port()
     unreachable = json.dumps(
         {"conn_type": "pulsar", "host": f"pulsar://127.0.0.1:{nowhere}", "extra": {"admin_url": f"http://127.0.0.1:{nowhere}"}}
@@ -114,6 +118,9 @@ def deployment(broker: Any, scenario: Scenario, tmp_path_factory: pytest.TempPat
     with airflow_deployment(
         broker, home, DAGS, users={"viewer": "viewer"}, extra_env={"AIRFLOW_CONN_PULSAR_UNREACHABLE": unreachable}
     ) as airflow:
+        airflow.unpause(INGEST_DAG_ID)
+        ingest = airflow.trigger(INGEST_DAG_ID, {"topic": scenario.topic, "subscription": scenario.lake_subscription})
+        airflow.finished(INGEST_DAG_ID, ingest, 600)
         airflow.unpause(DAG_ID)
         run_id = airflow.trigger(DAG_ID, {"topic": scenario.topic, "subscription": scenario.subscription})
         poll_api(lambda: airflow.task_states(DAG_ID, run_id).get("wait_for_backlog") == "deferred", "the sensor to defer", 180)
@@ -209,7 +216,7 @@ def test_the_plan_log_batches_are_listed_with_their_states(ui: Any) -> None:
     assert first.locator("td.planned").inner_text() and first.locator("td.acked").inner_text()
     assert second.locator("td.state").inner_text() == "planned"
     assert second.locator("td.rows").inner_text() == ""
-    assert "7:5 .. 7:10" in second.locator("td.ranges").inner_text()
+    assert second.locator("td.ranges").inner_text().splitlines() == ["partition 0: 7:5 .. 7:10", "partition 1: 7:5 .. 7:10"]
 
 
 def test_an_unreachable_admin_url_is_marked_and_the_rest_of_the_page_works(ui: Any, scenario: Scenario) -> None:
@@ -217,6 +224,22 @@ def test_an_unreachable_admin_url_is_marked_and_the_rest_of_the_page_works(ui: A
     assert "Cannot read the admin API" in unreachable.locator(".unreachable").inner_text()
     assert unreachable.locator("table").count() == 0
     assert ui.locator(f"section[data-conn-id='pulsar_default'] tr[data-subscription='{scenario.subscription}']").count() == 1
+
+
+def test_an_ingest_run_is_listed_with_its_rows_and_links_to_its_task(ui: Any, deployment: AirflowDeployment, broker_kind: str) -> None:
+    (run,) = deployment.runs(INGEST_DAG_ID)
+    summary = deployment.xcom(INGEST_DAG_ID, run["dag_run_id"], "ingest")
+    batch = ui.locator(f"table.batches tr[data-batch-id='{summary['batch_id']}']")
+    assert batch.locator("td.state").inner_text() == "acknowledged"
+    assert batch.locator("td.rows").inner_text() == str(summary["total_rows"]) == str(MESSAGES)
+    assert batch.locator("td.ranges").inner_text().count("rows)") == PARTITIONS
+    # Followed from the page inside the UI, the link opens the task instance in the UI.
+    ui.goto(f"{deployment.api_url}/plugin/pulsar", wait_until="load")
+    ui.frame_locator("iframe").first.locator(f"tr[data-batch-id='{summary['batch_id']}'] a.task").click()
+    ui.wait_for_url(f"**/dags/{INGEST_DAG_ID}/runs/**/tasks/ingest", timeout=60_000, wait_until="commit")
+    ui.locator("iframe[title='Pulsar']").wait_for(state="detached", timeout=60_000)
+    ui.get_by_text(INGEST_DAG_ID).first.wait_for(timeout=60_000)
+    ui.screenshot(path=str(SCREENSHOTS / f"pulsar-page-link-followed-{broker_kind}.png"))
 
 
 def test_a_user_who_may_not_read_connections_is_refused(ui: Any, deployment: AirflowDeployment, broker_kind: str) -> None:
