@@ -15,6 +15,7 @@ from airflow_pulsar.ui import access, connections, history
 from airflow_pulsar.ui.cache import RefreshCache
 from airflow_pulsar.ui.overview import ConnectionOverview, read_connection
 from airflow_pulsar.ui.page import Series, render_page, render_refusal
+from airflow_pulsar.ui.recount import CountMemo
 from airflow_pulsar.ui.runs import batch_runs
 
 URL_PREFIX = "/pulsar"
@@ -26,6 +27,8 @@ ICON = (
 )
 
 _overviews: RefreshCache[ConnectionOverview] = RefreshCache()
+# Each connection's message counts, reused by its next refreshes while nothing moved.
+_counts: dict[str, CountMemo] = {}
 
 
 def _current_user() -> Any:
@@ -44,7 +47,10 @@ async def page_data(user: Any) -> tuple[list[ConnectionOverview], dict[str, Seri
     access.require_connection_access(user)
     conn_ids = access.readable_connections(user, await asyncio.to_thread(connections.pulsar_connection_ids))
     namespaces = tuple(connections.watched_namespaces())
-    reads = (_overviews.get((conn_id, namespaces), partial(read_connection, conn_id, namespaces)) for conn_id in conn_ids)
+    reads = (
+        _overviews.get((conn_id, namespaces), partial(read_connection, conn_id, namespaces, _counts.setdefault(conn_id, CountMemo())))
+        for conn_id in conn_ids
+    )
     overviews = await asyncio.gather(*reads)
     links = await asyncio.to_thread(batch_runs, access.readable_dags(user)) if any(o.batches for o in overviews) else {}
     linked = [

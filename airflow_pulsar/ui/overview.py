@@ -5,9 +5,10 @@ topics, and the ingest batches of the plan logs found among the topics.
 
 The calls of a refresh run concurrently, at most :data:`CONCURRENT_READS` at a time: one stats
 call per topic, a message count for each subscription that has a backlog (a few calls per
-partition holding one), an internal-stats call per dead-letter partition and the plan logs'
-newest records. A failure stays where it happened: an unreachable admin URL marks its
-connection, a topic that cannot be read marks its row.
+partition holding one; reused while the stats say nothing moved, see :mod:`.recount`), an
+internal-stats call per dead-letter partition and the plan logs' newest records. A failure stays
+where it happened: an unreachable admin URL marks its connection, a topic that cannot be read
+marks its row.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from airflow_pulsar.client.topic_name import TopicName
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition
 from airflow_pulsar.ui.batches import PLAN_LOG_SUFFIX, IngestBatch, read_batches
+from airflow_pulsar.ui.recount import Count, CountMemo, fingerprint
 
 T = TypeVar("T")
 
-CONCURRENT_READS = 16
+CONCURRENT_READS = 8
 # A refresh of one connection gives up after this long (a broker that accepts connections but
 # does not answer would otherwise hold the page for every call's own timeout).
 REFRESH_DEADLINE_SECONDS = 15.0
@@ -97,25 +99,27 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def read_connection(conn_id: str, namespaces: Iterable[str]) -> ConnectionOverview:
-    """One refresh of the connection ``conn_id`` over the topics of ``namespaces``; never raises
-    for the broker's sake (the overview then carries the error)."""
+async def read_connection(conn_id: str, namespaces: Iterable[str], memo: CountMemo) -> ConnectionOverview:
+    """One refresh of the connection ``conn_id`` over the topics of ``namespaces``, reusing the
+    counts in ``memo`` that still hold; never raises for the broker's sake (the overview then
+    carries the error)."""
     started, read_at = time.monotonic(), time.time()
     hook = PulsarHook(pulsar_conn_id=conn_id)
     admin_url = ""
     try:
         admin_url = (await hook.aget_config()).admin_url
         async with hook.get_async_admin() as admin:
-            topics, batches = await asyncio.wait_for(read_namespaces(admin, namespaces), REFRESH_DEADLINE_SECONDS)
+            topics, batches = await asyncio.wait_for(read_namespaces(admin, namespaces, memo), REFRESH_DEADLINE_SECONDS)
     except Exception as exc:  # noqa: BLE001 - any failure of this connection is shown on its own section
         return ConnectionOverview(conn_id, admin_url, read_at, time.monotonic() - started, error=describe_error(exc))
     return ConnectionOverview(conn_id, admin_url, read_at, time.monotonic() - started, topics, batches)
 
 
 async def read_namespaces(
-    admin: AsyncPulsarAdmin, namespaces: Iterable[str], concurrency: int = CONCURRENT_READS
+    admin: AsyncPulsarAdmin, namespaces: Iterable[str], memo: CountMemo, concurrency: int = CONCURRENT_READS
 ) -> tuple[tuple[TopicFigures, ...], tuple[IngestBatch, ...]]:
-    """The topics of ``namespaces`` (plan logs apart) and the ingest batches of the plan logs."""
+    """The topics of ``namespaces`` (plan logs apart) and the ingest batches of the plan logs;
+    the message counts taken are kept in ``memo``."""
     limit = asyncio.Semaphore(concurrency)
 
     async def bounded(call: Awaitable[T]) -> T:
@@ -132,12 +136,13 @@ async def read_namespaces(
     names = sorted(partitioned | plain)
     plan_logs = [name for name in names if name.endswith(PLAN_LOG_SUFFIX)]
     topics = [name for name in names if name not in plan_logs]
-    figures = await asyncio.gather(*(_topic(admin, name, name in partitioned, bounded) for name in topics))
+    figures = await asyncio.gather(*(_topic(admin, name, name in partitioned, memo, bounded) for name in topics))
+    memo.forget_others({(sub.topic, sub.name) for topic in figures for sub in topic.subscriptions})
     logs = await asyncio.gather(*(read_batches(admin, name, bounded) for name in plan_logs))
     return tuple(figures), tuple(batch for batches in logs for batch in batches)
 
 
-async def _topic(admin: AsyncPulsarAdmin, name: str, partitioned: bool, bounded: Any) -> TopicFigures:
+async def _topic(admin: AsyncPulsarAdmin, name: str, partitioned: bool, memo: CountMemo, bounded: Any) -> TopicFigures:
     try:
         if partitioned:
             stats = await bounded(admin.partitioned_stats(name, per_partition=False))
@@ -147,7 +152,10 @@ async def _topic(admin: AsyncPulsarAdmin, name: str, partitioned: bool, bounded:
     except AdminError as exc:
         return TopicFigures(name, 0, 0.0, 0.0, 0, error=describe_error(exc))
     subscriptions = await asyncio.gather(
-        *(_subscription(admin, name, sub, figures, bounded) for sub, figures in sorted((stats.get("subscriptions") or {}).items()))
+        *(
+            _subscription(admin, name, sub, sub_stats, fingerprint(stats, sub_stats), memo, bounded)
+            for sub, sub_stats in sorted((stats.get("subscriptions") or {}).items())
+        )
     )
     stored = None
     if name.endswith(DEAD_LETTER_SUFFIX):
@@ -166,27 +174,30 @@ async def _topic(admin: AsyncPulsarAdmin, name: str, partitioned: bool, bounded:
     )
 
 
-async def _subscription(admin: AsyncPulsarAdmin, topic: str, name: str, stats: dict[str, Any], bounded: Any) -> SubscriptionFigures:
-    entries = int(stats.get("msgBacklog") or 0)
-    messages: int | None = 0
-    exact: bool | None = True
-    age: float | None = None
+async def _subscription(
+    admin: AsyncPulsarAdmin, topic: str, name: str, stats: dict[str, Any], now: tuple[Any, ...], memo: CountMemo, bounded: Any
+) -> SubscriptionFigures:
+    count: Count | None = Count(0, True, 0, None)
     error = None
-    if entries > 0:
-        try:
-            reading = await bounded(_WITH_AGE.read(admin, topic, name))
-        except AdminError as exc:
-            messages, exact, error = None, None, describe_error(exc)
-        else:
-            messages, exact, age, entries = reading.messages, reading.exact, reading.oldest_message_age, reading.entries
+    if int(stats.get("msgBacklog") or 0) > 0:
+        count = memo.reusable(topic, name, now)
+        if count is None:
+            try:
+                reading = await bounded(_WITH_AGE.read(admin, topic, name))
+            except AdminError as exc:
+                error = describe_error(exc)
+            else:
+                age = reading.oldest_message_age
+                count = Count(reading.messages, reading.exact, reading.entries, None if age is None else reading.read_at - age)
+                memo.keep(topic, name, now, count)
     return SubscriptionFigures(
         topic=topic,
         name=name,
         type=str(stats.get("type") or ""),
-        entries=entries,
-        messages=messages,
-        exact=exact,
-        oldest_age=age,
+        entries=int(stats.get("msgBacklog") or 0) if count is None else count.entries,
+        messages=None if count is None else count.messages,
+        exact=None if count is None else count.exact,
+        oldest_age=None if count is None or count.oldest_publish is None else max(time.time() - count.oldest_publish, 0.0),
         consumers=len(stats.get("consumers") or ()),
         rate_out=float(stats.get("msgRateOut") or 0.0),
         unacked=int(stats.get("unackedMessages") or 0),

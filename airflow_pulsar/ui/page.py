@@ -25,6 +25,7 @@ th, td { border-bottom: 1px solid #e2e8f0; padding: 3px 10px; text-align: left; 
 td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
 .muted { color: #718096; } .unreachable, .row-error { color: #c53030; }
 .unreachable { border: 1px solid #c53030; background: #fff5f5; padding: 8px; }
+td.ranges, td.planned, td.committed, td.acked { white-space: nowrap; }
 .estimated { font-style: italic; } .state-acked { color: #2f855a; } .state-planned { color: #b7791f; }
 svg.backlog-chart { border: 1px solid #e2e8f0; margin: 4px 0 12px; }
 svg .axis { stroke: #a0aec0; } svg .backlog { fill: none; stroke: #3182ce; stroke-width: 2; }
