@@ -1,5 +1,6 @@
-"""The page's FastAPI app, which the api-server mounts at :data:`URL_PREFIX`: ``/`` is the page,
-``/overview.json`` the same figures as JSON, and every route asks Airflow's auth manager first."""
+"""The page's FastAPI app, which the api-server mounts at ``/pulsar`` (see :mod:`.plugin`): ``/``
+is the page, ``/overview.json`` the same figures as JSON, and every route asks Airflow's auth
+manager first."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from airflow_pulsar.ui.page import Series, render_page, render_refusal
 from airflow_pulsar.ui.recount import CountMemo
 from airflow_pulsar.ui.runs import batch_runs
 
-URL_PREFIX = "/pulsar"
 DEFAULT_REFRESH_SECONDS = 10
 
 ICON = (
