@@ -19,6 +19,7 @@ from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.templated_arguments import TemplatedArguments
 from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger, missing_subscription
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
+from airflow_pulsar.ui.history import record_reading
 
 
 class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
@@ -173,6 +174,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
             return PokeReturnValue(is_done=False)
         except AdminNotFoundError as exc:
             raise AirflowException(f"Cannot watch the backlog: {missing_subscription(exc, topic, subscription)}") from None
+        record_reading(self.pulsar_conn_id, topic, subscription, reading)
         self.log.info("Backlog of %s / %s: %s", self.topic, self.subscription, reading.describe())
         return PokeReturnValue(is_done=condition.met(reading), xcom_value=reading.as_xcom())
 

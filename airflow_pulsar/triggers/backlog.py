@@ -19,6 +19,7 @@ from airflow_pulsar.client.admin import (
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
+from airflow_pulsar.ui.history import arecord_reading
 
 # Worth another poll: the admin service is unreachable, slow, or failing for now.
 TRANSIENT_ADMIN_ERRORS = (AdminConnectionError, AdminServerError)
@@ -123,6 +124,7 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
                 reading: BacklogReading | None = None
                 try:
                     reading = await condition.read(admin, self.topic, self.subscription)
+                    await arecord_reading(self.pulsar_conn_id, self.topic, self.subscription, reading)
                 except TRANSIENT_ADMIN_ERRORS as exc:
                     self.log.warning("Cannot read the backlog now, polling again: %s", exc)
                 except AdminNotFoundError as exc:

@@ -41,12 +41,23 @@ def _forget_example_topics(web_url: str) -> None:
 
 
 @contextmanager
-def airflow_deployment(broker: Any, home: Path, dags_folder: Path, plugins_folder: Path | None = None) -> Iterator[AirflowDeployment]:
+def airflow_deployment(
+    broker: Any,
+    home: Path,
+    dags_folder: Path,
+    plugins_folder: Path | None = None,
+    users: dict[str, str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[AirflowDeployment]:
     """Airflow's four components on ``broker`` with ``dags_folder`` (and ``plugins_folder``, which
-    every component imports from as it starts), in ``home``; stopped at the end."""
+    every component imports from as it starts), in ``home``; stopped at the end. The simple auth
+    manager knows ``tester`` (admin) and ``users`` (name to role; their passwords are in
+    ``home/passwords.json``); ``extra_env`` adds to every component's environment."""
     port = free_port()
-    password = secrets.token_urlsafe(16)
-    (home / "passwords.json").write_text(json.dumps({"tester": password}))
+    roles = {"tester": "admin", **(users or {})}
+    passwords = {name: secrets.token_urlsafe(16) for name in roles}
+    password = passwords["tester"]
+    (home / "passwords.json").write_text(json.dumps(passwords))
     base_url = f"http://127.0.0.1:{port}"
     env = {
         # Nothing of this test process's own Airflow settings leaks in, and no PYTHONPATH: each
@@ -62,12 +73,13 @@ def airflow_deployment(broker: Any, home: Path, dags_folder: Path, plugins_folde
         "AIRFLOW__API__WORKERS": "1",
         # One secret for the tokens that every component signs and checks.
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "tester:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{name}:{role}" for name, role in roles.items()),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
         "AIRFLOW_PULSAR_EXAMPLES_DIR": str(home / "examples"),
         "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(
             {"conn_type": "pulsar", "host": broker.service_url, "extra": {"admin_url": broker.web_url}}
         ),
+        **(extra_env or {}),
     }
     if plugins_folder is not None:
         env["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(plugins_folder)
