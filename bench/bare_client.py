@@ -32,9 +32,9 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
     CommandAck,
     CommandLookupTopicResponse,
-    CommandSendReceipt,
     CommandSubscribe,
 )
+from airflow_pulsar.client.protocol.receipts import SendReceipt
 from airflow_pulsar.client.protocol.wire import PlainMetadata, SendEncoder, encode_ack
 
 _RECV_SIZE = 256 * 1024
@@ -81,7 +81,7 @@ class BareConnection:
             raise ConnectionError("the broker closed the connection")
         frames = self.decoder.feed_messages(data)
         for frame in frames:
-            if type(frame) not in (MessageFrame, CommandSendReceipt) and frame.command.type == BaseCommand.PING:  # type: ignore[union-attr]
+            if type(frame) not in (MessageFrame, SendReceipt) and frame.command.type == BaseCommand.PING:  # type: ignore[union-attr]
                 self.send(BaseCommand.PONG)
         return frames
 
@@ -180,7 +180,7 @@ class BareProducer:
                 self.connection.sock.sendall(b"".join(frames))
                 sent = window
             for frame in self.connection.frames():
-                if type(frame) is CommandSendReceipt:
+                if type(frame) is SendReceipt:
                     receipts += 1
                 elif type(frame) is not MessageFrame and frame.command.type == BaseCommand.SEND_ERROR:  # type: ignore[attr-defined]
                     raise RuntimeError(f"the broker failed a send: {frame.command.send_error.message}")  # type: ignore[attr-defined]

@@ -19,6 +19,8 @@ import re
 import struct
 from collections.abc import Callable
 
+from .field_bytes import ANY_VARINT, field_spans
+
 __all__ = ["MAX_SHAPES", "PlainShapes"]
 
 # The shapes a consumer keeps (the newest first): one per producer of the partition, say.
@@ -30,9 +32,6 @@ MAX_LEARNED = 64
 # sequence_id (2), publish_time (3), uncompressed_size (9), event_time (12).
 _VARIABLE = frozenset((0x10, 0x18, 0x48, 0x60))
 _REQUIRED = (0x10, 0x18)  # every producer writes these two
-# A varint of at most 9 bytes: any 63-bit value, as these fields hold.
-_ANY_VARINT = rb"[\x80-\xff]{0,8}[\x00-\x7f]"
-_WIRE_SIZES = {1: 8, 5: 4}  # fixed64, fixed32
 _U32 = struct.Struct(">I")
 
 Match = Callable[..., "re.Match[bytes] | None"]  # a compiled shape's fullmatch(entry, start, end)
@@ -77,47 +76,10 @@ def shape_pattern(metadata: bytes) -> bytes | None:
     """The regular expression of ``metadata``'s shape: its bytes, with any varint in place of the
     values of the fields that may change; None if it does not read as fields, or lacks the
     sequence id or the publish time."""
-    parts: list[bytes] = []
-    required = list(_REQUIRED)
-    at, end = 0, len(metadata)
-    while at < end:
-        tag = metadata[at]  # a field number of 16 or more takes more bytes; the first has the wire type
-        tag_end = _varint_end(metadata, at)
-        field_end = -1 if tag_end < 0 else _field_end(metadata, tag_end, tag & 7)
-        if field_end < 0:
-            return None
-        if tag in _VARIABLE:
-            parts.append(re.escape(bytes((tag,))) + _ANY_VARINT)
-            if tag in required:
-                required.remove(tag)
-        else:
-            parts.append(re.escape(metadata[at:field_end]))
-        at = field_end
-    return None if required else b"".join(parts)
-
-
-def _field_end(metadata: bytes, at: int, wire_type: int) -> int:
-    """Where the field of ``wire_type`` whose tag ends at ``at`` ends; -1 past the end or for a group."""
-    if wire_type == 0:
-        return _varint_end(metadata, at)
-    if wire_type == 2:
-        length_end = _varint_end(metadata, at)
-        if length_end < 0:
-            return -1
-        length = 0
-        for shift, byte in enumerate(metadata[at:length_end]):
-            length |= (byte & 0x7F) << (7 * shift)
-        end = length_end + length
-        return end if end <= len(metadata) else -1
-    size = _WIRE_SIZES.get(wire_type)
-    if size is None or at + size > len(metadata):
-        return -1
-    return at + size
-
-
-def _varint_end(metadata: bytes, at: int) -> int:
-    """Where the varint at ``at`` ends (of at most 10 bytes); -1 if it runs past the end."""
-    for end in range(at, min(at + 10, len(metadata))):
-        if metadata[end] < 0x80:
-            return end + 1
-    return -1
+    spans = field_spans(metadata)
+    if spans is None or not all(any(span.tag == tag for span in spans) for tag in _REQUIRED):
+        return None
+    return b"".join(
+        re.escape(bytes((span.tag,))) + ANY_VARINT if span.tag in _VARIABLE else re.escape(metadata[span.start : span.end])
+        for span in spans
+    )
