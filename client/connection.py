@@ -370,10 +370,12 @@ class Connection:
         messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
         run: list[Any] = []
         run_kind = run_owner = -1
+        frame: Any  # told apart by its exact class, which mypy does not follow through a variable
         for frame in frames:
-            if isinstance(frame, MessageFrame):
+            frame_type = type(frame)  # the decoder makes these two classes exactly
+            if frame_type is MessageFrame:
                 kind, owner = T.MESSAGE, frame[0]  # frame[0]: its consumer id
-            elif isinstance(frame, SendReceipt):
+            elif frame_type is SendReceipt:
                 kind, owner = T.SEND_RECEIPT, frame.producer_id
             else:
                 if run:
