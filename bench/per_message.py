@@ -19,11 +19,12 @@ each round, see ``rounds.py``):
 - ``checkout``, with ``--checkout DIR``: our client from another checkout of the project (an
   older commit, say), run by the same interpreter.
 
-A round reports the rate, the CPU the client's process spent per message while it ran (user
-plus system time of all its threads: the reader and timer threads, the C++ client's included; the
-broker is another process, so its share of the cores does not count), the CPU of the thread that
-sends or receives, and the broker process's CPU per message. Rates are the best round; CPU
-figures the median, which a busy machine moves less than rates. The ``ceiling`` column is a rate as a share of the bare client's. Usage::
+A round reports the rate, the CPU the client's process spent per message while it ran
+(``time.process_time``: user plus system time of all its threads, the reader and timer threads and
+the C++ client's included; the broker is another process, so its share of the cores does not
+count), the CPU of the thread that sends or receives, and the broker process's CPU per message. Rates are the best round; CPU
+figures the median, which a busy machine moves less than rates. The ``ceiling`` column is a rate
+as a share of the bare client's. Usage::
 
     python bench/per_message.py [--broker embedded|pulsar] [--messages N] [--rounds R] [--checkout DIR]
 
@@ -61,7 +62,7 @@ BARE_CLIENTS = ("bare", "built")  # run from bench/bare_client.py
 
 # One round of one client, in a fresh interpreter: prints its figures as JSON.
 _ROUND = r"""
-import json, os, sys, time
+import json, sys, time
 import pulsar
 from airflow_pulsar.client import Client
 case, who, url, topic, subscription = sys.argv[1:6]
@@ -96,10 +97,10 @@ else:
             for _ in range(messages):
                 worker.acknowledge(worker.receive())
     closes = [worker.close, client.close]
-start, thread, wall = os.times(), time.thread_time(), time.perf_counter()
+# process_time: user plus system time of every thread of the process, in ns (os.times counts clock ticks).
+start, thread, wall = time.process_time(), time.thread_time(), time.perf_counter()
 run()
-wall, thread, end = time.perf_counter() - wall, time.thread_time() - thread, os.times()
-process = end.user + end.system - start.user - start.system
+wall, thread, process = time.perf_counter() - wall, time.thread_time() - thread, time.process_time() - start
 for close in closes:
     close()
 print(json.dumps({"rate": messages / wall, "process_us": process / messages * 1e6, "thread_us": thread / messages * 1e6,

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from .field_bytes import ANY_VARINT, field_spans
 
-__all__ = ["MAX_SHAPES", "PlainShapes"]
+__all__ = ["MAX_LEARNED", "MAX_SHAPES", "PlainShapes", "shape_pattern"]
 
 # The shapes a consumer keeps (the newest first): one per producer of the partition, say.
 MAX_SHAPES = 4
@@ -63,6 +63,7 @@ class PlainShapes:
         """Keep the shape of ``metadata``, serialized metadata just parsed and found plain (not
         one that :meth:`matches`), unless its fields do not lend themselves to a shape."""
         if self._learned >= MAX_LEARNED:
+            self._matchers = []  # metadata that keep changing shape: parsed as they come, no pattern tried first
             return
         pattern = shape_pattern(metadata)
         if pattern is None:

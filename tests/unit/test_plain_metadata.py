@@ -9,7 +9,7 @@ from airflow_pulsar.client.consumer.ack_grouping import AckGroupingTracker
 from airflow_pulsar.client.consumer.chunks import ChunkedMessageCollector
 from airflow_pulsar.client.consumer.unpacker import EntryUnpacker, StartFilter
 from airflow_pulsar.client.protocol.frames import encode_entry, message_frame
-from airflow_pulsar.client.protocol.plain_metadata import PlainShapes, shape_pattern
+from airflow_pulsar.client.protocol.plain_metadata import MAX_LEARNED, PlainShapes, shape_pattern
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandMessage, KeyValue, MessageIdData, MessageMetadata
 from airflow_pulsar.client.timer import Timer
 
@@ -65,6 +65,17 @@ def test_metadata_without_a_sequence_id_or_publish_time_has_no_shape() -> None:
     assert shape_pattern(b"\x0a\x01p\x18\x01") is None  # a producer name and a publish time only
     assert shape_pattern(b"\x0a\x05ab") is None  # a name longer than its bytes
     assert shape_pattern(metadata()) is not None
+
+
+def test_metadata_that_keep_changing_shape_are_left_to_the_parser() -> None:
+    """Past MAX_LEARNED shapes (keys that differ from one message to the next, say) no pattern is tried any more."""
+    shapes = PlainShapes()
+    for key in range(MAX_LEARNED):
+        shapes.learn(metadata(partition_key=f"key-{key}"))
+    last = encode_entry(metadata(partition_key=f"key-{MAX_LEARNED - 1}"), b"payload")
+    assert shapes.payload_at(last) > 0
+    shapes.learn(metadata(partition_key="one more"))
+    assert shapes.payload_at(last) == 0
 
 
 def test_nothing_learned_matches_nothing() -> None:
