@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from google.protobuf.message import Message
 
@@ -370,18 +370,16 @@ class Connection:
         messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
         run: list[Any] = []
         run_kind = run_owner = -1
-        frame: Any  # told apart by its exact class, which mypy does not follow through a variable
         for frame in frames:
-            frame_type = type(frame)  # the decoder makes these two classes exactly
-            if frame_type is MessageFrame:
+            if type(frame) is MessageFrame:  # the decoder makes these two classes exactly
                 kind, owner = T.MESSAGE, frame[0]  # frame[0]: its consumer id
-            elif frame_type is SendReceipt:
+            elif type(frame) is SendReceipt:
                 kind, owner = T.SEND_RECEIPT, frame.producer_id
             else:
                 if run:
                     self._deliver(run_kind, run_owner, run)
                     run = []
-                self._dispatch(frame)
+                self._dispatch(cast(Frame, frame))  # neither of the two: a Frame
                 continue
             if owner != run_owner or kind != run_kind:
                 if run:
