@@ -13,9 +13,11 @@ sensor's poke of a 1,024-partition topic beside that of a 1-partition one (the "
 on both brokers (``bench/backlog_poke.py``); the ``topics`` section, the embedded broker with
 10,000 topics and 1,000 consumers against its budget (``bench/many_topics.py``). The ``ui`` section
 times a refresh of the Pulsar page's data for 100 topics of 4 partitions on our broker and on
-Apache Pulsar (the "official" column). Usage::
+Apache Pulsar (the "official" column). The ``cpu`` section gives each client's CPU per message (all
+its threads) for produce and receive plus acknowledge, on both brokers, the least a Python client
+can spend beside them (``bench/per_message.py``). Usage::
 
-    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,reader,pulsar,brokers,backlog,topics,ui]
+    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,reader,pulsar,brokers,backlog,topics,ui,cpu]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import consumer
 import latency
 import many_topics
 import memory
+import per_message
 import producer
 import range_read
 import spark_connector
@@ -149,6 +152,7 @@ SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[
     "backlog": (lambda: backlog_poke.measure([1, 1024], 1), lambda: backlog_poke.measure([1, 1024], 3)),
     "topics": (lambda: many_topics.suite_rows(10_000, 1_000, 200), lambda: many_topics.suite_rows(10_000, 1_000, 1_000)),
     "ui": (lambda: ui_page.rows(100, 4, 3), lambda: ui_page.rows(100, 4, 10)),
+    "cpu": (lambda: per_message.suite_rows(30_000, 3), lambda: per_message.suite_rows(100_000, 5)),
 }
 
 
@@ -172,6 +176,8 @@ def target(row: dict[str, Any]) -> tuple[str, bool] | None:
         return ">= 0.8x in-memory source", ours >= 0.8 * row["official"]
     if figure.startswith("spark ingest"):  # a JVM connector
         return ">= 1.2x the connector", ours >= 1.2 * row["official"]
+    if "cpu_bound" in row:
+        return f"<= {row['cpu_bound']}x official", ours <= row["cpu_bound"] * row["official"]
     if "budget" in row:
         return f"<= {row['budget']:g}", ours <= row["budget"]
     if "p99" in figure:

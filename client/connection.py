@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from google.protobuf.message import Message
 
@@ -35,9 +35,9 @@ from .protocol.PulsarApi_pb2 import (
     CommandLookupTopicResponse,
     CommandPartitionedTopicMetadataResponse,
     CommandSendError,
-    CommandSendReceipt,
     FeatureFlags,
 )
+from .protocol.receipts import SendReceipt
 from .timer import Timer, TimerHandle
 from .tls import TlsStream
 
@@ -59,7 +59,7 @@ _UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 class ProducerHandler(Protocol):
     """What a connection calls on a producer registered with it."""
 
-    def handle_receipts(self, receipts: list[CommandSendReceipt]) -> None: ...
+    def handle_receipts(self, receipts: list[SendReceipt]) -> None: ...
 
     def handle_send_error(self, body: CommandSendError) -> None: ...
 
@@ -365,21 +365,21 @@ class Connection:
             except Exception:  # one handler's failure must not keep the others from reconnecting
                 log.exception("connection_lost handler failed")
 
-    def _route(self, frames: list[Frame | MessageFrame | CommandSendReceipt]) -> None:
+    def _route(self, frames: list[Frame | MessageFrame | SendReceipt]) -> None:
         """Hand frames on in order; the hot two in runs: consecutive receipts for one producer, or
         messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
         run: list[Any] = []
         run_kind = run_owner = -1
         for frame in frames:
-            if isinstance(frame, MessageFrame):
+            if type(frame) is MessageFrame:  # the decoder makes these two classes exactly
                 kind, owner = T.MESSAGE, frame[0]  # frame[0]: its consumer id
-            elif isinstance(frame, CommandSendReceipt):
+            elif type(frame) is SendReceipt:
                 kind, owner = T.SEND_RECEIPT, frame.producer_id
             else:
                 if run:
                     self._deliver(run_kind, run_owner, run)
                     run = []
-                self._dispatch(frame)
+                self._dispatch(cast(Frame, frame))  # neither of the two: a Frame
                 continue
             if owner != run_owner or kind != run_kind:
                 if run:
