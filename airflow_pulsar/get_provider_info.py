@@ -152,6 +152,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_pulsar.operators.pulsar_to_table",
                     "airflow_pulsar.operators.subscriptions",
                     "airflow_pulsar.operators.topics",
+                    "airflow_pulsar.operators.transform",
                 ],
             }
         ],
