@@ -17,7 +17,10 @@ Apache Pulsar (the "official" column). The ``cpu`` section gives each client's C
 its threads) for produce and receive plus acknowledge, on both brokers, the least a Python client
 can spend beside them (``bench/per_message.py``). Usage::
 
-    python bench/suite.py [--full] [--only producer,consumer,latency,broker,memory,spark,connector,reader,pulsar,brokers,backlog,topics,ui,cpu]
+    python bench/suite.py [--full] [--only SECTION,...]
+
+where the sections are producer, consumer, latency, broker, memory, spark, connector, reader,
+pulsar, brokers, backlog, topics, ui and cpu.
 """
 
 from __future__ import annotations
