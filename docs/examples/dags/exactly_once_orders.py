@@ -26,7 +26,7 @@ with DAG("exactly_once_orders", schedule=None, start_date=pendulum.datetime(2026
         apply_function_kwargs={"rate": tax_rate()},
         subscription_type="Failover",  # one acknowledgement per partition and batch
         max_batch_size=500,  # one transaction per batch
-        transaction_timeout=15,  # a batch takes well under it; the task waits that long for more input
+        transaction_timeout=5,  # a batch takes well under it; the task waits that long for more input
     )
     # [END transform]
     publish >> enrich
@@ -41,6 +41,6 @@ with DAG("exactly_once_orders", schedule=None, start_date=pendulum.datetime(2026
         subscription="tagger",
         output_topic="orders-tagged",
         apply_function_batch="my_project.orders.with_region",  # called with each batch
-        transaction_timeout=15,
+        transaction_timeout=5,
     ).expand(input_topics=region_topics())
     # [END mapped]
