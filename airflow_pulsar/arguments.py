@@ -19,9 +19,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
-from airflow_pulsar.client import ProducerOptions
-from airflow_pulsar.client.consumer.settings import ConsumerType, InitialPosition
-from airflow_pulsar.client.protocol.message_id import MessageId
+from airflow_pulsar.client import ConsumerType, InitialPosition, MessageId, ProducerOptions
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
 E = TypeVar("E", bound=enum.Enum)

@@ -8,6 +8,7 @@ Keep this module free of heavy imports: Airflow imports it in every process that
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 HOOK_CLASS_NAME = "airflow_pulsar.hooks.pulsar.PulsarHook"
@@ -28,12 +29,15 @@ PULSAR_ASSET_URIS: list[dict[str, Any]] = [
 PULSAR_CONN_FIELDS: dict[str, dict[str, Any]] = {
     "admin_url": {
         "label": "Admin URL",
-        "description": "Admin REST URL; default http://{host}:8080, or https://{host}:8443 with TLS.",
+        "description": (
+            "Admin REST URL; default http://{host}:8080, or https://{host}:8443 with TLS "
+            "(the host itself when it is an http:// or https:// service URL)."
+        ),
         "schema": {"type": ["string", "null"]},
     },
     "use_tls": {
         "label": "Use TLS",
-        "description": "Connect with pulsar+ssl:// (default port 6651).",
+        "description": "Connect with pulsar+ssl:// (default port 6651); implied by a pulsar+ssl:// or https:// host.",
         "schema": {"type": ["boolean", "null"], "default": False},
     },
     "tls_trust_certs_file_path": {
@@ -111,7 +115,7 @@ PULSAR_UI_FIELD_BEHAVIOUR: dict[str, Any] = {
         "password": "Token, password or client secret",
     },
     "placeholders": {
-        "host": "localhost or pulsar://broker-1:6650,broker-2:6650",
+        "host": "localhost, pulsar://broker-1:6650,broker-2:6650 or http://broker-1:8080",
         "port": "6650 (6651 with TLS)",
         "login": "only for basic or OAuth2 authentication",
         "password": "a JWT for token authentication (optional)",
@@ -125,7 +129,7 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "airflow-pulsar",
         "name": "Apache Pulsar",
         "description": "Apache Pulsar (https://pulsar.apache.org/) integration with a bundled pure-Python client.",
-        "versions": ["0.1.0"],
+        "versions": [version("airflow-pulsar")],  # pyproject.toml's, from the installed metadata
         "integrations": [
             {
                 "integration-name": "Apache Pulsar",
@@ -148,6 +152,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_pulsar.operators.pulsar_to_table",
                     "airflow_pulsar.operators.subscriptions",
                     "airflow_pulsar.operators.topics",
+                    "airflow_pulsar.operators.transform",
                 ],
             }
         ],

@@ -12,9 +12,8 @@ Earliest and then reset.
 from __future__ import annotations
 
 from airflow_pulsar.arguments import SubscriptionPosition
+from airflow_pulsar.client import InitialPosition, MessageId
 from airflow_pulsar.client.admin import AdminConflictError, AdminNotFoundError, PulsarAdmin
-from airflow_pulsar.client.consumer.settings import InitialPosition
-from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.topic_name import TopicName
 
 

@@ -2,7 +2,8 @@
 
 It speaks the protocol over one blocking socket with the project's frame codec and nothing else:
 no receiver queue, no Message objects, no threads, no timers. The consumer counts each MESSAGE
-(or, told to build them, makes each into the Message a ``receive()`` returns, and no more),
+(or, told to build them, makes each into the Message a ``receive()`` returns, and no more; of a
+backlog of batches, counts each entry's messages, or splits it into its Messages),
 returns permits as the official clients do (half the receiver queue at a time) and acknowledges
 individually, 1,000 ids or 100 ms at a time. The producer writes SENDs as its window of pending
 receipts allows and counts the receipts. What a real client reaches, as a share of what this one
@@ -17,6 +18,7 @@ from collections import defaultdict
 
 from airflow_pulsar.client.consumer.message import Delivery, Message
 from airflow_pulsar.client.protocol import commands
+from airflow_pulsar.client.protocol.batch import read_batch
 from airflow_pulsar.client.protocol.commands import PROTOCOL_VERSION
 from airflow_pulsar.client.protocol.frames import (
     FrameDecoder,
@@ -30,9 +32,9 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
     CommandAck,
     CommandLookupTopicResponse,
-    CommandSendReceipt,
     CommandSubscribe,
 )
+from airflow_pulsar.client.protocol.receipts import SendReceipt
 from airflow_pulsar.client.protocol.wire import PlainMetadata, SendEncoder, encode_ack
 
 _RECV_SIZE = 256 * 1024
@@ -79,7 +81,7 @@ class BareConnection:
             raise ConnectionError("the broker closed the connection")
         frames = self.decoder.feed_messages(data)
         for frame in frames:
-            if type(frame) not in (MessageFrame, CommandSendReceipt) and frame.command.type == BaseCommand.PING:  # type: ignore[union-attr]
+            if type(frame) not in (MessageFrame, SendReceipt) and frame.command.type == BaseCommand.PING:  # type: ignore[union-attr]
                 self.send(BaseCommand.PONG)
         return frames
 
@@ -98,9 +100,11 @@ class BareConsumer:
         self.connection.expect(BaseCommand.SUCCESS)
         self.receiver_queue_size = receiver_queue_size
 
-    def consume(self, messages: int, build: bool = False) -> None:
+    def consume(self, messages: int, build: bool = False, batched: bool = False) -> None:
         """Receive and acknowledge ``messages``, permits returned half a receiver queue at a time;
-        with ``build``, each one made into the Message a ``receive()`` returns (see :func:`message_of`)."""
+        with ``build``, each one made into the Message a ``receive()`` returns (see :func:`message_of`).
+        With ``batched``, each entry is a batch: its messages counted (or built, see
+        :func:`messages_of`), the entry acknowledged whole."""
         connection = self.connection
         connection.send(BaseCommand.FLOW, consumer_id=1, messagePermits=self.receiver_queue_size)
         half = self.receiver_queue_size // 2
@@ -110,9 +114,14 @@ class BareConsumer:
         while received < messages:
             for frame in connection.frames():
                 if type(frame) is MessageFrame:
-                    position = message_of(frame).delivery if build else frame
-                    acks[position.ledger_id].append(position.entry_id)
-                    received += 1
+                    if batched:
+                        count = len(messages_of(frame)) if build else entry_metadata(frame.entry)[0].num_messages_in_batch
+                        acks[frame.ledger_id].append(frame.entry_id)
+                    else:
+                        position = message_of(frame).delivery if build else frame
+                        acks[position.ledger_id].append(position.entry_id)
+                        count = 1
+                    received += count
                     pending += 1
             if received - permitted >= half:
                 returned = (received - permitted) // half * half
@@ -133,6 +142,15 @@ def message_of(frame: MessageFrame) -> Message:
     metadata, payload_at = entry_metadata(frame.entry)
     delivery = Delivery(None, 0, frame.ledger_id, frame.entry_id, -1, 0, metadata, "", frame.redelivery_count)
     return Message(delivery, -1, frame.entry[payload_at:], None)
+
+
+def messages_of(frame: MessageFrame) -> list[Message]:
+    """The least a client's ``receive()`` does for an uncompressed batch: its metadata parsed, one
+    Delivery, and a Message for each message of it."""
+    metadata, payload_at = entry_metadata(frame.entry)
+    count = metadata.num_messages_in_batch
+    delivery = Delivery(None, 0, frame.ledger_id, frame.entry_id, -1, count, metadata, "", frame.redelivery_count)
+    return read_batch(frame.entry[payload_at:], count, Message, delivery)
 
 
 class BareProducer:
@@ -162,7 +180,7 @@ class BareProducer:
                 self.connection.sock.sendall(b"".join(frames))
                 sent = window
             for frame in self.connection.frames():
-                if type(frame) is CommandSendReceipt:
+                if type(frame) is SendReceipt:
                     receipts += 1
                 elif type(frame) is not MessageFrame and frame.command.type == BaseCommand.SEND_ERROR:  # type: ignore[attr-defined]
                     raise RuntimeError(f"the broker failed a send: {frame.command.send_error.message}")  # type: ignore[attr-defined]

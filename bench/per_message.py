@@ -1,10 +1,11 @@
-"""The per-message path, unbatched: each client's CPU per message beside its rate, and the broker's.
+"""The per-message path: each client's CPU per message beside its rate, and the broker's.
 
-Two cases, 100 B messages with batching off, every message its own entry:
+Three cases, 100 B messages:
 
-- ``produce``: ``send_async(payload, None)`` ``--messages`` times, then ``flush()``;
+- ``produce``: ``send_async(payload, None)`` ``--messages`` times with batching off, then ``flush()``;
 - ``consume``: ``receive()`` plus ``acknowledge()`` of a backlog of ``--messages`` unbatched
-  messages (the official producer writes it), receiver queue 1000.
+  messages (the official producer writes it), receiver queue 1000;
+- ``batched``: the same of a backlog written in batches of 100 messages.
 
 Each client runs in a fresh process per round, the variants in turn (the first moving on by one
 each round, see ``rounds.py``):
@@ -18,12 +19,17 @@ each round, see ``rounds.py``):
 - ``checkout``, with ``--checkout DIR``: our client from another checkout of the project (an
   older commit, say), run by the same interpreter.
 
-A round reports the rate, the CPU the client's process spent per message (its threads, the C++
-client's included), the CPU of the thread that sends or receives, and the broker process's CPU
-per message. Rates are the best round; CPU figures the median, which a busy machine moves less
-than rates. The ``ceiling`` column is a rate as a share of the bare client's. Usage::
+A round reports the rate, the CPU the client's process spent per message while it ran
+(``time.process_time``: user plus system time of all its threads, the reader and timer threads and
+the C++ client's included; the broker is another process, so its share of the cores does not
+count), the CPU of the thread that sends or receives, and the broker process's CPU per message. Rates are the best round; CPU
+figures the median, which a busy machine moves less than rates. The ``ceiling`` column is a rate
+as a share of the bare client's. Usage::
 
     python bench/per_message.py [--broker embedded|pulsar] [--messages N] [--rounds R] [--checkout DIR]
+
+``suite_rows`` gives ``make bench``'s ``cpu`` section: the client CPU per message of ours beside
+the official client's, with the bare (produce) or built (consume) client's as the floor.
 
 Writes bench/results/per_message.json.
 """
@@ -43,19 +49,20 @@ from typing import Any
 
 import brokers
 import pulsar
-from consumer import produce_backlog
 from rounds import in_turn
 
 RESULTS = Path(__file__).parent / "results" / "per_message.json"
 BENCH = Path(__file__).resolve().parent
 CHECKOUT = BENCH.parent
-TOPIC = "bench-per-message-backlog"
-CASES = ("produce", "consume")
+# The backlog each consume case drains, and its batch size (1: batching off).
+BACKLOGS = {"consume": ("bench-per-message-backlog", 1), "batched": ("bench-per-message-batched", 100)}
+CASES = ("produce", *BACKLOGS)
+FLOORS = {"produce": "bare", "consume": "built", "batched": "built"}  # the least a client can spend per message
 BARE_CLIENTS = ("bare", "built")  # run from bench/bare_client.py
 
 # One round of one client, in a fresh interpreter: prints its figures as JSON.
 _ROUND = r"""
-import json, os, sys, time
+import json, sys, time
 import pulsar
 from airflow_pulsar.client import Client
 case, who, url, topic, subscription = sys.argv[1:6]
@@ -69,7 +76,7 @@ if who in ("bare", "built"):
         run = lambda: worker.produce(messages, payload)
     else:
         worker = source.BareConsumer(url, topic, subscription)
-        run = lambda: worker.consume(messages, build=who == "built")
+        run = lambda: worker.consume(messages, build=who == "built", batched=case == "batched")
     closes = [worker.close]
 else:
     import airflow_pulsar.client as source
@@ -90,10 +97,10 @@ else:
             for _ in range(messages):
                 worker.acknowledge(worker.receive())
     closes = [worker.close, client.close]
-start, thread, wall = os.times(), time.thread_time(), time.perf_counter()
+# process_time: user plus system time of every thread of the process, in ns (os.times counts clock ticks).
+start, thread, wall = time.process_time(), time.thread_time(), time.perf_counter()
 run()
-wall, thread, end = time.perf_counter() - wall, time.thread_time() - thread, os.times()
-process = end.user + end.system - start.user - start.system
+wall, thread, process = time.perf_counter() - wall, time.thread_time() - thread, time.process_time() - start
 for close in closes:
     close()
 print(json.dumps({"rate": messages / wall, "process_us": process / messages * 1e6, "thread_us": thread / messages * 1e6,
@@ -124,7 +131,7 @@ def run_round(case: str, who: str, broker: Any, messages: int, index: int, path:
     the backlog), run in ``cwd`` (not a checkout, whose package would shadow ``path``); its figures
     and the broker's CPU per message meanwhile."""
     name = f"bench-per-message-{who}-{index}"
-    topic = f"persistent://public/default/{TOPIC if case == 'consume' else name}"
+    topic = f"persistent://public/default/{BACKLOGS[case][0] if case in BACKLOGS else name}"
     env = dict(os.environ)
     if path is not None:
         env["PYTHONPATH"] = str(path)
@@ -142,17 +149,17 @@ def run_round(case: str, who: str, broker: Any, messages: int, index: int, path:
     if who != "official" and not source.is_relative_to(expected):
         raise RuntimeError(f"{who} ran the client of {source}, not of {expected}")
     figures["broker_us"] = (broker_cpu(broker.process.pid) - before) / messages * 1e6
-    if case == "consume":
-        expect_acknowledged(broker, name)
+    if case in BACKLOGS:
+        expect_acknowledged(broker, BACKLOGS[case][0], name)
     return figures
 
 
-def expect_acknowledged(broker: Any, subscription: str) -> None:
+def expect_acknowledged(broker: Any, topic: str, subscription: str) -> None:
     """A consume round counts only if the broker took its acknowledgements: the subscription's
     backlog (the whole topic's messages, one round's worth) drains to 0 within a few seconds."""
     backlog = None
     for _ in range(50):
-        backlog = broker.topic_stats(TOPIC)["subscriptions"][subscription]["msgBacklog"]
+        backlog = broker.topic_stats(topic)["subscriptions"][subscription]["msgBacklog"]
         if backlog == 0:
             return
         time.sleep(0.1)
@@ -167,11 +174,12 @@ def measure(broker_kind: str, messages: int, rounds: int, checkout: Path | None)
             variants["checkout"] = package_tree(checkout.resolve(), Path(scratch) / "checkout")
         official = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
         try:
-            produce_backlog(official, messages, f"persistent://public/default/{TOPIC}", batching=False)
+            for topic, batch in BACKLOGS.values():
+                write_backlog(official, f"persistent://public/default/{topic}", messages, batch)
         finally:
             official.close()
         # "built" differs from "bare" only in what it does per message received.
-        clients = {case: [who for who in variants if case == "consume" or who != "built"] for case in CASES}
+        clients = {case: [who for who in variants if case in BACKLOGS or who != "built"] for case in CASES}
         runs: dict[str, dict[str, list[dict[str, Any]]]] = {case: {who: [] for who in clients[case]} for case in CASES}
         for index in range(rounds):
             for case in CASES:
@@ -187,6 +195,42 @@ def measure(broker_kind: str, messages: int, rounds: int, checkout: Path | None)
                 **{key: round(statistics.median(f[key] for f in figures), 2) for key in ("process_us", "thread_us", "broker_us")},
             })
     return {"broker": broker_kind, "messages": messages, "rounds": rounds, "rows": rows, "runs": runs}
+
+
+def write_backlog(client: pulsar.Client, topic: str, messages: int, batch: int) -> None:
+    """``messages`` of the round's payload written by the official producer, ``batch`` to an entry."""
+    producer = client.create_producer(
+        topic, batching_enabled=batch > 1, batching_max_messages=max(batch, 2), batching_max_publish_delay_ms=100,
+        max_pending_messages=5000, block_if_queue_full=True,
+    )
+    payload = (b"0123456789abcdef" * 7)[:100]
+    for _ in range(messages):
+        producer.send_async(payload, None)
+    producer.flush()
+    producer.close()
+
+
+LABELS = {"produce": "send_async + flush, unbatched", "consume": "receive + acknowledge, unbatched",
+          "batched": "receive + acknowledge, batches of 100"}
+
+
+def suite_rows(messages: int, rounds: int) -> list[dict[str, Any]]:
+    """``make bench``'s rows: per case and broker, the client CPU per message (us, all its threads)
+    of the official client and ours, the floor (bare or built client) beside them."""
+    rows = []
+    for broker_kind in brokers.KINDS:
+        result = measure(broker_kind, messages, rounds, None)
+        cpu = {(row["case"], row["client"]): row["process_us"] for row in result["rows"]}
+        for case in CASES:
+            rows.append({
+                "figure": f"client CPU per message, us, {LABELS[case]} ({brokers.LABELS[broker_kind]})",
+                "official": cpu[case, "official"],
+                "ours": cpu[case, "ours"],
+                "floor": cpu[case, FLOORS[case]],
+                "cpu_bound": 0.75,
+                "detail": [row for row in result["rows"] if row["case"] == case],
+            })
+    return rows
 
 
 def main() -> None:

@@ -8,7 +8,11 @@ request body must be JSON: a PUT or POST carrying another content type is answer
 This module is the HTTP side (the application, its middlewares and the route table); the paths
 are served by resources of their own: ``admin_namespaces`` (cluster, tenants, namespaces),
 ``admin_topics`` (lookup, topics, partitions, stats), ``admin_subscriptions`` (subscriptions
-and message reads) and ``admin_schemas`` (the schema registry and the schema policies).
+and message reads), ``admin_schemas`` (the schema registry and the schema policies),
+``admin_permissions`` (grants), ``admin_compaction`` and ``admin_transactions``
+(``/admin/v3/transactions``). What each path requires of the caller's role is declared on its
+handler and checked, with ``--authorization``, by ``admin_authorization``. Requests a web page of
+another site could send are refused before anything else by ``admin_browser_guard``.
 """
 
 from __future__ import annotations
@@ -20,11 +24,17 @@ from aiohttp.typedefs import Middleware
 
 from airflow_pulsar.client.topic_name import InvalidTopicNameError
 
+from .admin_authorization import authorization_middleware
+from .admin_browser_guard import browser_guard
+from .admin_compaction import Compactions
 from .admin_namespaces import Namespaces, Tenants
+from .admin_non_persistent import NonPersistentTopics
+from .admin_permissions import Permissions
 from .admin_resource import error
 from .admin_schemas import Schemas
 from .admin_subscriptions import Subscriptions
 from .admin_topics import PersistentTopics, TopicLookup
+from .admin_transactions import Transactions
 from .authentication import AuthenticationService
 from .service import BrokerService, TopicBusyError, TopicNotFoundError
 
@@ -72,7 +82,15 @@ class AdminApi:
 
     def __init__(self, service: BrokerService, authentication: AuthenticationService | None = None):
         self.service = service
-        guards: list[Middleware] = [authentication.http_middleware()] if authentication is not None else []
-        self.app = web.Application(middlewares=[*guards, _json_only, _errors])
-        resources = (TopicLookup, Tenants, Namespaces, PersistentTopics, Subscriptions, Schemas)
+        authenticate: list[Middleware] = [authentication.http_middleware()] if authentication is not None else []
+        authorize: list[Middleware] = [] if service.authorization is None else [authorization_middleware(service.authorization)]
+        config = service.config
+        guard = browser_guard("https" if config.tls else "http", config.host)
+        # Web pages of other sites are refused first; then, as in Pulsar: credentials, the content
+        # type, and what the role may do.
+        self.app = web.Application(middlewares=[guard, *authenticate, _json_only, *authorize, _errors])
+        resources = (
+            TopicLookup, Tenants, Namespaces, Permissions, PersistentTopics, NonPersistentTopics, Subscriptions, Schemas, Compactions,
+            Transactions,
+        )
         self.app.add_routes([route for resource in resources for route in resource(service).routes()])

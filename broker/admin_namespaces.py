@@ -10,7 +10,9 @@ from aiohttp import web
 
 from airflow_pulsar.client.topic_name import is_valid_name_part
 
+from .admin_authorization import Anyone, NamespacePolicy, OnNamespace, OnTenant, SuperuserOrTenantAdmin, requires
 from .admin_resource import NAMESPACE_PATH, AdminResource, error, namespace_of, policy_response
+from .authorization import NamespaceOperation
 from .policies import DEDUPLICATION
 from .tenants import CLUSTER
 
@@ -30,14 +32,17 @@ class Tenants(AdminResource):
             web.delete(_TENANT, self.delete_tenant),
         ]
 
+    @requires(Anyone())
     async def clusters(self, request: web.Request) -> web.Response:
         """The cluster names: this standalone one."""
         return web.json_response([CLUSTER])
 
+    @requires(SuperuserOrTenantAdmin("LIST_TENANTS"))
     async def tenants(self, request: web.Request) -> web.Response:
         """The tenant names, sorted."""
         return web.json_response(sorted(self.service.tenant_names()))
 
+    @requires(SuperuserOrTenantAdmin("GET_TENANT"))
     async def get_tenant(self, request: web.Request) -> web.Response:
         """A tenant's TenantInfo."""
         tenant = request.match_info["tenant"]
@@ -45,6 +50,7 @@ class Tenants(AdminResource):
             return error(404, "Tenant does not exist")
         return web.json_response(self.service.tenants.info(tenant) or {"adminRoles": [], "allowedClusters": [CLUSTER]})
 
+    @requires(SuperuserOrTenantAdmin("CREATE_TENANT"))
     async def create_tenant(self, request: web.Request) -> web.Response:
         """Create a tenant from its TenantInfo, ``{"adminRoles": [...], "allowedClusters": ["standalone"]}``."""
         tenant = request.match_info["tenant"]
@@ -70,6 +76,7 @@ class Tenants(AdminResource):
             return error(409, "Tenant already exist")
         return web.Response(status=204)
 
+    @requires(SuperuserOrTenantAdmin("DELETE_TENANT"))
     async def delete_tenant(self, request: web.Request) -> web.Response:
         """Delete a tenant that has no namespaces left."""
         tenant = request.match_info["tenant"]
@@ -94,9 +101,11 @@ class Namespaces(AdminResource):
             web.post(NAMESPACE_PATH + "/deduplication", self.set_deduplication),
             web.delete(NAMESPACE_PATH + "/deduplication", self.set_deduplication),
             web.get("/admin/v2/persistent/{tenant}/{namespace}", self.list_topics),
+            web.get(NAMESPACE_PATH + "/topics", self.topics_of_namespace),
             web.get("/admin/v2/persistent/{tenant}/{namespace}/partitioned", self.list_partitioned),
         ]
 
+    @requires(OnTenant("LIST_NAMESPACES"))
     async def namespaces(self, request: web.Request) -> web.Response:
         """A tenant's namespaces, sorted."""
         tenant = request.match_info["tenant"]
@@ -104,6 +113,7 @@ class Namespaces(AdminResource):
             return error(404, "Tenant not found")
         return web.json_response(sorted(ns for ns in self.service.namespaces() if ns.startswith(tenant + "/")))
 
+    @requires(NamespacePolicy("ALL", write=False))
     async def get_namespace(self, request: web.Request) -> web.Response:
         """The namespace's policies: the fields Pulsar always gives, and those set (deduplication)."""
         namespace = namespace_of(request)
@@ -111,6 +121,7 @@ class Namespaces(AdminResource):
             return error(404, "Namespace does not exist")
         return web.json_response(_namespace_policies(self.service.policies.namespace_policies(namespace)))
 
+    @requires(OnTenant("DELETE_NAMESPACE"))
     async def delete_namespace(self, request: web.Request) -> web.Response:
         """Delete an empty namespace."""
         namespace = namespace_of(request)
@@ -121,6 +132,7 @@ class Namespaces(AdminResource):
         await self.service.policies.delete_namespace(namespace)
         return web.Response(status=204)
 
+    @requires(OnTenant("CREATE_NAMESPACE"))
     async def create_namespace(self, request: web.Request) -> web.Response:
         """Create a namespace in an existing tenant."""
         namespace = namespace_of(request)
@@ -132,6 +144,7 @@ class Namespaces(AdminResource):
             return error(409, "Namespace already exists")
         return web.Response(status=204)
 
+    @requires(NamespacePolicy("DEDUPLICATION", write=False))
     async def get_deduplication(self, request: web.Request) -> web.Response:
         """The namespace's deduplication policy; an empty 200 when unset."""
         namespace = namespace_of(request)
@@ -139,6 +152,7 @@ class Namespaces(AdminResource):
             return error(404, "Namespace does not exist")
         return policy_response(self.service.policies.namespace_policy(namespace, DEDUPLICATION))
 
+    @requires(NamespacePolicy("DEDUPLICATION", write=True))
     async def set_deduplication(self, request: web.Request) -> web.Response:
         """POST sets the policy (body ``true`` or ``false``), DELETE removes it."""
         namespace = namespace_of(request)
@@ -149,11 +163,23 @@ class Namespaces(AdminResource):
             request, lambda value: policies.set_namespace_policy(namespace, DEDUPLICATION, value)
         )
 
+    @requires(OnNamespace(NamespaceOperation.GET_TOPICS))
     async def list_topics(self, request: web.Request) -> web.Response:
         """The namespace's topics, partitions listed one by one."""
         tenant, _, namespace = self._listed_namespace(request).partition("/")
         return web.json_response(self.service.list_topics(tenant, namespace))
 
+    @requires(OnNamespace(NamespaceOperation.GET_TOPICS))
+    async def topics_of_namespace(self, request: web.Request) -> web.Response:
+        """The namespace's topics of ``?mode=`` (PERSISTENT, the default, NON_PERSISTENT or ALL), as a
+        client's HTTP lookup lists them for a pattern subscription; there are no non-persistent ones."""
+        mode = request.query.get("mode", "PERSISTENT")
+        if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
+            return error(404, f"unknown mode {mode!r}")
+        tenant, _, namespace = self._listed_namespace(request).partition("/")
+        return web.json_response([] if mode == "NON_PERSISTENT" else self.service.list_topics(tenant, namespace))
+
+    @requires(OnNamespace(NamespaceOperation.GET_TOPICS))
     async def list_partitioned(self, request: web.Request) -> web.Response:
         """The namespace's partitioned topics."""
         tenant, _, namespace = self._listed_namespace(request).partition("/")

@@ -90,9 +90,8 @@ class AdminResource(ABC):
         if namespace_first:
             namespace_of(request)
         try:
-            name = TopicName.parse(
-                f"persistent://{info['tenant']}/{info['namespace']}/{info['topic']}", strict=False
-            )
+            domain = info.get("domain", "persistent")  # only the non-persistent paths name it
+            name = TopicName.parse(f"{domain}://{info['tenant']}/{info['namespace']}/{info['topic']}", strict=False)
         except InvalidTopicNameError:
             raise InvalidTopicNameError(BAD_TOPIC) from None
         self.service.check_namespace(name)

@@ -25,7 +25,9 @@ from airflow_pulsar.client.schema.info import SchemaType
 from airflow_pulsar.client.schema.key_value import pack
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
+from .admin_authorization import NamespacePolicy, OnTopic, TenantAdministration, TopicPolicy, requires
 from .admin_resource import BAD_TOPIC, NAMESPACE_PATH, TOPIC_PATH, AdminResource, error, namespace_of, policy_response, query_flag
+from .authorization import TopicOperation
 from .policies import AUTO_UPDATE_SCHEMA, NAMESPACE_SCHEMA_STRATEGY, TOPIC_SCHEMA_STRATEGY
 from .schema_compatibility import (
     PRIMITIVE_TYPES,
@@ -114,11 +116,13 @@ class Schemas(AdminResource):
 
     # ---- the registry ----
 
+    @requires(OnTopic(TopicOperation.GET_METADATA))
     async def get_schema(self, request: web.Request) -> web.Response:
         """The latest schema; 404 when there is none, or it was deleted."""
         stored = self.service.schemas.current(schema_id(self._schema_topic(request)))
         return error(404, _NOT_FOUND) if stored is None else web.json_response(schema_document(stored))
 
+    @requires(OnTopic(TopicOperation.GET_METADATA))
     async def get_schema_version(self, request: web.Request) -> web.Response:
         """One version of the schema; 404 when there is no such version (or it was deleted)."""
         sid = schema_id(self._schema_topic(request))
@@ -130,11 +134,13 @@ class Schemas(AdminResource):
         stored = self.service.schemas.version(sid, version)
         return error(404, _NOT_FOUND) if stored is None else web.json_response(schema_document(stored))
 
+    @requires(OnTopic(TopicOperation.GET_METADATA))
     async def get_all_schemas(self, request: web.Request) -> web.Response:
         """Every version since the last deletion, oldest first, under ``getSchemaResponses``."""
         versions = self.service.schemas.versions(schema_id(self._schema_topic(request)))
         return web.json_response({"getSchemaResponses": [schema_document(stored) for stored in versions]})
 
+    @requires(OnTopic(TopicOperation.PRODUCE))
     async def post_schema(self, request: web.Request) -> web.Response:
         """Register a schema (PostSchemaPayload: ``type``, ``schema``, ``properties``) under the
         topic's strategy: its version, 409 when incompatible, 422 when the definition is invalid."""
@@ -150,6 +156,7 @@ class Schemas(AdminResource):
             return error(422, str(exc))
         return web.json_response({"version": {"version": version}})
 
+    @requires(TenantAdministration())
     async def delete_schema(self, request: web.Request) -> web.Response:
         """Delete the schema: a deletion marker, whose version is answered; with ``force=true``
         the whole history goes and the version is -1."""
@@ -161,6 +168,7 @@ class Schemas(AdminResource):
             return web.json_response({"version": -1})
         return web.json_response({"version": await self.service.schemas.delete(sid)})
 
+    @requires(TenantAdministration())
     async def test_compatibility(self, request: web.Request) -> web.Response:
         """Whether a producer could register the schema now; as Pulsar, 202 with the strategy when
         it could, and a 500 whose reason says why when it could not."""
@@ -188,12 +196,14 @@ class Schemas(AdminResource):
 
     # ---- the policies ----
 
+    @requires(NamespacePolicy("SCHEMA_COMPATIBILITY_STRATEGY", write=False))
     async def get_namespace_strategy(self, request: web.Request) -> web.Response:
         """The namespace's strategy, ``"UNDEFINED"`` when unset."""
         namespace = self._existing_namespace(request)
         value = self.service.policies.namespace_policy(namespace, NAMESPACE_SCHEMA_STRATEGY)
         return web.json_response(value or SchemaCompatibilityStrategy.UNDEFINED.value)
 
+    @requires(NamespacePolicy("SCHEMA_COMPATIBILITY_STRATEGY", write=True))
     async def set_namespace_strategy(self, request: web.Request) -> web.Response:
         """Set the namespace's strategy (body: a strategy name as a JSON string)."""
         namespace = self._existing_namespace(request)
@@ -203,12 +213,14 @@ class Schemas(AdminResource):
         await self.service.policies.set_namespace_policy(namespace, NAMESPACE_SCHEMA_STRATEGY, strategy.value)
         return web.Response(status=204)
 
+    @requires(NamespacePolicy("SCHEMA_COMPATIBILITY_STRATEGY", write=False))
     async def get_auto_update(self, request: web.Request) -> web.Response:
         """Whether producers may add schema versions in the namespace (true unless turned off)."""
         namespace = self._existing_namespace(request)
         value = self.service.policies.namespace_policy(namespace, AUTO_UPDATE_SCHEMA)
         return web.json_response(True if value is None else value)
 
+    @requires(NamespacePolicy("SCHEMA_COMPATIBILITY_STRATEGY", write=True))
     async def set_auto_update(self, request: web.Request) -> web.Response:
         """Turn schema auto update on or off for the namespace (body ``true`` or ``false``)."""
         namespace = self._existing_namespace(request)
@@ -217,6 +229,7 @@ class Schemas(AdminResource):
             request, lambda value: policies.set_namespace_policy(namespace, AUTO_UPDATE_SCHEMA, value)
         )
 
+    @requires(TopicPolicy("SCHEMA_COMPATIBILITY_STRATEGY", write=False))
     async def get_topic_strategy(self, request: web.Request) -> web.Response:
         """The topic's own strategy (an empty 200 when unset), or with ``applied=true`` the one in force."""
         name = self.policy_topic(request)
@@ -227,6 +240,7 @@ class Schemas(AdminResource):
             return web.json_response(policies.schema_compatibility_strategy(name).value)
         return policy_response(policies.topic_policy(name, TOPIC_SCHEMA_STRATEGY))
 
+    @requires(TopicPolicy("SCHEMA_COMPATIBILITY_STRATEGY", write=True))
     async def set_topic_strategy(self, request: web.Request) -> web.Response:
         """PUT sets the topic's strategy (body: a strategy name as a JSON string), DELETE removes it."""
         name = self.policy_topic(request)

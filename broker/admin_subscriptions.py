@@ -10,7 +10,9 @@ from aiohttp import web
 
 from airflow_pulsar.client.topic_name import TopicName
 
+from .admin_authorization import OnTopic, requires
 from .admin_resource import TOPIC_PATH, AdminResource, error, query_flag
+from .authorization import TopicOperation
 from .entry_response import entry_response
 from .storage import StoredEntry
 from .subscription import Subscription
@@ -42,6 +44,7 @@ class Subscriptions(AdminResource):
 
     # ---- subscriptions ----
 
+    @requires(OnTopic(TopicOperation.GET_SUBSCRIPTIONS))
     async def subscriptions(self, request: web.Request) -> web.Response:
         """The subscription names of a topic, across its partitions."""
         names: set[str] = set()
@@ -49,6 +52,7 @@ class Subscriptions(AdminResource):
             names.update(topic.subscriptions)
         return web.json_response(sorted(names))
 
+    @requires(OnTopic(TopicOperation.SUBSCRIBE))
     async def create_subscription(self, request: web.Request) -> web.Response:
         """Create a durable subscription at a message id (or ``earliest``/``latest``); as with
         Pulsar, a topic that does not exist yet is created with it."""
@@ -73,6 +77,7 @@ class Subscriptions(AdminResource):
             return error(409, "Subscription already exists for topic")
         return web.Response(status=204)
 
+    @requires(OnTopic(TopicOperation.UNSUBSCRIBE))
     async def delete_subscription(self, request: web.Request) -> web.Response:
         """Delete a subscription on every partition that has it (``?force=true``: with its consumers)."""
         sub_name = request.match_info["subscription"]
@@ -95,6 +100,7 @@ class Subscriptions(AdminResource):
                 await saved
         return web.Response(status=204)
 
+    @requires(OnTopic(TopicOperation.RESET_CURSOR))
     async def reset_cursor_to_time(self, request: web.Request) -> web.Response:
         """Move the subscription, on every partition, to the first entry published at or after the
         timestamp (ms); past the last entry when there is none. Consumers are disconnected first."""
@@ -108,6 +114,7 @@ class Subscriptions(AdminResource):
             await _reset(subscription, subscription.ledger.entry_at_or_after(timestamp))
         return web.Response(status=204)
 
+    @requires(OnTopic(TopicOperation.RESET_CURSOR))
     async def reset_cursor_to_position(self, request: web.Request) -> web.Response:
         """Move the subscription of a non-partitioned topic or one partition to a message id: its
         entry is the next delivered. Consumers are disconnected first."""
@@ -125,6 +132,7 @@ class Subscriptions(AdminResource):
         await _reset(subscription, _entry_at(position, subscription.ledger.last_entry_id))
         return web.Response(status=204)
 
+    @requires(OnTopic(TopicOperation.SKIP))
     async def skip_all(self, request: web.Request) -> web.Response:
         """Acknowledge everything the subscription has not consumed yet (clear its backlog)."""
         sub_name = request.match_info["subscription"]
@@ -142,6 +150,7 @@ class Subscriptions(AdminResource):
 
     # ---- messages ----
 
+    @requires(OnTopic(TopicOperation.PEEK_MESSAGES))
     async def peek(self, request: web.Request) -> web.Response:
         """Pulsar's peek-messages: the n-th unacknowledged entry (from 1) of a subscription, not consumed.
 
@@ -176,6 +185,7 @@ class Subscriptions(AdminResource):
         index = topic.ledger.entry_index(entry.entry_id) if self.service.config.entry_index else None
         return entry_response(topic.ledger.ledger_id, entry, index)
 
+    @requires(OnTopic(TopicOperation.PEEK_MESSAGES))
     async def message_by_id(self, request: web.Request) -> web.Response:
         """Pulsar's get-message-by-id: one entry by its ledger and entry id, with the peek headers."""
         name = self.topic_name(request)
@@ -189,6 +199,7 @@ class Subscriptions(AdminResource):
             return error(404, "Message id not found")
         return self._entry_response(topic, found[0])
 
+    @requires(OnTopic(TopicOperation.PEEK_MESSAGES))
     async def examine_message(self, request: web.Request) -> web.Response:
         """Pulsar's examine-message: the n-th entry (``messagePosition``, from 1) counted from the
         newest (``initialPosition=latest``, the default) or the oldest (``earliest``) of the topic.

@@ -10,7 +10,9 @@ from aiohttp import web
 
 from airflow_pulsar.client.topic_name import PARTITION_SUFFIX, InvalidTopicNameError, TopicName
 
+from .admin_authorization import LOOKUP, OnNamespace, OnTopic, TopicPolicy, requires
 from .admin_resource import BAD_TOPIC, TOPIC_PATH, AdminResource, error, policy_response, query_flag
+from .authorization import NamespaceOperation, TopicOperation
 from .policies import DEDUPLICATION
 
 _SUMMED = (
@@ -25,6 +27,9 @@ _SUMMED = (
     "storageSize",
     "backlogSize",
 )
+# Pulsar's TopicStatsImpl.add assigns these rather than adding them up: a partitioned topic shows
+# its last partition's transaction counts.
+_FROM_LAST_PARTITION = ("ongoingTxnCount", "abortedTxnCount", "committedTxnCount")
 _SUB_SUMMED = (
     "msgBacklog",
     "msgBacklogNoDelayed",
@@ -45,6 +50,7 @@ class TopicLookup(AdminResource):
         """The lookup path."""
         return [web.get("/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", self.lookup)]
 
+    @requires(LOOKUP)
     async def lookup(self, request: web.Request) -> web.Response:
         """Pulsar's HTTP lookup: the broker serving a topic (this one), in Pulsar's LookupData fields."""
         info = request.match_info
@@ -87,6 +93,7 @@ class PersistentTopics(AdminResource):
 
     # ---- lifecycle ----
 
+    @requires(OnNamespace(NamespaceOperation.CREATE_TOPIC))
     async def create_topic(self, request: web.Request) -> web.Response:
         """Create a non-partitioned topic, or one missing partition of a partitioned one."""
         name = self.topic_name(request, namespace_first=True)
@@ -102,6 +109,7 @@ class PersistentTopics(AdminResource):
         await self.service.get_topic(name)
         return web.Response(status=204)
 
+    @requires(OnNamespace(NamespaceOperation.DELETE_TOPIC))
     async def delete_topic(self, request: web.Request) -> web.Response:
         """Delete a non-partitioned topic or one partition (``?force=true``: with its clients)."""
         name = self.topic_name(request)
@@ -113,6 +121,7 @@ class PersistentTopics(AdminResource):
         await self.service.delete_topic(name, force=query_flag(request, "force"))
         return web.Response(status=204)
 
+    @requires(TopicPolicy("PARTITION", write=True))
     async def create_partitions(self, request: web.Request) -> web.Response:
         """PUT creates a partitioned topic, POST adds partitions to one; the body is the count."""
         creating = request.method == "PUT"
@@ -140,13 +149,17 @@ class PersistentTopics(AdminResource):
         await self.service.create_partitioned_topic(name, partitions)
         return web.Response(status=204)
 
+    @requires(OnTopic(TopicOperation.LOOKUP))
     async def get_partitions(self, request: web.Request) -> web.Response:
-        """A topic's partitioned metadata: 0 partitions when it is not partitioned."""
+        """A topic's partitioned metadata: 0 partitions when it is not partitioned. A topic that does
+        not exist is not found, unless ``checkAllowAutoCreation=true`` asks, as a client's HTTP
+        lookup does, for the metadata it would be created with (this broker creates topics on use)."""
         name = self.topic_name(request)
-        if not self.exists(name):
+        if not self.exists(name) and request.query.get("checkAllowAutoCreation") != "true":
             return error(404, f"Topic {name} not found")
         return web.json_response({"partitions": self.service.partitions_of(name), "deleted": False})
 
+    @requires(OnNamespace(NamespaceOperation.DELETE_TOPIC))
     async def delete_partitioned(self, request: web.Request) -> web.Response:
         """Delete a partitioned topic and its partitions (``?force=true``: with their clients)."""
         name = self.topic_name(request)
@@ -162,6 +175,7 @@ class PersistentTopics(AdminResource):
 
     # ---- deduplication policy ----
 
+    @requires(TopicPolicy("DEDUPLICATION", write=False))
     async def get_deduplication(self, request: web.Request) -> web.Response:
         """The topic's own policy, or with ``applied=true`` the one in force."""
         name = self.policy_topic(request)
@@ -171,6 +185,7 @@ class PersistentTopics(AdminResource):
             return web.json_response(self.service.policies.deduplication(name))
         return policy_response(self.service.policies.topic_policy(name, DEDUPLICATION))
 
+    @requires(TopicPolicy("DEDUPLICATION", write=True))
     async def set_deduplication(self, request: web.Request) -> web.Response:
         """POST sets the topic's policy (body ``true`` or ``false``), DELETE removes it."""
         name = self.policy_topic(request)
@@ -183,6 +198,7 @@ class PersistentTopics(AdminResource):
 
     # ---- stats ----
 
+    @requires(OnTopic(TopicOperation.GET_STATS))
     async def stats(self, request: web.Request) -> web.Response:
         """Pulsar's topic stats of one topic or partition."""
         name = self.topic_name(request)
@@ -191,6 +207,7 @@ class PersistentTopics(AdminResource):
         topic = await self.existing(name)
         return web.json_response(topic.stats())
 
+    @requires(OnTopic(TopicOperation.GET_STATS))
     async def partitioned_stats(self, request: web.Request) -> web.Response:
         """Pulsar's partitioned-stats: the sums, and each partition's stats unless ``perPartition=false``."""
         name = self.topic_name(request)
@@ -201,6 +218,7 @@ class PersistentTopics(AdminResource):
         parts = {str(part): (await self.service.get_topic(part)).stats() for part in self.partitions(name)}
         return web.json_response(aggregate_stats(parts, count, per_partition))
 
+    @requires(OnTopic(TopicOperation.GET_STATS))
     async def internal_stats(self, request: web.Request) -> web.Response:
         """Pulsar's internal stats (a subset): the ledger layout and each cursor's positions.
 
@@ -252,6 +270,8 @@ def aggregate_stats(parts: dict[str, dict[str, Any]], partitions: int, per_parti
     total: dict[str, Any] = {key: sum(p[key] for p in parts.values()) for key in _SUMMED}
     total["averageMsgSize"] = total["bytesInCounter"] / total["msgInCounter"] if total["msgInCounter"] else 0.0
     total["publishers"] = [pub for p in parts.values() for pub in p["publishers"]]
+    last = list(parts.values())[-1]
+    total |= {key: last[key] for key in _FROM_LAST_PARTITION if key in last}
     subscriptions: dict[str, dict[str, Any]] = {}
     for stats in parts.values():
         for sub_name, sub in stats["subscriptions"].items():

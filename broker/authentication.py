@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 # What a Pulsar broker puts in the AUTH_CHALLENGE asking a client to refresh its credentials.
 REFRESH_CHALLENGE = b"PulsarAuthRefresh"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# Where an authenticated admin request keeps its role name.
+ROLE = "airflow_pulsar.role"
 # What ssl.SSLSocket.getpeercert() gives for a verified certificate.
 PeerCertificate = dict[str, Any]
 
@@ -126,14 +128,15 @@ class AuthenticationService:
         return " or ".join(part for part in (headers, certificate) if part)
 
     def http_middleware(self) -> Middleware:
-        """An aiohttp middleware answering 401 with Pulsar's ``{"reason": ...}`` to unauthenticated requests."""
+        """An aiohttp middleware answering 401 with Pulsar's ``{"reason": ...}`` to unauthenticated requests;
+        an authenticated one carries its role name under ``request[ROLE]``."""
         challenges = ", ".join(f'{p.http_scheme} realm="pulsar"' for p in self._by_scheme.values())
 
         @web.middleware
         async def require_authentication(request: web.Request, handler: Handler) -> web.StreamResponse:
             peer = request.transport.get_extra_info("peercert") if request.transport is not None else None
             try:
-                self.authenticate_http(request.headers.get("Authorization"), peer or None)
+                request[ROLE] = self.authenticate_http(request.headers.get("Authorization"), peer or None).name
             except AuthenticationFailed as exc:
                 log.info("refusing %s %s from %s: %s", request.method, request.path, request.remote, exc)
                 headers = {"WWW-Authenticate": challenges} if challenges else {}

@@ -2,8 +2,9 @@
 
 The file (Pulsar's ``basicAuthConf``) has one ``user:hash`` line per user, as ``htpasswd`` writes
 it, with ``$apr1$`` MD5 (``htpasswd -m``) or crypt DES (``htpasswd -d``) hashes. It is given as a
-path, a ``file:`` URL, a ``data:`` URL, or the file's content in base64, as Pulsar reads it. A
-client authenticates with method ``basic`` and ``user:password`` (CONNECT), or ``Authorization:
+path, a ``file:`` URL, a ``data:`` URL, or the file's content in base64, as Pulsar reads it, or as
+``env:NAME``, the environment variable NAME holding the content (as text, base64 or a ``data:``
+URL). A client authenticates with method ``basic`` and ``user:password`` (CONNECT), or ``Authorization:
 Basic base64(user:password)`` (admin).
 """
 
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from pathlib import Path
 from urllib.parse import unquote, unquote_to_bytes, urlsplit
 
 from .authentication import AuthenticationFailed, Credentials, Role
 from .password_hashes import UnsupportedHash, check_hash_format, verify_password
+from .token_keys import ENV_PREFIX
 
 # One message for an unknown user and a wrong password, as Pulsar: a refusal must not tell which.
 REFUSED = "Unknown user or invalid password"
@@ -71,15 +74,10 @@ class BasicProvider:
 
 def _read_conf(source: str) -> tuple[str, str]:
     """The users file's text, and where it came from (for messages)."""
+    if source.startswith(ENV_PREFIX):
+        return _read_environment(source[len(ENV_PREFIX) :])
     if source.startswith("data:"):
-        header, comma, payload = source.partition(",")
-        if not comma:
-            raise BasicConfigError("a basicAuthConf data: URL needs a ',' before its content")
-        try:
-            data = base64.b64decode(payload, validate=True) if header.endswith(";base64") else unquote_to_bytes(payload)
-        except binascii.Error as exc:
-            raise BasicConfigError(f"the basicAuthConf data: URL is not valid base64: {exc}") from None
-        return _text(data, "the data: URL"), "the data: URL"
+        return _data_url(source, "the data: URL"), "the data: URL"
     path = Path(unquote(urlsplit(source).path)) if source.startswith("file:") else Path(source)
     if path.is_file() or source.startswith("file:"):
         try:
@@ -87,11 +85,39 @@ def _read_conf(source: str) -> tuple[str, str]:
         except OSError as exc:
             raise BasicConfigError(f"cannot read the basic auth users file {path}: {exc.strerror or exc}") from None
     try:
-        return _text(base64.b64decode(source, validate=True), "the base64 value"), "the base64 value"
+        data = base64.b64decode(source, validate=True)
     except binascii.Error:
         raise BasicConfigError(
             f"basic auth users {source!r}: no such file, and not a file: or data: URL or base64 content"
         ) from None
+    return _text(data, "the base64 value"), "the base64 value"
+
+
+def _read_environment(name: str) -> tuple[str, str]:
+    """The users from an environment variable: the file's text, a ``data:`` URL, or base64."""
+    where = f"the environment variable {name}"
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise BasicConfigError(f"{where}, named for the basic auth users, is not set")
+    if value.startswith("data:"):
+        return _data_url(value, where), where
+    if ":" in value:  # user:hash lines; base64 holds no ':'
+        return value, where
+    try:
+        return _text(base64.b64decode(value, validate=True), where), where
+    except binascii.Error:
+        raise BasicConfigError(f"{where} holds neither user:hash lines nor base64 nor a data: URL") from None
+
+
+def _data_url(url: str, where: str) -> str:
+    header, comma, payload = url.partition(",")
+    if not comma:
+        raise BasicConfigError("a basicAuthConf data: URL needs a ',' before its content")
+    try:
+        data = base64.b64decode(payload, validate=True) if header.endswith(";base64") else unquote_to_bytes(payload)
+    except binascii.Error as exc:
+        raise BasicConfigError(f"the basicAuthConf data: URL is not valid base64: {exc}") from None
+    return _text(data, where)
 
 
 def _text(data: bytes, where: str) -> str:

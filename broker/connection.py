@@ -6,12 +6,20 @@ A malformed frame or an unknown command ends this connection only. The connectio
 framing, the handshake (CONNECT and authentication), keepalive and the dispatch table; lookups,
 producers and consumers are served by handlers of their own (``lookup_commands``,
 ``producer_commands``, ``consumer_commands``), which see it as a ``channel.Channel``.
+
+A client is held to its share (``client_limits``): until its CONNECT succeeds it may send only a
+small frame, and must send it within one keepalive interval (as Pulsar's handshake timeout); a
+connection that sends no whole frame for two intervals, trickling bytes or not, is closed. While
+more waits to be written to its socket than the high water mark, its consumers are sent nothing
+and it is not read (``read_pauses``), so a client that does not read cannot make the broker buffer
+without end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -31,13 +39,18 @@ from airflow_pulsar.client.protocol.wire import U64_MASK
 from airflow_pulsar.client.topic_name import InvalidTopicNameError
 
 from .authentication import REFRESH_CHALLENGE, AuthenticationFailed, AuthenticationService, AuthenticationSession
+from .authorization import TenantNotFoundError
 from .channel import Rejected
+from .connection_admission import ConnectionAdmission
 from .consumer_commands import ConsumerCommands
 from .lookup_commands import LookupCommands
 from .producer_commands import ProducerCommands
+from .read_pauses import PauseReason, ReadPauses
 from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError
 from .service import BrokerService, TopicNotFoundError
-from .subscription import SubscriptionError
+from .storage import LedgerFencedError
+from .subscription_rules import SubscriptionError
+from .transactions.commands import TransactionCommands
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +62,30 @@ T = BaseCommand
 class ServerConnection(asyncio.Protocol):
     """Serves one client connection."""
 
-    def __init__(self, service: BrokerService, authentication: AuthenticationService | None = None):
+    def __init__(
+        self,
+        service: BrokerService,
+        authentication: AuthenticationService | None = None,
+        admission: ConnectionAdmission | None = None,
+    ):
         self.service = service
         self.authentication = authentication
+        self._admission = admission
+        self._admitted_address: str | None = None
         self._auth: AuthenticationSession | None = None
+        self.role: str | None = None
+        limits = service.config.limits
         # Checksums are checked per SEND, which a bad one fails alone (the connection stays), as Pulsar does.
-        self.decoder = FrameDecoder(service.config.max_message_size + FRAME_OVERHEAD, verify_checksum=False)
+        # Until CONNECT succeeds a frame carries credentials at most: only a small one is read.
+        self.decoder = FrameDecoder(limits.max_handshake_frame_size, verify_checksum=False)
         self.transport: asyncio.Transport | None = None
         self.connected = False
         self.remote_address = ""
+        self._reading = ReadPauses()
         self._out: list[bytes] = []
+        self._out_size = 0
+        # Queued writes this large go to the transport at once, whose high water mark then tells.
+        self._flush_size = limits.pulsar_channel_write_buffer_high_water_mark
         self._flush_scheduled = False
         self._last_received = time.monotonic()
         self._keepalive: asyncio.TimerHandle | None = None
@@ -67,6 +94,7 @@ class ServerConnection(asyncio.Protocol):
         lookups = LookupCommands(self)
         producers = self.producer_commands = ProducerCommands(self)
         consumers = self.consumer_commands = ConsumerCommands(self)
+        transactions = TransactionCommands(self)
         self._on_send = producers.on_send
         # SEND is not in the table: _handle serves it first, with its frame.
         self._handlers: dict[int, Callable[[Any], Any]] = {
@@ -90,6 +118,11 @@ class ServerConnection(asyncio.Protocol):
             T.CONSUMER_STATS: consumers.on_consumer_stats,
             T.UNSUBSCRIBE: consumers.on_unsubscribe,
             T.CLOSE_CONSUMER: consumers.on_close_consumer,
+            T.TC_CLIENT_CONNECT_REQUEST: transactions.on_tc_client_connect,
+            T.NEW_TXN: transactions.on_new_txn,
+            T.ADD_PARTITION_TO_TXN: transactions.on_add_partition,
+            T.ADD_SUBSCRIPTION_TO_TXN: transactions.on_add_subscription,
+            T.END_TXN: transactions.on_end_txn,
         }
 
     @property
@@ -100,21 +133,37 @@ class ServerConnection(asyncio.Protocol):
     # ---- transport ----
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        """A client connected: note its address and start the keepalive."""
+        """A client connected: admit it (or refuse it, past the connection limits), note its
+        address, set its write buffer's water marks and start the keepalive."""
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.remote_address = f"{peer[0]}:{peer[1]}" if peer else "unknown"
+        limits = self.service.config.limits
+        transport.set_write_buffer_limits(
+            high=limits.pulsar_channel_write_buffer_high_water_mark, low=limits.pulsar_channel_write_buffer_low_water_mark
+        )
+        self._reading.attach(transport)
+        if self._admission is not None and peer:
+            refusal = self._admission.admit(peer[0], peer[1])
+            if refusal is not None:
+                log.info("refusing connection from %s: %s", self.remote_address, refusal)
+                # request id -1, as Pulsar refuses a connection past its limits
+                self.send(T.ERROR, request_id=U64_MASK, error=ServerError.NotAllowedError, message=refusal)
+                self.close()
+                return
+            self._admitted_address = peer[0]
         self._schedule_keepalive()
 
     def data_received(self, data: bytes) -> None:
         """Decode the frames that arrived and serve them in order."""
-        self._last_received = time.monotonic()
         try:
             frames = self.decoder.feed(data)
         except FrameError as exc:
-            self.protocol_error(f"malformed frame: {exc}")
+            self.protocol_error(f"malformed frame{'' if self.connected else ' before CONNECT'}: {exc}")
             return
+        if frames:  # a whole frame shows the client alive; bytes trickling in do not
+            self._last_received = time.monotonic()
         for frame in frames:
             if self._closed:
                 return
@@ -123,6 +172,10 @@ class ServerConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         """The client is gone: stop the timers and detach its producers and consumers."""
         self._closed = True
+        if self._admitted_address is not None:
+            assert self._admission is not None
+            self._admission.release(self._admitted_address)
+            self._admitted_address = None
         if self._keepalive is not None:
             self._keepalive.cancel()
         if self._auth is not None:
@@ -135,7 +188,10 @@ class ServerConnection(asyncio.Protocol):
         if self._closed:
             return
         self._out.append(data)
-        if not self._flush_scheduled:
+        self._out_size += len(data)
+        if self._out_size >= self._flush_size:
+            self.flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush_at_iteration_end)
 
@@ -148,6 +204,28 @@ class ServerConnection(asyncio.Protocol):
         if self._out and self.transport is not None and not self._closed:
             self.transport.write(b"".join(self._out))
         self._out.clear()
+        self._out_size = 0
+
+    # ---- flow control ----
+
+    def pause_writing(self) -> None:
+        """The transport holds more than the high water mark: send the consumers nothing and
+        read nothing more until it drains (a client that does not read is not read either)."""
+        self.consumer_commands.pause_dispatch()
+        self._reading.pause(PauseReason.OUTBOUND_BUFFER_FULL)
+
+    def resume_writing(self) -> None:
+        """The transport drained to the low water mark: read again, and dispatch."""
+        self._reading.resume(PauseReason.OUTBOUND_BUFFER_FULL)
+        self.consumer_commands.resume_dispatch()
+
+    def pause_reading(self, reason: PauseReason) -> None:
+        """Stop reading the connection for ``reason`` until :meth:`resume_reading` with it."""
+        self._reading.pause(reason)
+
+    def resume_reading(self, reason: PauseReason) -> None:
+        """``reason`` no longer holds the reading."""
+        self._reading.resume(reason)
 
     def send(self, command_type: int, **fields: Any) -> None:
         """Queue one command of ``command_type`` whose body has ``fields`` set."""
@@ -159,6 +237,13 @@ class ServerConnection(asyncio.Protocol):
             self.flush()
             self._closed = True
             self.transport.close()
+
+    def _drop(self, reason: str) -> None:
+        """Close an unresponsive connection at once, with whatever it has not read."""
+        log.info("closing connection from %s: %s", self.remote_address, reason)
+        if self.transport is not None and not self._closed:
+            self._closed = True
+            self.transport.abort()
 
     def protocol_error(self, reason: str) -> None:
         """Answer a protocol violation with an ERROR and close the connection."""
@@ -177,9 +262,12 @@ class ServerConnection(asyncio.Protocol):
 
     def _check_alive(self) -> None:
         interval = self.service.config.keepalive_seconds
+        if not self.connected:
+            # As Pulsar: the handshake must be over by the first keepalive.
+            self._drop(f"no CONNECT within {interval:g} s")
+            return
         if time.monotonic() - self._last_received > 2 * interval:
-            log.info("closing connection from %s: no traffic for %.0f s", self.remote_address, 2 * interval)
-            self.close()
+            self._drop(f"no frame for {2 * interval:g} s")
             return
         self.send(T.PING)
         self._schedule_keepalive()
@@ -224,8 +312,12 @@ class ServerConnection(asyncio.Protocol):
             self._refuse(request_id, ServerError.InvalidTopicName, exc)
         except TopicNotFoundError as exc:
             self._refuse(request_id, ServerError.TopicNotFound, exc)
+        except TenantNotFoundError as exc:  # a role that is no superuser named a missing tenant
+            self._refuse(request_id, ServerError.AuthorizationError, exc)
         except (IncompatibleSchemaError, InvalidSchemaError) as exc:
             self._refuse(request_id, ServerError.IncompatibleSchema, exc)
+        except (sqlite3.Error, LedgerFencedError) as exc:  # a write it needed failed (a full disk): the client retries
+            self._refuse(request_id, ServerError.PersistenceError, exc)
 
     def _refuse(self, request_id: int, error: int, reason: Exception) -> None:
         self.send(T.ERROR, request_id=request_id, error=error, message=str(reason))
@@ -253,7 +345,9 @@ class ServerConnection(asyncio.Protocol):
                 self._refuse_authentication(str(exc))
                 return
             log.info("%s authenticated with method %r as role %r", self.remote_address, body.auth_method_name, role.name)
+            self.role = role.name
         self.connected = True
+        self.decoder.max_frame_size = self.service.config.max_message_size + FRAME_OVERHEAD
         version = min(body.protocol_version, PROTOCOL_VERSION)
         self.send(
             T.CONNECTED,
@@ -268,9 +362,11 @@ class ServerConnection(asyncio.Protocol):
             self.protocol_error("AUTH_RESPONSE on a broker without authentication")
             return
         try:
-            self._auth.authenticate(body.response.auth_method_name, body.response.auth_data)
+            role = self._auth.authenticate(body.response.auth_method_name, body.response.auth_data)
         except AuthenticationFailed as exc:
             self._refuse_authentication(str(exc))
+            return
+        self.role = role.name
 
     def _send_auth_challenge(self, method: str) -> None:
         self.send(

@@ -34,6 +34,11 @@ class MessageSink(Protocol):
     @property
     def remote_address(self) -> str: ...
 
+    @property
+    def writable(self) -> bool:
+        """False while the connection's socket has more waiting to be written than its high water mark."""
+        ...
+
 
 class _NamedTopic(Protocol):
     @property
@@ -55,6 +60,11 @@ class ServerConsumer:
 
     Permits count messages, not entries: a batch costs its size and may drive them negative, as
     in Pulsar, so the client's next FLOW has to make up the difference first.
+
+    With ``max_unacked_messages`` set (Pulsar's maxUnackedMessagesPerConsumer, which the
+    subscription sets on Shared and Key_Shared durable subscriptions) the consumer is *blocked*
+    once it holds that many unacknowledged messages, and unblocked when acknowledgements (or a
+    redelivery) bring them to half; a blocked consumer keeps the permits it is granted meanwhile.
     """
 
     def __init__(
@@ -65,6 +75,7 @@ class ServerConsumer:
         name: str,
         priority: int = 0,
         key_shared_meta: Any = None,
+        read_compacted: bool = False,
     ):
         self.subscription = subscription
         self.sink = sink
@@ -72,6 +83,7 @@ class ServerConsumer:
         self.name = name
         self.priority = priority
         self.key_shared_meta = key_shared_meta
+        self.read_compacted = read_compacted  # it reads the topic's compacted view
         self.partition = subscription.topic.name.partition
         self.permits = 0
         self.pending: dict[int, int] = {}  # entry id -> messages in it
@@ -79,23 +91,48 @@ class ServerConsumer:
         self.msg_out = 0
         self.bytes_out = 0
         self.unacked_messages = 0
+        self.max_unacked_messages = 0  # 0: no limit
+        self.blocked = False
         self.out_rate = RateMeter()
+
+    @property
+    def available(self) -> bool:
+        """Whether the consumer may be sent an entry now: it has permits, is not blocked on its
+        unacknowledged messages, and its connection can take more."""
+        return self.permits > 0 and not self.blocked and self.sink.writable
 
     def deliver(self, entry: StoredEntry, ledger_id: int, redelivery_count: int, ack_set: list[int] | None) -> None:
         """Send one entry and charge its messages against the permits."""
-        self.permits -= entry.num_messages
         self.pending[entry.entry_id] = entry.num_messages
         self.unacked_messages += entry.num_messages
+        if self.max_unacked_messages and self.unacked_messages >= self.max_unacked_messages:
+            self.blocked = True
+        self._send(entry, ledger_id, redelivery_count, ack_set)
+
+    def forward(self, entry: StoredEntry, ledger_id: int) -> None:
+        """Send one entry that nothing keeps (a non-persistent topic's) and charge its messages
+        against the permits; it is not held for acknowledgement, as there is nothing to redeliver."""
+        self._send(entry, ledger_id, 0, None)
+
+    def _send(self, entry: StoredEntry, ledger_id: int, redelivery_count: int, ack_set: list[int] | None) -> None:
+        self.permits -= entry.num_messages
         self.msg_out += entry.num_messages
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))
         self.sink.send_message(self.consumer_id, ledger_id, self.partition, entry, redelivery_count, ack_set)
 
-    def settle(self, entry_id: int) -> None:
-        """Forget a pending entry once acknowledged or taken back for redelivery."""
-        count = self.pending.pop(entry_id, None)
-        if count is not None:
-            self.unacked_messages -= count
+    def settle(self, entry_id: int) -> int:
+        """Forget a pending entry once acknowledged or taken back for redelivery; returns the
+        messages it held (0 if it was not pending)."""
+        count = self.pending.pop(entry_id, 0)
+        self.unacked_messages -= count
+        if self.blocked and self.unacked_messages <= self.max_unacked_messages // 2:
+            self.blocked = False
+        return count
+
+    def unblock(self) -> None:
+        """Let the consumer be sent entries again whatever it holds (it asked for a redelivery, as in Pulsar)."""
+        self.blocked = False
 
     @property
     def reported_unacked(self) -> int:
@@ -118,4 +155,5 @@ class ServerConsumer:
             "connectedSince": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_since)),
             "msgRateOut": msg_rate,
             "msgThroughputOut": byte_rate,
+            "blockedConsumerOnUnackedMsgs": self.blocked,
         }

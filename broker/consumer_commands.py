@@ -30,19 +30,26 @@ from airflow_pulsar.client.protocol.wire import U64_MASK, encode_message, signed
 from airflow_pulsar.client.schema.info import SchemaType
 from airflow_pulsar.client.topic_name import TopicName
 
-from .channel import Channel, InProgress, Rejected
+from .authorization import TopicOperation
+from .channel import Channel, InProgress, Rejected, not_authorized, topic_refusal
 from .consumer import ServerConsumer
 from .ledger import Ledger
+from .non_persistent import NonPersistentSubscription, NonPersistentTopic
 from .schema_registry import schema_from_wire
 from .storage import StoredEntry
-from .subscription import SUB_TYPE_NAMES, Subscription, SubscriptionError
+from .subscription import Subscription
+from .subscription_rules import SUB_TYPE_NAMES, SubscriptionError
 from .topic import Topic
+from .topic_stats import subscription_backlog
+from .transactions.commands import acknowledge_in_transaction
 
 log = logging.getLogger(__name__)
 
 T = BaseCommand
 # Both fields of Pulsar's MessageId.latest: the position after the last entry.
 _LATEST = 0x7FFFFFFFFFFFFFFF
+# A consumer's subscription and topic, of either domain.
+Subscribed = tuple[ServerConsumer, Subscription | NonPersistentSubscription, Topic | NonPersistentTopic]
 
 
 class ConsumerCommands:
@@ -50,22 +57,31 @@ class ConsumerCommands:
 
     def __init__(self, channel: Channel):
         self.channel = channel
-        self.consumers: dict[int, tuple[ServerConsumer, Subscription, Topic]] = {}
+        self.consumers: dict[int, Subscribed] = {}
         self._in_progress = InProgress(T.SUBSCRIBE)
         # Bound once: every MESSAGE frame goes out through it.
         self._write = channel.write
+        # False while the connection's socket has more waiting than its high water mark.
+        self.writable = True
 
     @property
     def remote_address(self) -> str:
         """The client's address, for the consumer's stats."""
         return self.channel.remote_address
 
-    def _open(self, consumer_id: int) -> tuple[ServerConsumer, Subscription, Topic]:
+    def _open(self, consumer_id: int) -> Subscribed:
         """The consumer a command names, or Pulsar's refusal when this connection has none by that id."""
         found = self.consumers.get(consumer_id)
         if found is None:
             raise Rejected(ServerError.ConsumerNotFound, f"consumer {consumer_id} is not open")
         return found
+
+    def _open_persistent(self, consumer_id: int, refusal: str) -> tuple[ServerConsumer, Subscription, Topic]:
+        """The consumer a command names on a persistent topic; on a non-persistent one, ``refusal``."""
+        consumer, subscription, topic = self._open(consumer_id)
+        if not isinstance(subscription, Subscription) or not isinstance(topic, Topic):
+            raise Rejected(ServerError.NotAllowedError, refusal)
+        return consumer, subscription, topic
 
     # ---- subscribing ----
 
@@ -79,7 +95,16 @@ class ConsumerCommands:
             channel.send(T.SUCCESS, request_id=body.request_id)
             return
         name = TopicName.parse(body.topic, strict=False)
-        topic = await channel.service.get_topic(name, create=body.force_topic_creation)
+        refusal = topic_refusal(channel, name, TopicOperation.CONSUME, body.subscription)
+        if refusal is not None:
+            raise not_authorized("subscribe", refusal)
+        topic = await channel.service.open_topic(name, create=body.force_topic_creation)
+        if body.read_compacted and isinstance(topic, NonPersistentTopic):
+            raise Rejected(ServerError.NotAllowedError, "readCompacted only valid on persistent topics")  # Pulsar's words
+        if body.read_compacted and body.subType not in (CommandSubscribe.Exclusive, CommandSubscribe.Failover):
+            raise Rejected(
+                ServerError.NotAllowedError, "Read compacted can only be used with exclusive or failover persistent subscriptions"
+            )
         if body.HasField("schema"):
             schema = schema_from_wire(body.schema)
             if schema.schema_type != SchemaType.AUTO_CONSUME:  # it reads whatever the topic has
@@ -87,14 +112,22 @@ class ConsumerCommands:
         durable = body.durable
         sub_type = body.subType
         existing = topic.subscriptions.get(body.subscription)
+        subscription: Subscription | NonPersistentSubscription
         if existing is not None:
             existing.check_can_add(sub_type)
             subscription = existing
+        elif isinstance(topic, NonPersistentTopic):
+            subscription = topic.subscription(body.subscription, sub_type)
         else:
             subscription = topic.subscription(body.subscription, sub_type, durable, _start_entry(topic.ledger, body))
-        saved = subscription.persist() if durable else None
+        # Only a new subscription is saved: a consumer rejoins an existing one while writes fail.
+        saved = subscription.persist() if durable and existing is None else None
         if saved is not None:
-            await saved
+            try:
+                await saved
+            except Exception:
+                topic.subscriptions.pop(body.subscription, None)  # not stored: not created
+                raise
         if channel.closed:
             return
         if subscription.consumers:
@@ -106,6 +139,7 @@ class ConsumerCommands:
             body.consumer_name or f"consumer-{body.consumer_id}",
             body.priority_level,
             body.keySharedMeta if body.HasField("keySharedMeta") else None,
+            body.read_compacted,
         )
         self.consumers[body.consumer_id] = (consumer, subscription, topic)
         channel.send(T.SUCCESS, request_id=body.request_id)
@@ -128,6 +162,13 @@ class ConsumerCommands:
         except Rejected as exc:
             if has_request:
                 self._ack_response(body, exc.error, str(exc))
+            return
+        if not isinstance(subscription, Subscription):  # a non-persistent topic's: nothing to acknowledge
+            if has_request:
+                self._ack_response(body)
+            return
+        if body.HasField("txnid_most_bits"):
+            self._ack_in_transaction(body, subscription)
             return
         ledger = subscription.ledger
         ledger_id = ledger.ledger_id
@@ -159,6 +200,21 @@ class ConsumerCommands:
             else:
                 saved.add_done_callback(lambda f: self._ack_response(body, *_storage_error(f)))
 
+    def _ack_in_transaction(self, body: CommandAck, subscription: Subscription) -> None:
+        """An ACK in a transaction: held by the subscription's pending acknowledgements, answered once saved."""
+        try:
+            saved = acknowledge_in_transaction(self.channel, subscription, body)
+        except Rejected as exc:
+            self._ack_response(body, exc.error, str(exc))
+            return
+        except SubscriptionError as exc:
+            self._ack_response(body, ServerError.Value(exc.code), str(exc))
+            return
+        if saved is None:
+            self._ack_response(body)
+        else:
+            asyncio.ensure_future(saved).add_done_callback(lambda f: self._ack_response(body, *_storage_error(f)))
+
     def _ack_response(self, body: CommandAck, error: int | None = None, message: str | None = None) -> None:
         self.channel.send(
             T.ACK_RESPONSE, consumer_id=body.consumer_id, request_id=body.request_id, error=error, message=message
@@ -170,12 +226,19 @@ class ConsumerCommands:
         if found is None:
             return
         consumer, subscription, _ = found
-        ids = sorted({signed64(m.entryId) for m in body.message_ids if m.ledgerId == subscription.ledger.ledger_id})
-        subscription.redeliver(consumer, ids if body.message_ids else None)
+        if isinstance(subscription, Subscription):
+            ledger_id = subscription.ledger.ledger_id
+            ids = sorted({signed64(m.entryId) for m in body.message_ids if m.ledgerId == ledger_id})
+            subscription.redeliver(consumer, ids if body.message_ids else None)
 
     async def on_seek(self, body: CommandSeek) -> None:
-        """SEEK: move the subscription's cursor to a message id or a publish time."""
-        _, subscription, topic = self._open(body.consumer_id)
+        """SEEK: move the subscription's cursor to a message id or a publish time; on a
+        non-persistent topic, which keeps nothing to go back to, it succeeds doing nothing (as Pulsar)."""
+        _, any_subscription, _ = self._open(body.consumer_id)
+        if not isinstance(any_subscription, Subscription):
+            self.channel.send(T.SUCCESS, request_id=body.request_id)
+            return
+        _, subscription, topic = self._open_persistent(body.consumer_id, "")
         ledger = subscription.ledger
         if body.HasField("message_publish_time"):
             entry = ledger.entry_at_or_after(body.message_publish_time)
@@ -196,12 +259,17 @@ class ConsumerCommands:
 
     def on_get_last_message_id(self, body: CommandGetLastMessageId) -> None:
         """GET_LAST_MESSAGE_ID: the topic's last message id and the subscription's mark-delete."""
-        _, subscription, topic = self._open(body.consumer_id)
+        _, subscription, topic = self._open_persistent(
+            body.consumer_id,
+            "getLastMessageId is not supported on non-persistent topic",  # Pulsar's words
+        )
         ledger = topic.ledger
         partition = topic.name.partition
-        size = topic.last_entry_batch_size()
-        # As Pulsar: the last index of a batch (clients compare batch indexes), -1 otherwise.
-        last = _message_id(ledger.ledger_id, ledger.last_entry_id, partition, size - 1 if size > 1 else -1)
+        # As Pulsar: the last entry a reader may be given (not past an open transaction, nor a
+        # marker or an aborted entry), with the last index of a batch (clients compare batch indexes).
+        last_entry = topic.transactions.last_dispatchable_entry()
+        size = ledger.entry_messages(last_entry) if last_entry >= 0 else 0
+        last = _message_id(ledger.ledger_id, last_entry, partition, size - 1 if size > 1 else -1)
         mark_delete = _message_id(ledger.ledger_id, subscription.cursor.mark_delete, partition)
         self.channel.send(
             T.GET_LAST_MESSAGE_ID_RESPONSE,
@@ -230,12 +298,12 @@ class ConsumerCommands:
             # Permits run below zero when a batch outgrows them; the wire field is unsigned.
             availablePermits=max(consumer.permits, 0),
             unackedMessages=consumer.reported_unacked,
-            blockedConsumerOnUnackedMsgs=False,
+            blockedConsumerOnUnackedMsgs=consumer.blocked,
             address=self.channel.remote_address,
             connectedSince=stats["connectedSince"],
             type=SUB_TYPE_NAMES.get(subscription.sub_type, "Exclusive"),
             msgRateExpired=0.0,
-            msgBacklog=subscription.backlog()[0],
+            msgBacklog=(subscription_backlog(subscription) if isinstance(subscription, Subscription) else subscription.backlog())[0],
         )
 
     # ---- leaving ----
@@ -300,6 +368,18 @@ class ConsumerCommands:
         """Write the MESSAGEs queued so far now: a read block leaves as it is dispatched."""
         self.channel.flush()
 
+    def pause_dispatch(self) -> None:
+        """The connection's socket is backed up: its consumers are sent nothing until it drains."""
+        self.writable = False
+
+    def resume_dispatch(self) -> None:
+        """The socket drained: dispatch again to every subscription with a consumer here (a
+        non-persistent one has nothing waiting: what came meanwhile was dropped)."""
+        self.writable = True
+        for subscription in {id(s): s for _, s, _ in self.consumers.values()}.values():
+            if isinstance(subscription, Subscription):
+                subscription.dispatch()
+
     def close_consumer(self, consumer_id: int) -> None:
         """The broker closes a consumer (seek, unsubscribe by another): tell the client."""
         found = self.consumers.pop(consumer_id, None)
@@ -312,9 +392,9 @@ class ConsumerCommands:
         self.channel.send(T.ACTIVE_CONSUMER_CHANGE, consumer_id=consumer_id, is_active=is_active)
 
 
-def _detach(consumer: ServerConsumer, subscription: Subscription, topic: Topic) -> None:
+def _detach(consumer: ServerConsumer, subscription: Subscription | NonPersistentSubscription, topic: Topic | NonPersistentTopic) -> None:
     subscription.remove_consumer(consumer)
-    if not subscription.cursor.durable and not subscription.consumers:
+    if isinstance(subscription, Subscription) and not subscription.cursor.durable and not subscription.consumers:
         # A reader's subscription lives only as long as its consumer.
         topic.remove_subscription(subscription.name)
 

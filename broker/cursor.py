@@ -103,3 +103,14 @@ class Cursor:
         while self.mark_delete + 1 in acked:
             self.mark_delete += 1
             acked.discard(self.mark_delete)
+
+
+def estimated_backlog_size(total_bytes: int, entries: int, mark_delete: int) -> int:
+    """Pulsar's ``backlogSize`` of a cursor on a one-ledger topic: the ledger's bytes less those
+    consumed up to the mark-delete, reckoned at the ledger's average entry size (exact only once
+    everything is consumed); individual acks above the mark-delete do not count."""
+    if entries <= 0 or mark_delete < 0:
+        return total_bytes
+    if mark_delete + 1 >= entries:
+        return 0
+    return total_bytes - (mark_delete + 1) * (total_bytes // entries)

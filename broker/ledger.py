@@ -1,6 +1,10 @@
 """A topic partition's entry log: appends, reads through a tail cache, and message counting.
 
-Entry ids are dense from 0. Alongside the entries the ledger keeps prefix sums of message counts
+Entry ids are dense from 0, a failed commit notwithstanding: once an entry fails, the ledger is
+*fenced* (as Pulsar fences a topic whose BookKeeper write failed): it takes no new entry, the
+storage refuses its entries still queued, and when every entry in flight has settled the next entry
+id goes back to just after the last committed one. Alongside the entries the ledger keeps prefix
+sums of message counts
 and sizes, so the backlog between any two positions is two lookups. The message prefix sums are
 also each entry's *broker entry index* (PIP-90), rebuilt from the stored counts at every start.
 """
@@ -16,10 +20,14 @@ from collections.abc import Callable
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BrokerEntryMetadata
 from airflow_pulsar.client.protocol.wire import tag
 
-from .storage import Commit, Storage, StoredEntry
+from .commit import Commit
+from .storage import Storage, StoredEntry
 
 # Tail entries kept in memory so consumers that keep up never touch the database.
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+# What the cache holds for an entry besides its data (the tuple, its numbers, the dict slot),
+# counted with it: a flood of tiny entries must not hold many times the cache's bytes.
+CACHED_ENTRY_OVERHEAD = 256
 # Pulsar keeps more of an entry than the producer's [metadata size][metadata][payload]: the
 # checksum header (magic and CRC32C) it arrived with and, with the index interceptor, the broker
 # entry metadata ([magic][u32 size][BrokerEntryMetadata{index}]). Its byte counts (storageSize,
@@ -56,7 +64,7 @@ class Ledger:
         self._cum_messages = array("q", [0])
         self._cum_bytes = array("q", [0])
         for entry_id, num_messages, size in index:
-            # A failed commit can leave a hole; it counts as an empty entry.
+            # A database written before fencing may have a hole left by a failed commit: an empty entry.
             while len(self._cum_messages) <= entry_id:
                 self._push_index(0, 0)
             self._push_index(num_messages, size)
@@ -70,6 +78,11 @@ class Ledger:
         # Called once per committed group of entries (from the event loop), not once per entry.
         self.on_committed: list[Callable[[], None]] = []
         self._notify_scheduled = False
+        # Entries appended and not yet settled; while fenced, appends are refused.
+        self._in_flight = 0
+        self.fenced = False
+        # Called when the ledger takes entries again after a failed commit.
+        self.on_unfenced: list[Callable[[], None]] = []
 
     def _push_index(self, num_messages: int, size: int) -> None:
         """Count one more entry: ``size`` is its data's length (0 with no messages: a hole)."""
@@ -117,7 +130,10 @@ class Ledger:
         return self._cum_messages[entry_id + 1] - self._cum_messages[entry_id]
 
     def append(self, entry: StoredEntry, producer_name: str | None, sequence_id: int | None) -> Commit:
-        """Assign the next entry id to ``entry`` and queue it; the Commit finishes when committed."""
+        """Assign the next entry id to ``entry`` and queue it; the Commit finishes when committed.
+        The caller checks :attr:`fenced` first: a fenced ledger takes no entry."""
+        assert not self.fenced, "append to a fenced ledger"
+        self._in_flight += 1
         entry.entry_id = self.next_entry_id
         self.next_entry_id += 1
         commit = self.storage.append(self.ledger_id, entry, producer_name, sequence_id)
@@ -125,21 +141,32 @@ class Ledger:
         return commit
 
     def _committed(self, entry: StoredEntry, commit: Commit) -> None:
+        self._in_flight -= 1
         if commit.exception() is not None:
-            self._push_index(0, 0)
+            self.fenced = True
+            if not self._in_flight:
+                self._unfence()
             return
         self._push_index(entry.num_messages, len(entry.data))
         self._cache[entry.entry_id] = (
             entry.entry_id, entry.publish_time, entry.num_messages, entry.checksum, entry.sticky_key, entry.data
         )
-        self._cache_size += len(entry.data)
+        self._cache_size += len(entry.data) + CACHED_ENTRY_OVERHEAD
         while self._cache_size > self.cache_bytes and self._cache:
             oldest = next(iter(self._cache))
-            self._cache_size -= len(self._cache.pop(oldest)[5])
+            self._cache_size -= len(self._cache.pop(oldest)[5]) + CACHED_ENTRY_OVERHEAD
         if not self._notify_scheduled:
             # After the rest of the group: one dispatch then serves every entry in it.
             self._notify_scheduled = True
             asyncio.get_running_loop().call_soon(self._notify)
+
+    def _unfence(self) -> None:
+        # Every later entry failed too (the storage refused them): reuse their ids, leaving no hole.
+        self.next_entry_id = self.last_entry_id + 1
+        self.storage.unfence(self.ledger_id)
+        self.fenced = False
+        for listener in self.on_unfenced:
+            listener()
 
     def _notify(self) -> None:
         self._notify_scheduled = False
@@ -152,11 +179,8 @@ class Ledger:
         if last < first:
             return []
         cache = self._cache
-        if first in cache and last in cache:
-            try:
-                return [StoredEntry(*cache[e]) for e in range(first, last + 1)]
-            except KeyError:  # a hole left by a failed commit
-                pass
+        if first in cache and last in cache:  # the cache holds a run of consecutive entries
+            return [StoredEntry(*cache[e]) for e in range(first, last + 1)]
         return self.storage.read_entries(self.ledger_id, first, last, limit)
 
     def entry_at_or_after(self, publish_time: int) -> int:

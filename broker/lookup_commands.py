@@ -17,13 +17,13 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
 from airflow_pulsar.client.schema.info import SchemaType
 from airflow_pulsar.client.topic_name import InvalidTopicNameError, TopicName
 
-from .channel import Channel, Rejected
+from .authorization import NamespaceOperation, TenantNotFoundError, TopicOperation
+from .channel import Channel, Rejected, not_authorized, topic_refusal
 from .schema_compatibility import IncompatibleSchemaError, InvalidSchemaError
 from .schema_registry import schema_from_wire, schema_id, schema_to_wire, version_bytes, version_from_bytes
 from .service import TopicNotFoundError
 
 T = BaseCommand
-NON_PERSISTENT_REFUSED = "the embedded broker keeps every topic persistent; non-persistent topics are not served"
 
 
 class LookupCommands:
@@ -35,18 +35,29 @@ class LookupCommands:
     def _topic_or_refuse(
         self, body: CommandLookupTopic | CommandPartitionedTopicMetadata, response_type: int, failed: int
     ) -> TopicName | None:
-        """Parse a lookup's topic; a bad name, or one in a namespace that does not exist, is
-        answered in the response's own error fields, which is where the official client looks for
-        it (not in an ERROR frame)."""
+        """Parse a lookup's topic and authorize it (as Pulsar, before looking for its namespace);
+        a bad name, a refusal, or a namespace that does not exist is answered in the response's
+        own error fields, which is where the official client looks for it (not in an ERROR frame)."""
+        lookup = response_type == T.LOOKUP_RESPONSE
+        error: int
         try:
             name = TopicName.parse(body.topic, strict=False)
+            refusal = topic_refusal(self.channel, name, TopicOperation.LOOKUP)
+            if refusal is not None:
+                raise not_authorized("Lookup" if lookup else "Get Partition Metadata", refusal)
             self.channel.service.check_namespace(name)
-            if name.persistent:
-                return name
-            # Refused for good (clients do not retry NotAllowedError), where Pulsar serves them.
-            error, message = ServerError.NotAllowedError, f"{NON_PERSISTENT_REFUSED}: {name}"
+            return name
         except InvalidTopicNameError as exc:
             error, message = ServerError.InvalidTopicName, str(exc)
+        except Rejected as exc:
+            error, message = exc.error, str(exc)
+        except TenantNotFoundError:
+            # Pulsar's answers when a role that is no superuser names a tenant that does not exist.
+            if lookup:
+                error = ServerError.AuthorizationError
+                message = f"Exception occurred while trying to authorize lookup: the tenant of {name} does not exist"
+            else:
+                error, message = ServerError.TopicNotFound, f"Tenant or namespace or topic does not exist: {name.namespace_name}"
         except TopicNotFoundError as exc:
             error, message = ServerError.TopicNotFound, str(exc)
         self.channel.send(response_type, request_id=body.request_id, response=failed, error=error, message=message)
@@ -93,12 +104,28 @@ class LookupCommands:
         )
 
     def on_get_topics_of_namespace(self, body: CommandGetTopicsOfNamespace) -> None:
-        """GET_TOPICS_OF_NAMESPACE: the namespace's topics; there are no non-persistent ones."""
+        """GET_TOPICS_OF_NAMESPACE: the namespace's topics of the mode's domains (the non-persistent
+        ones a client has used since the broker started, as Pulsar lists those loaded). With
+        authorization, a role that is no tenant admin needs produce or consume on the namespace."""
+        channel = self.channel
+        authorizer = channel.service.authorization
+        if authorizer is not None and channel.role is not None:
+            try:
+                refusal = authorizer.namespace_refusal(channel.role, body.namespace, NamespaceOperation.GET_TOPICS)
+            except TenantNotFoundError:
+                raise Rejected(
+                    ServerError.AuthorizationError,
+                    f"Exception occurred while trying to authorize GetTopicsOfNamespace: the tenant of {body.namespace} does not exist",
+                ) from None
+            if refusal is not None:
+                raise not_authorized("GetTopicsOfNamespace", refusal)
         tenant, _, namespace = body.namespace.partition("/")
-        topics = self.channel.service.list_topics(tenant, namespace)
-        if body.mode == CommandGetTopicsOfNamespace.NON_PERSISTENT:
-            topics = []
-        self.channel.send(T.GET_TOPICS_OF_NAMESPACE_RESPONSE, request_id=body.request_id, topics=topics, filtered=False)
+        service = channel.service
+        modes = CommandGetTopicsOfNamespace
+        topics = service.list_topics(tenant, namespace) if body.mode in (modes.PERSISTENT, modes.ALL) else []
+        if body.mode in (modes.NON_PERSISTENT, modes.ALL):
+            topics += service.list_non_persistent_topics(tenant, namespace)
+        channel.send(T.GET_TOPICS_OF_NAMESPACE_RESPONSE, request_id=body.request_id, topics=topics, filtered=False)
 
     def on_get_schema(self, body: CommandGetSchema) -> None:
         """GET_SCHEMA: a version of the topic's schema, or without one the newest (as with Pulsar,
@@ -143,7 +170,7 @@ class LookupCommands:
         version = b""
         try:
             name = TopicName.parse(body.topic, strict=False)
-            if str(name) in service.topics:
+            if str(name) in service.topics or str(name) in service.non_persistent:
                 schema = schema_from_wire(body.schema)
                 if schema.schema_type != SchemaType.NONE:
                     version = version_bytes(await service.add_schema(name, schema))

@@ -22,6 +22,8 @@ __all__ = ["AUTO_UPDATE_SCHEMA", "DEDUPLICATION", "NAMESPACE_SCHEMA_STRATEGY", "
 
 # Pulsar's field name, in namespace and topic policies alike.
 DEDUPLICATION = "deduplicationEnabled"
+# Pulsar's Policies.compaction_threshold: bytes a topic may grow by before it is compacted.
+COMPACTION_THRESHOLD = "compaction_threshold"
 # Pulsar's field names of the schema compatibility strategy: in a namespace's Policies, in TopicPolicies.
 NAMESPACE_SCHEMA_STRATEGY = "schema_compatibility_strategy"
 TOPIC_SCHEMA_STRATEGY = "schemaCompatibilityStrategy"

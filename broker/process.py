@@ -37,13 +37,14 @@ class BrokerProcess:
 
     def start(self) -> BrokerProcess:
         """Start and wait for the ready line."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         args = [
             sys.executable, "-m", "airflow_pulsar.broker",
             "--host", "127.0.0.1", "--port", str(self.port), "--http-port", str(self.http_port),
             "--data-dir", str(self.data_dir), *self.extra_args,
         ]
-        with open(self.log_path, "a") as log:  # the child keeps its own copy of the descriptor
+        # The child keeps its own copy of the descriptor; the log stays private as the data dir is.
+        with open(os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as log:
             self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # "" if the broker exits instead

@@ -2,7 +2,9 @@
 first), SEND and CLOSE_PRODUCER.
 
 A SEND whose checksum fails is answered with a SEND_ERROR and the connection carries on, as
-with Pulsar; so is a SEND for a producer this connection does not have open.
+with Pulsar; so is a SEND for a producer this connection does not have open. As Pulsar's
+``maxPendingPublishRequestsPerConnection``, once that many SENDs await their receipts the
+connection is not read until half of them are answered.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from airflow_pulsar.client.protocol.checksum import crc32c
+from airflow_pulsar.client.protocol import checksum
 from airflow_pulsar.client.protocol.frames import Frame, FrameError, encode_command
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     BaseCommand,
@@ -22,9 +24,14 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
 from airflow_pulsar.client.protocol.wire import U64_MASK, encode_send_receipt, signed64
 from airflow_pulsar.client.topic_name import TopicName
 
-from .channel import Channel, InProgress
+from .authorization import TopicOperation
+from .channel import Channel, InProgress, Rejected, not_authorized, topic_refusal
+from .non_persistent import NonPersistentTopic
+from .producer_access import ServerProducer
+from .read_pauses import PauseReason
 from .schema_registry import schema_from_wire, version_bytes
-from .topic import ServerProducer, Topic
+from .topic import Topic
+from .transactions.commands import open_transaction
 
 T = BaseCommand
 
@@ -34,8 +41,11 @@ class ProducerCommands:
 
     def __init__(self, channel: Channel):
         self.channel = channel
-        self.producers: dict[int, tuple[ServerProducer, Topic]] = {}
+        self.producers: dict[int, tuple[ServerProducer, Topic | NonPersistentTopic]] = {}
         self._in_progress = InProgress(T.PRODUCER)
+        self._pending_sends = 0
+        self._max_pending_sends = channel.service.config.limits.max_pending_publish_requests_per_connection
+        self._holding_reads = False
 
     @property
     def remote_address(self) -> str:
@@ -59,7 +69,14 @@ class ProducerCommands:
             )
             return
         name = TopicName.parse(body.topic, strict=False)
-        topic = await channel.service.get_topic(name)
+        # As Pulsar: produce permission, and consume permission for a subscription the producer creates.
+        refusal = topic_refusal(channel, name, TopicOperation.PRODUCE)
+        if refusal is None and body.initial_subscription_name:
+            refusal = topic_refusal(channel, name, TopicOperation.SUBSCRIBE, body.initial_subscription_name)
+        if refusal is not None:
+            raise not_authorized("Produce", refusal)
+        topic = await channel.service.open_topic(name)
+        topic.check_producer_room()  # as Pulsar: before the schema, which a refused producer would not need
         # As Pulsar: the schema is registered (or refused) before the producer joins the topic.
         schema_version = b""
         if body.HasField("schema"):
@@ -112,13 +129,24 @@ class ProducerCommands:
             self._send_error(producer_id, sequence_id, ServerError.NotAllowedError, message)
             return
         producer, topic = entry
-        if crc32c(frame.entry) != frame.checksum:
+        if checksum.crc32c(frame.entry) != frame.checksum:
             self._send_error(producer_id, sequence_id, ServerError.ChecksumError, "Checksum failed on the broker")
             return
         highest = body.highest_sequence_id if body.HasField("highest_sequence_id") else sequence_id
+        txn = None
+        if body.HasField("txnid_most_bits"):
+            if not isinstance(topic, Topic):
+                self._send_error(producer_id, sequence_id, ServerError.NotAllowedError, "transactions need a persistent topic")
+                return
+            try:
+                txn = open_transaction(self.channel, body.txnid_most_bits, body.txnid_least_bits)
+            except Rejected as exc:
+                self._send_error(producer_id, sequence_id, exc.error, str(exc))
+                return
         write = self.channel.write
 
         def done(position: tuple[int, int] | None, error: BaseException | None) -> None:
+            self._send_answered()
             if position is None:
                 message = f"could not store the entry: {error}"
                 self._send_error(producer_id, sequence_id, ServerError.PersistenceError, message)
@@ -126,11 +154,28 @@ class ProducerCommands:
             # A duplicate's (-1, -1) wraps: the fields are uint64.
             write(encode_command(encode_send_receipt(producer_id, sequence_id, position[0], position[1], highest)))
 
+        self._pending_sends += 1
+        if self._pending_sends >= self._max_pending_sends and not self._holding_reads:
+            self._holding_reads = True
+            self.channel.pause_reading(PauseReason.PENDING_PUBLISHES)
         try:
             # Sequence ids are Java longs in Pulsar: dedup and storage take them signed (the receipt echoes them as sent).
-            topic.publish(producer, signed64(sequence_id), signed64(highest), body.num_messages, frame.checksum, frame.entry, done)
+            if txn is None:
+                topic.publish(producer, signed64(sequence_id), signed64(highest), body.num_messages, frame.checksum, frame.entry, done)
+            else:
+                assert isinstance(topic, Topic)
+                topic.publish(
+                    producer, signed64(sequence_id), signed64(highest), body.num_messages, frame.checksum, frame.entry, done, txn
+                )
         except FrameError as exc:
+            self._send_answered()
             self._send_error(producer_id, sequence_id, ServerError.UnknownError, f"malformed message: {exc}")
+
+    def _send_answered(self) -> None:
+        self._pending_sends -= 1
+        if self._holding_reads and self._pending_sends <= self._max_pending_sends // 2:
+            self._holding_reads = False
+            self.channel.resume_reading(PauseReason.PENDING_PUBLISHES)
 
     def _send_error(self, producer_id: int, sequence_id: int, error: int, message: str) -> None:
         self.channel.send(T.SEND_ERROR, producer_id=producer_id, sequence_id=sequence_id, error=error, message=message)

@@ -18,7 +18,8 @@ _POINTS_PER_CONSUMER = 100
 
 
 class ConsumerSelector(Protocol):
-    """Chooses the consumer for an entry, or None when no suitable consumer has permits."""
+    """Chooses the consumer for an entry, or None when no suitable consumer is available (has
+    permits, is not blocked on unacknowledged messages, and its connection keeps up)."""
 
     consumers: list[ServerConsumer]
 
@@ -76,11 +77,11 @@ class SingleActiveSelector:
 
     def pick(self, entry: StoredEntry) -> ServerConsumer | None:
         active = self.active
-        return active if active is not None and active.permits > 0 else None
+        return active if active is not None and active.available else None
 
 
 class RoundRobinSelector:
-    """Shared: entries rotate over the consumers with permits, highest priority level first."""
+    """Shared: entries rotate over the available consumers, highest priority level first."""
 
     def __init__(self) -> None:
         self.consumers: list[ServerConsumer] = []
@@ -98,7 +99,7 @@ class RoundRobinSelector:
         best: ServerConsumer | None = None
         for step in range(count):
             candidate = consumers[(self._next + step) % count]
-            if candidate.permits > 0 and (best is None or candidate.priority < best.priority):
+            if candidate.available and (best is None or candidate.priority < best.priority):
                 best = candidate
                 if candidate.priority == 0:
                     break
@@ -153,7 +154,7 @@ class KeySharedSelector:
 
     def pick(self, entry: StoredEntry) -> ServerConsumer | None:
         owner = self.owner(entry.sticky_key)
-        return owner if owner is not None and owner.permits > 0 else None
+        return owner if owner is not None and owner.available else None
 
 
 def selector_for(sub_type: int, topic: str, partition: int) -> ConsumerSelector:

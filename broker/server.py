@@ -20,6 +20,8 @@ from .admin_http import AdminApi
 from .authentication_config import authentication_service, trust_client_certificates
 from .config import BrokerConfig, ConfigError, add_arguments, from_arguments
 from .connection import ServerConnection
+from .connection_admission import ConnectionAdmission
+from .loopback import exposure_warning
 from .service import BrokerService
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,9 @@ READY_PREFIX = f"{PROG} ready:"
 # keeps many objects alive (entry caches, sends awaiting their group commit), and at the default
 # the collector kept walking them: unbatched publishing ran at ~24k msg/s, ~50k at this threshold.
 _GC_YOUNG_THRESHOLD = 20_000
+# Connections waiting to be accepted (asyncio's default: 100). A burst beyond it, such as a
+# thousand clients starting at once, had their SYNs dropped and retried a second later.
+_ACCEPT_BACKLOG = 1024
 
 
 class StandaloneBroker:
@@ -45,6 +50,8 @@ class StandaloneBroker:
         self._runner: web.AppRunner | None = None
         # Weak: a closed connection must not stay alive here (one leaked per client otherwise).
         self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
+        limits = config.limits
+        self._admission = ConnectionAdmission(limits.broker_max_connections, limits.broker_max_connections_per_ip)
 
     async def start(self) -> None:
         """Load storage, bind both ports, and fill in the service and web URLs."""
@@ -53,7 +60,7 @@ class StandaloneBroker:
         try:
             with _port_taken_is_config_error("--port", self.config.port, "binary protocol"):
                 self._server = await loop.create_server(
-                    self._new_connection, self.config.host, self.config.port, ssl=self.tls_context
+                    self._new_connection, self.config.host, self.config.port, ssl=self.tls_context, backlog=_ACCEPT_BACKLOG
                 )
             self._runner = web.AppRunner(AdminApi(self.service, self.authentication).app, access_log=None)
             await self._runner.setup()
@@ -68,9 +75,12 @@ class StandaloneBroker:
         tls = self.tls_context is not None
         self.service.service_url = f"{'pulsar+ssl' if tls else 'pulsar'}://{self.config.host}:{port}"
         self.service.web_service_url = f"{'https' if tls else 'http'}://{self.config.host}:{http_port}"
+        warning = exposure_warning(self.config.host, port, http_port, authenticated=self.authentication is not None)
+        if warning is not None:
+            log.warning(warning)
 
     def _new_connection(self) -> ServerConnection:
-        connection = ServerConnection(self.service, self.authentication)
+        connection = ServerConnection(self.service, self.authentication, self._admission)
         self._connections.add(connection)
         return connection
 

@@ -24,62 +24,17 @@ from typing import Any
 
 from airflow_pulsar.client.protocol.wire import signed64
 
+from .commit import Commit
+from .data_dir import make_private_file
+from .storage_faults import StorageFaultSwitch
+from .storage_schema import create_schema
+
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS topics (
-    name TEXT PRIMARY KEY,
-    ledger_id INTEGER NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS partitioned_topics (
-    name TEXT PRIMARY KEY,
-    partitions INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS entries (
-    ledger_id INTEGER NOT NULL,
-    entry_id INTEGER NOT NULL,
-    publish_time INTEGER NOT NULL,
-    num_messages INTEGER NOT NULL,
-    checksum INTEGER NOT NULL,
-    producer_name TEXT,
-    sequence_id INTEGER,
-    sticky_key BLOB,
-    data BLOB NOT NULL,
-    PRIMARY KEY (ledger_id, entry_id)
-);
-CREATE TABLE IF NOT EXISTS cursors (
-    ledger_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    state TEXT NOT NULL,
-    PRIMARY KEY (ledger_id, name)
-);
-CREATE TABLE IF NOT EXISTS namespaces (
-    name TEXT PRIMARY KEY,
-    policies TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS topic_policies (
-    name TEXT PRIMARY KEY,
-    policies TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tenants (
-    name TEXT PRIMARY KEY,
-    info TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS schemas (
-    schema_id TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    type INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    properties TEXT NOT NULL,
-    timestamp INTEGER NOT NULL,
-    deleted INTEGER NOT NULL,
-    PRIMARY KEY (schema_id, version)
-);
-"""
 
 _INSERT_ENTRY = (
     "INSERT INTO entries (ledger_id, entry_id, publish_time, num_messages, checksum, producer_name,"
-    " sequence_id, sticky_key, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " sequence_id, sticky_key, data, txn_most, txn_least, marker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Entries go in many rows per statement: the sqlite3 module lets go of the GIL around every
 # statement step, and one step per row would hand the GIL to and fro with the event loop for
@@ -94,7 +49,9 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 class StoredEntry:
     """One entry (a single message or a whole batch) as kept on disk.
 
-    ``data`` is the checksum-covered region ``[u32 metadata size][metadata][payload]``.
+    ``data`` is the checksum-covered region ``[u32 metadata size][metadata][payload]``. ``txn``:
+    the (most, least) bits of the transaction it was sent in; ``marker``: the marker type of a
+    transaction's commit or abort marker. Both are set when it is stored, not when it is read back.
     """
 
     entry_id: int
@@ -103,46 +60,11 @@ class StoredEntry:
     checksum: int
     sticky_key: bytes | None
     data: bytes
+    txn: tuple[int, int] | None = None
+    marker: int | None = None
 
 
 Done = Callable[[BaseException | None], None]
-
-
-class Commit:
-    """The completion of one appended entry: the future-like part of it the broker uses.
-
-    Callbacks run on the event loop once the entry's group is committed (or failed), in the
-    order they were added; one added after that runs at once.
-    """
-
-    __slots__ = ("_done", "_error", "_callbacks")
-
-    def __init__(self) -> None:
-        self._done = False
-        self._error: BaseException | None = None
-        self._callbacks: list[Callable[[Commit], None]] = []
-
-    def done(self) -> bool:
-        """Whether the commit has finished, well or not."""
-        return self._done
-
-    def exception(self) -> BaseException | None:
-        """The storage error that failed the entry, if any."""
-        return self._error
-
-    def add_done_callback(self, callback: Callable[[Commit], None]) -> None:
-        """Call ``callback(commit)`` once finished."""
-        if self._done:
-            callback(self)
-        else:
-            self._callbacks.append(callback)
-
-    def finish(self, error: BaseException | None) -> None:
-        """Record the outcome and run the callbacks (the storage calls it on the event loop)."""
-        self._done, self._error = True, error
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback(self)
 
 
 @dataclass(slots=True)
@@ -152,15 +74,37 @@ class _Write:
     done: list[Done]
 
 
-class Storage:
-    """The broker's database: topics, entries and cursors."""
+class LedgerFencedError(Exception):
+    """An entry refused without being written: an earlier entry of its ledger failed to commit, and
+    the ledger takes no entry until it has settled every one in flight (see :meth:`Storage.unfence`)."""
 
-    def __init__(self, data_dir: str | Path, *, fsync: bool = True):
+
+class Storage:
+    """The broker's database: topics, entries and cursors.
+
+    ``max_bytes`` caps the database (SQLite's max_page_count): past it, commits fail as on a full
+    disk. ``faults`` is the test-only switch of injected failures (:mod:`.storage_faults`).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        fsync: bool = True,
+        max_bytes: int | None = None,
+        faults: StorageFaultSwitch | None = None,
+    ):
         self.path = Path(data_dir) / "broker.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_file(self.path)
+        for suffix in ("-wal", "-shm"):  # SQLite creates these with the database file's mode
+            companion = self.path.with_name(self.path.name + suffix)
+            if companion.exists():  # left by an earlier run, maybe wider
+                make_private_file(companion)
         self.fsync = fsync
+        self.max_bytes = max_bytes
+        self._faults = faults
         self._reader = self._connect()
-        self._reader.executescript(_SCHEMA)
+        create_schema(self._reader)
         self._queue: list[_Write] = []
         # Cursor states coalesce: only the newest state of a cursor needs writing.
         self._cursor_writes: dict[tuple[int, str], _Write] = {}
@@ -168,6 +112,9 @@ class Storage:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._closing = False
+        # Ledgers with a failed entry: later entries of theirs are refused, not written after a
+        # gap (each a prefix of entries, in order), until their ledger unfences them.
+        self._fenced_ledgers: set[int] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -176,6 +123,9 @@ class Storage:
         conn.execute("PRAGMA journal_mode=WAL")
         # FULL syncs the WAL on every commit; with group commit that is one fsync per group.
         conn.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
+        if self.max_bytes is not None:
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            conn.execute(f"PRAGMA max_page_count={max(1, self.max_bytes // page_size)}")
         return conn
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -246,6 +196,19 @@ class Storage:
         )
         return dict(rows)
 
+    def load_transaction_entries(self, ledger_id: int) -> list[tuple[int, int, int, int | None]]:
+        """(entry id, txn most bits, txn least bits, marker type or None) of every entry of a ledger
+        sent in a transaction or marking one's end, in order."""
+        return self._reader.execute(
+            "SELECT entry_id, txn_most, txn_least, marker FROM entries WHERE ledger_id = ? AND txn_most IS NOT NULL"
+            " ORDER BY entry_id",
+            (ledger_id,),
+        ).fetchall()
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of a read (on the caller's thread), for a part of the broker that owns its table."""
+        return self._reader.execute(sql, params).fetchall()
+
     def read_entries(self, ledger_id: int, first: int, last: int, limit: int) -> list[StoredEntry]:
         """Up to ``limit`` entries with ids in ``[first, last]``, in order."""
         rows = self._reader.execute(
@@ -284,6 +247,8 @@ class Storage:
             sequence_id,
             entry.sticky_key,
             entry.data,
+            *(entry.txn or (None, None)),
+            entry.marker,
         )
         self._queue_write(_Write(_INSERT_ENTRY, params, [commit.finish]))
         return commit
@@ -308,41 +273,41 @@ class Storage:
         """Queue the removal of a cursor."""
         with self._cond:
             self._cursor_writes.pop((ledger_id, name), None)
-        return self._submit("DELETE FROM cursors WHERE ledger_id = ? AND name = ?", (ledger_id, name))
+        return self.submit("DELETE FROM cursors WHERE ledger_id = ? AND name = ?", (ledger_id, name))
 
     def create_topic(self, name: str, ledger_id: int) -> asyncio.Future[None]:
         """Queue the creation of a topic (or partition) with its ledger id."""
-        return self._submit("INSERT OR IGNORE INTO topics (name, ledger_id) VALUES (?, ?)", (name, ledger_id))
+        return self.submit("INSERT OR IGNORE INTO topics (name, ledger_id) VALUES (?, ?)", (name, ledger_id))
 
     def set_partitions(self, name: str, partitions: int) -> asyncio.Future[None]:
         """Queue the creation or update of a partitioned topic's metadata."""
-        return self._submit(
+        return self.submit(
             "INSERT OR REPLACE INTO partitioned_topics (name, partitions) VALUES (?, ?)", (name, partitions)
         )
 
     def save_namespace(self, name: str, policies: dict[str, Any]) -> asyncio.Future[None]:
         """Queue the creation of a namespace or the update of its policies."""
-        return self._submit(
+        return self.submit(
             "INSERT OR REPLACE INTO namespaces (name, policies) VALUES (?, ?)", (name, json.dumps(policies))
         )
 
     def delete_namespace(self, name: str) -> asyncio.Future[None]:
         """Queue the removal of a namespace with its policies."""
-        return self._submit("DELETE FROM namespaces WHERE name = ?", (name,))
+        return self.submit("DELETE FROM namespaces WHERE name = ?", (name,))
 
     def save_tenant(self, name: str, info: dict[str, Any]) -> asyncio.Future[None]:
         """Queue the creation of a tenant, or the update of its TenantInfo."""
-        return self._submit("INSERT OR REPLACE INTO tenants (name, info) VALUES (?, ?)", (name, json.dumps(info)))
+        return self.submit("INSERT OR REPLACE INTO tenants (name, info) VALUES (?, ?)", (name, json.dumps(info)))
 
     def delete_tenant(self, name: str) -> asyncio.Future[None]:
         """Queue the removal of a tenant."""
-        return self._submit("DELETE FROM tenants WHERE name = ?", (name,))
+        return self.submit("DELETE FROM tenants WHERE name = ?", (name,))
 
     def save_topic_policies(self, name: str, policies: dict[str, Any]) -> asyncio.Future[None]:
         """Queue a topic's policies; none left removes its row."""
         if not policies:
-            return self._submit("DELETE FROM topic_policies WHERE name = ?", (name,))
-        return self._submit(
+            return self.submit("DELETE FROM topic_policies WHERE name = ?", (name,))
+        return self.submit(
             "INSERT OR REPLACE INTO topic_policies (name, policies) VALUES (?, ?)", (name, json.dumps(policies))
         )
 
@@ -350,7 +315,7 @@ class Storage:
         self, schema_id: str, version: int, schema_type: int, data: bytes, properties: dict[str, str], timestamp: int, deleted: bool
     ) -> asyncio.Future[None]:
         """Queue one schema version (a deletion marker when ``deleted``)."""
-        return self._submit(
+        return self.submit(
             "INSERT OR REPLACE INTO schemas (schema_id, version, type, data, properties, timestamp, deleted)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (schema_id, version, schema_type, data, json.dumps(properties), timestamp, int(deleted)),
@@ -358,23 +323,30 @@ class Storage:
 
     def delete_schemas(self, schema_id: str) -> asyncio.Future[None]:
         """Queue the removal of every version of a schema."""
-        return self._submit("DELETE FROM schemas WHERE schema_id = ?", (schema_id,))
+        return self.submit("DELETE FROM schemas WHERE schema_id = ?", (schema_id,))
 
     def delete_partitioned(self, name: str) -> asyncio.Future[None]:
         """Queue the removal of a partitioned topic's metadata."""
-        return self._submit("DELETE FROM partitioned_topics WHERE name = ?", (name,))
+        return self.submit("DELETE FROM partitioned_topics WHERE name = ?", (name,))
 
     def delete_topic(self, name: str, ledger_id: int) -> asyncio.Future[None]:
         """Queue the removal of a topic with its entries and cursors."""
-        self._submit("DELETE FROM entries WHERE ledger_id = ?", (ledger_id,))
-        self._submit("DELETE FROM cursors WHERE ledger_id = ?", (ledger_id,))
-        return self._submit("DELETE FROM topics WHERE name = ?", (name,))
+        self.submit("DELETE FROM entries WHERE ledger_id = ?", (ledger_id,))
+        self.submit("DELETE FROM cursors WHERE ledger_id = ?", (ledger_id,))
+        self.submit("DELETE FROM pending_acks WHERE ledger_id = ?", (ledger_id,))
+        return self.submit("DELETE FROM topics WHERE name = ?", (name,))
+
+    def unfence(self, ledger_id: int) -> None:
+        """Take entries of ``ledger_id`` again: its ledger has settled every entry it had in flight."""
+        with self._lock:
+            self._fenced_ledgers.discard(ledger_id)
 
     def _new_future(self) -> asyncio.Future[None]:
         assert self._loop is not None, "Storage.start() was not called"
         return self._loop.create_future()
 
-    def _submit(self, sql: str, params: tuple[Any, ...]) -> asyncio.Future[None]:
+    def submit(self, sql: str, params: tuple[Any, ...]) -> asyncio.Future[None]:
+        """Queue one write of a part of the broker that owns its table; the future resolves once committed."""
         future = self._new_future()
         self._queue_write(_Write(sql, params, [functools.partial(_settle, future)]))
         return future
@@ -399,19 +371,32 @@ class Storage:
                         self._cond.wait()
                     if not self._queue:
                         return
-                    group, self._queue = self._queue, []
-                    self._cursor_writes.clear()
-                error = self._commit(conn, group)
+                    group, refused = self._take_group()
+                error = self._commit(conn, group) if group else None
+                if error is not None:
+                    with self._lock:
+                        self._fenced_ledgers.update(w.params[0] for w in group if w.sql is _INSERT_ENTRY)
                 assert self._loop is not None
                 try:
+                    if refused:
+                        self._loop.call_soon_threadsafe(_resolve, refused, LedgerFencedError("an earlier entry failed"))
                     self._loop.call_soon_threadsafe(_resolve, group, error)
                 except RuntimeError:  # the loop is already closed at shutdown
                     pass
         finally:
             conn.close()
 
-    @staticmethod
-    def _commit(conn: sqlite3.Connection, group: list[_Write]) -> BaseException | None:
+    def _take_group(self) -> tuple[list[_Write], list[_Write]]:
+        """The queued writes to commit, and the entries of fenced ledgers to refuse (lock held)."""
+        group, self._queue = self._queue, []
+        self._cursor_writes.clear()
+        fenced = self._fenced_ledgers
+        if not fenced:
+            return group, []
+        refused = [w for w in group if w.sql is _INSERT_ENTRY and w.params[0] in fenced]
+        return [w for w in group if not (w.sql is _INSERT_ENTRY and w.params[0] in fenced)], refused
+
+    def _commit(self, conn: sqlite3.Connection, group: list[_Write]) -> BaseException | None:
         try:
             conn.execute("BEGIN")
             run_start = 0
@@ -426,6 +411,8 @@ class Storage:
                     else:
                         conn.executemany(group[run_start].sql, [w.params for w in group[run_start:index]])
                     run_start = index
+            if self._faults is not None:
+                self._faults.check()
             conn.execute("COMMIT")
             return None
         except Exception as exc:  # sqlite3.Error, or a value SQLite cannot hold: fail the group, keep the writer
@@ -444,7 +431,7 @@ def _insert_entries(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> No
 
 @functools.cache
 def _insert_entries_sql(rows: int) -> str:
-    return _INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
+    return _INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" * (rows - 1)
 
 
 def _resolve(group: list[_Write], error: BaseException | None) -> None:

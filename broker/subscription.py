@@ -9,78 +9,48 @@ Key_Shared keeps each key in order when keys change hands (a consumer joins or l
 goes to its key's new owner only once no other consumer still holds an unacknowledged entry of
 that key, as with Pulsar's draining hashes.
 
-Shared and Key_Shared subscriptions hold back an entry whose ``deliver_at_time`` (the producer's
-``deliver_at`` / ``deliver_after``) lies in the future, and send it from the replay set once it
-is due; Exclusive and Failover ones deliver it at once, in order, as Pulsar does.
+Shared and Key_Shared subscriptions hold back an entry whose ``deliver_at_time`` lies in the
+future (``delayed_delivery``), and send it from the replay set once it is due.
+
+A consumer is sent entries only while it is *available*: it has permits, is not blocked on its
+unacknowledged messages, and its connection's socket keeps up. On Shared and Key_Shared durable
+subscriptions, as in Pulsar, a consumer holding ``maxUnackedMessagesPerConsumer`` unacknowledged
+messages is blocked until acknowledgements bring them to half, and the whole subscription stops
+at ``maxUnackedMessagesPerSubscription`` until they are below half.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from airflow_pulsar.client.protocol.batch import ack_set_words
-from airflow_pulsar.client.protocol.frames import split_entry
-from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe, MessageMetadata
-from airflow_pulsar.client.protocol.wire import tag
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandSubscribe
 from airflow_pulsar.client.topic_name import TopicName
 
+from .client_limits import ClientLimits
+from .compaction import Compaction
 from .consumer import ServerConsumer
 from .cursor import Cursor
+from .delayed_delivery import DelayedEntries
 from .ledger import Ledger
 from .rates import RateMeter
 from .selectors import KeySharedSelector, SingleActiveSelector, selector_for
 from .storage import Storage, StoredEntry
+from .subscription_rules import SUB_TYPE_NAMES, SubscriptionError, check_can_join
+from .transactions.buffer import TransactionBuffer
+from .transactions.pending_acks import WHOLE, PendingAcks
 
-SUB_TYPE_NAMES: dict[int, str] = {
-    CommandSubscribe.Exclusive: "Exclusive",
-    CommandSubscribe.Shared: "Shared",
-    CommandSubscribe.Failover: "Failover",
-    CommandSubscribe.Key_Shared: "Key_Shared",
-}
 _READ_BATCH = 100
 # Key_Shared entries waiting for a busy consumer; past this, reading new entries pauses.
 _MAX_REPLAY = 10_000
-_DELAYING = (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
+# The types acknowledged message by message: they count unacknowledged messages (and hold
+# consumers to Pulsar's limits on them) and hold back delayed entries.
+_INDIVIDUAL_ACK = (CommandSubscribe.Shared, CommandSubscribe.Key_Shared)
 # Pulsar's activeConsumerFailoverDelayTimeMillis default: after a Failover subscription's active
 # consumer changes, dispatch (and the change notice) waits this long, so acknowledgements the
 # previous active consumer still has in flight land before the new one is given anything.
 FAILOVER_DELAY_SECONDS = 1.0
-# The key protobuf writes before a MessageMetadata's deliver_at_time (two bytes).
-_DELIVER_AT_TAG = tag(MessageMetadata, "deliver_at_time")
-
-
-def estimated_backlog_size(total_bytes: int, entries: int, mark_delete: int) -> int:
-    """Pulsar's ``backlogSize`` of a cursor on a one-ledger topic: the ledger's bytes less those
-    consumed up to the mark-delete, reckoned at the ledger's average entry size (exact only once
-    everything is consumed); individual acks above the mark-delete do not count."""
-    if entries <= 0 or mark_delete < 0:
-        return total_bytes
-    if mark_delete + 1 >= entries:
-        return 0
-    return total_bytes - (mark_delete + 1) * (total_bytes // entries)
-
-
-def deliver_at(data: bytes) -> int:
-    """The ``deliver_at_time`` (ms) of a stored entry, 0 when it has none.
-
-    Most entries have none: a search of the metadata bytes for the field's tag rules that out
-    without decoding them (a match may be a false one, which the decoding then tells).
-    """
-    end = 4 + int.from_bytes(data[:4], "big")
-    if data.find(_DELIVER_AT_TAG, 4, end) < 0:
-        return 0
-    metadata, _ = split_entry(data)
-    return metadata.deliver_at_time if metadata.HasField("deliver_at_time") else 0
-
-
-class SubscriptionError(Exception):
-    """A request the subscription refuses; ``code`` is a Pulsar ServerError name."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
 
 
 class SubscriptionTopic(Protocol):
@@ -94,6 +64,15 @@ class SubscriptionTopic(Protocol):
 
     @property
     def storage(self) -> Storage: ...
+
+    @property
+    def limits(self) -> ClientLimits: ...
+
+    @property
+    def compaction(self) -> Compaction: ...
+
+    @property
+    def transactions(self) -> TransactionBuffer: ...
 
 
 class Subscription:
@@ -113,19 +92,25 @@ class Subscription:
         self._key_holders: dict[bytes | None, tuple[ServerConsumer, int]] = {}
         self._held_keys: dict[int, bytes | None] = {}
         self._keys_freed = False
+        # Unacknowledged messages out with all the consumers, the limit on them (0: none), whether
+        # they reached it, and whether acknowledgements just unblocked a consumer or the subscription.
+        self.unacked_messages = 0
+        self.max_unacked_messages = 0
+        self.blocked_on_unacked = False
+        self._unblocked = False
         self._dispatching = False
         self._again = False
         self.msg_out = 0
         self.bytes_out = 0
         self.out_rate = RateMeter()
         self.redeliver_rate = RateMeter()
-        # Entries held back until their deliver_at_time (ms), and the timer that releases them.
-        self.delayed: dict[int, int] = {}
+        self.delayed = DelayedEntries(self._replay_due)
         # Pulsar reports a subscription's type from its first consumer on; "None" until then.
         self.typed = False
-        self._delay_timer: asyncio.TimerHandle | None = None
-        self._next_due = float("inf")
         self._failover_timer: asyncio.TimerHandle | None = None
+        self.reads_compacted = False  # whether its consumers read the topic's compacted view
+        self.pending_acks = PendingAcks(self, topic.storage, f"[{topic.name}][{cursor.name}]")
+        self._hidden_acked = False  # dispatch acknowledged transaction markers or aborted entries
 
     @property
     def name(self) -> str:
@@ -141,25 +126,21 @@ class Subscription:
 
     def check_can_add(self, sub_type: int) -> None:
         """Raise SubscriptionError if a consumer of ``sub_type`` may not join now."""
-        if not self.consumers:
-            return
-        if sub_type != self.sub_type:
-            raise SubscriptionError(
-                "ConsumerBusy",
-                f"subscription {self.name} is of type {SUB_TYPE_NAMES.get(self.sub_type)}, "
-                f"not {SUB_TYPE_NAMES.get(sub_type)}",
-            )
-        if sub_type == CommandSubscribe.Exclusive:
-            raise SubscriptionError("ConsumerBusy", f"exclusive subscription {self.name} already has a consumer")
+        check_can_join(self.name, self.consumers, self.sub_type, sub_type, self.topic.limits)
 
     def add_consumer(self, consumer: ServerConsumer, sub_type: int) -> None:
         """Attach a consumer (check_can_add first); the type follows the first consumer."""
         if not self.consumers and sub_type != self.sub_type:
             self.sub_type = sub_type
             self.selector = selector_for(sub_type, str(self.topic.name), self.topic.name.partition)
-            if sub_type not in _DELAYING:
-                self._release_delayed(everything=True)
+            if sub_type not in _INDIVIDUAL_ACK:
+                self.delayed.release_all()
         self.typed = True
+        limits = self.topic.limits
+        # As Pulsar: only individually acknowledged durable subscriptions are held to the limits.
+        counted = self.sub_type in _INDIVIDUAL_ACK and self.cursor.durable
+        consumer.max_unacked_messages = limits.max_unacked_messages_per_consumer if counted else 0
+        self.max_unacked_messages = limits.max_unacked_messages_per_subscription if counted else 0
         before = self._active()
         self.selector.add(consumer)
         self._after_membership_change(before, consumer)
@@ -180,6 +161,7 @@ class Subscription:
         return self.selector.active if isinstance(self.selector, SingleActiveSelector) else None
 
     def _after_membership_change(self, before: ServerConsumer | None, joined: ServerConsumer | None) -> None:
+        self.reads_compacted = any(c.read_compacted for c in self.consumers)
         if self.sub_type != CommandSubscribe.Failover:
             return
         active = self._active()
@@ -204,14 +186,17 @@ class Subscription:
         for entry_id in entry_ids:
             if entry_id not in consumer.pending:
                 continue
-            consumer.settle(entry_id)
+            self._count_off(consumer, entry_id)
             self._release(entry_id)
             if not self.cursor.is_acked(entry_id):
-                self.replay.add(entry_id)
-                # As in Pulsar, only Shared and Key_Shared count redeliveries (for dead-lettering).
-                if count_redelivery and self.sub_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
-                    self.redelivery_counts[entry_id] = self.redelivery_counts.get(entry_id, 0) + 1
-                    self.redeliver_rate.record(self.ledger.entry_messages(entry_id), 0)
+                self._replay(entry_id, count_redelivery)
+
+    def _replay(self, entry_id: int, count_redelivery: bool) -> None:
+        self.replay.add(entry_id)
+        # As in Pulsar, only Shared and Key_Shared count redeliveries (for dead-lettering).
+        if count_redelivery and self.sub_type in _INDIVIDUAL_ACK:
+            self.redelivery_counts[entry_id] = self.redelivery_counts.get(entry_id, 0) + 1
+            self.redeliver_rate.record(self.ledger.entry_messages(entry_id), 0)
 
     # ---- flow and dispatch ----
 
@@ -228,7 +213,7 @@ class Subscription:
             self._again = True
             return
         self._dispatching = True
-        self._keys_freed = False
+        self._keys_freed = self._unblocked = False
         try:
             self._again = True
             while self._again:
@@ -242,16 +227,17 @@ class Subscription:
         if not self.replay:
             return
         for entry_id in sorted(self.replay):
-            if self.cursor.is_acked(entry_id) or entry_id in self.holder:
+            if self.cursor.is_acked(entry_id) or entry_id in self.holder or self.pending_acks.held(entry_id) == WHOLE:
                 self.replay.discard(entry_id)
                 continue
-            if not any(c.permits > 0 for c in self.consumers):
+            if self.blocked_on_unacked or not any(c.available for c in self.consumers):
                 return
             entries = self.ledger.read(entry_id, 1)
-            if not entries:
+            sent = self._as_read(entries[0]) if entries else None
+            if sent is None:
                 self.replay.discard(entry_id)
                 continue
-            if self._send(entries[0]):
+            if self._send(sent):
                 self.replay.discard(entry_id)
 
     def _dispatch_new(self) -> None:
@@ -259,69 +245,57 @@ class Subscription:
         # Key_Shared keeps per-key order: a consumer with entries still waiting in the replay
         # set gets nothing newer until those went out.
         waiting_owners = self._replay_owners() if key_shared is not None else set()
-        while self.read_position <= self.ledger.last_entry_id:
-            permits = sum(c.permits for c in self.consumers if c.permits > 0)
-            if not permits:
+        transactions = self.topic.transactions
+        while self.read_position <= (readable := transactions.max_read_entry()):
+            permits = sum(c.permits for c in self.consumers if c.available)
+            if not permits or self.blocked_on_unacked:
                 return
             # Only what the permits can take (a batch costs a permit per message): a block read
             # from storage for every FLOW would otherwise be mostly thrown away. Key_Shared may
             # pass over entries whose key is busy, so it reads the whole block.
             limit = _READ_BATCH if key_shared is not None else self.ledger.entries_for(self.read_position, permits, _READ_BATCH)
-            for entry in self.ledger.read(self.read_position, limit):
+            for entry in self.ledger.read(self.read_position, min(limit, readable - self.read_position + 1)):
+                if self.blocked_on_unacked:
+                    return
                 entry_id = entry.entry_id
-                if self.cursor.is_acked(entry_id) or entry_id in self.holder:
+                if transactions.hides(entry_id):
+                    # As Pulsar's dispatcher: a marker or an aborted transaction's entry is acknowledged as read.
+                    self._hidden_acked = self.cursor.ack(entry_id) or self._hidden_acked
                     self.read_position = entry_id + 1
                     continue
-                if self.sub_type in _DELAYING and self._hold_back(entry):
+                sent = self._as_read(entry)
+                if self.cursor.is_acked(entry_id) or entry_id in self.holder or sent is None or self.pending_acks.held(entry_id) == WHOLE:
+                    self.read_position = entry_id + 1
+                    continue
+                if self.sub_type in _INDIVIDUAL_ACK and self.delayed.hold_back(entry):
                     self.read_position = entry_id + 1
                     continue
                 if key_shared is not None:
                     owner = key_shared.owner(entry.sticky_key)
-                    if owner is None or id(owner) in waiting_owners or not self._send(entry):
+                    if owner is None or id(owner) in waiting_owners or not self._send(sent):
                         if len(self.replay) >= _MAX_REPLAY:
                             return
                         self.replay.add(entry_id)
                         waiting_owners.add(id(owner))
-                elif not self._send(entry):
+                elif not self._send(sent):
                     return
                 self.read_position = entry_id + 1
             # As Pulsar writes each read batch as it is dispatched: the consumer starts on it while
             # the next is read, rather than waiting for every entry its permits allow.
             self._flush_consumers()
+        if self._hidden_acked:
+            self._hidden_acked = False
+            self.persist()
 
     def _flush_consumers(self) -> None:
         for consumer in self.consumers:
             consumer.sink.flush()
 
-    def _hold_back(self, entry: StoredEntry) -> bool:
-        """Hold back an entry that is not due yet (until its deliver_at_time); False if it is due."""
-        due = deliver_at(entry.data)
-        if due <= time.time() * 1000:
-            return False
-        self.delayed[entry.entry_id] = due
-        if due < self._next_due:
-            self._schedule_delayed()
-        return True
-
-    def _schedule_delayed(self) -> None:
-        """Set the timer for the earliest held-back entry (none when nothing is held back)."""
-        if self._delay_timer is not None:
-            self._delay_timer.cancel()
-            self._delay_timer = None
-        self._next_due = min(self.delayed.values(), default=float("inf"))
-        if self.delayed:
-            wait = max(self._next_due / 1000 - time.time(), 0.0)
-            self._delay_timer = asyncio.get_running_loop().call_later(wait, self._release_delayed)
-
-    def _release_delayed(self, everything: bool = False) -> None:
-        """Move the entries now due (or all of them) to the replay set and send them."""
-        now = time.time() * 1000
-        due = [entry_id for entry_id, at in self.delayed.items() if everything or at <= now]
+    def _replay_due(self, due: list[int]) -> None:
+        """Send the held-back entries that came due, from the replay set."""
         for entry_id in due:
-            del self.delayed[entry_id]
             if not self.cursor.is_acked(entry_id):
                 self.replay.add(entry_id)
-        self._schedule_delayed()
         if due:
             self.dispatch()
 
@@ -342,13 +316,24 @@ class Subscription:
         if self.sub_type == CommandSubscribe.Key_Shared and not self._hold_key(entry, consumer):
             return False
         bits = self.cursor.unacked_bits(entry.entry_id)
+        held = self.pending_acks.held(entry.entry_id)
+        if held:  # indexes that transactions hold are not for this consumer
+            bits = (((1 << entry.num_messages) - 1) if bits is None else bits) & ~held
         ack_set = ack_set_words(bits, entry.num_messages, clip=False) if bits is not None else None
         self.holder[entry.entry_id] = consumer
         consumer.deliver(entry, self.ledger.ledger_id, self.redelivery_counts.get(entry.entry_id, 0), ack_set)
+        self.unacked_messages += entry.num_messages
+        if self.max_unacked_messages and self.unacked_messages >= self.max_unacked_messages:
+            self.blocked_on_unacked = True
         self.msg_out += entry.num_messages
         self.bytes_out += len(entry.data)
         self.out_rate.record(entry.num_messages, len(entry.data))
         return True
+
+    def _as_read(self, entry: StoredEntry) -> StoredEntry | None:
+        """The entry as this subscription's consumers read it: compacted readers get what the
+        topic's compaction kept of it (None: nothing), the others the entry itself."""
+        return self.topic.compaction.filter(entry) if self.reads_compacted else entry
 
     def _hold_key(self, entry: StoredEntry, consumer: ServerConsumer) -> bool:
         """Record that ``consumer`` holds an entry of its key; False if another consumer still does."""
@@ -373,12 +358,25 @@ class Subscription:
                 self._keys_freed = True
         return consumer
 
-    def _dispatch_if_keys_freed(self) -> None:
-        # Entries waiting for their key's previous holder may go now.
-        if self._keys_freed:
-            self._keys_freed = False
-            if self.replay:
-                self.dispatch()
+    def _count_off(self, consumer: ServerConsumer, entry_id: int) -> None:
+        """The consumer no longer holds an entry: count its messages off, noting whether that
+        unblocks the consumer or (below half its limit, as Pulsar) the subscription."""
+        was_blocked = consumer.blocked
+        messages = consumer.settle(entry_id)
+        if was_blocked and not consumer.blocked:
+            self._unblocked = True
+        self.unacked_messages -= messages
+        if self.blocked_on_unacked and self.unacked_messages < self.max_unacked_messages // 2:
+            self.blocked_on_unacked = False
+            self._unblocked = True
+
+    def _dispatch_if_freed(self) -> None:
+        # Entries waiting for their key's previous holder may go now, and so may a consumer or
+        # the subscription that acknowledgements unblocked.
+        keys_freed, self._keys_freed = self._keys_freed and bool(self.replay), False
+        unblocked, self._unblocked = self._unblocked, False
+        if keys_freed or unblocked:
+            self.dispatch()
 
     # ---- acknowledgement ----
 
@@ -391,7 +389,7 @@ class Subscription:
         else:
             changed = self.cursor.ack(entry_id)
         self._settle(entry_id)
-        self._dispatch_if_keys_freed()
+        self._dispatch_if_freed()
         return changed
 
     def ack_cumulative(self, entry_id: int, ack_set: list[int] | None, batch_size: int) -> bool:
@@ -409,17 +407,35 @@ class Subscription:
         for held in [e for e in self.holder if self.cursor.is_acked(e)]:
             self._settle(held)
         self.replay = {e for e in self.replay if not self.cursor.is_acked(e)}
-        self._dispatch_if_keys_freed()
+        self._dispatch_if_freed()
         return changed
 
     def _settle(self, entry_id: int) -> None:
         holder = self._release(entry_id)
         if holder is not None:
-            holder.settle(entry_id)
+            self._count_off(holder, entry_id)
         self.redelivery_counts.pop(entry_id, None)
+
+    def hand_over(self, entry_id: int) -> None:
+        """The entry's consumer is done with it (a transaction acknowledged it): no longer held, nor redelivered."""
+        self._settle(entry_id)
+        self._dispatch_if_freed()
+
+    def release(self, entry_ids: list[int]) -> None:
+        """Deliver again the entries an aborted transaction had acknowledged (those not acknowledged
+        since), as Pulsar redelivers them, counting a redelivery: an entry its consumer still holds
+        (the rest of a batch unacknowledged) too."""
+        for entry_id in entry_ids:
+            holder = self.holder.get(entry_id)
+            if holder is not None:
+                self._take_back(holder, [entry_id], count_redelivery=True)
+            elif not self.cursor.is_acked(entry_id):
+                self._replay(entry_id, count_redelivery=True)
+        self.dispatch()
 
     def redeliver(self, consumer: ServerConsumer, entry_ids: list[int] | None) -> None:
         """Take back some or all of a consumer's unacknowledged entries and send them again."""
+        consumer.unblock()
         self._take_back(consumer, list(consumer.pending) if entry_ids is None else entry_ids, count_redelivery=True)
         self.dispatch()
 
@@ -429,11 +445,10 @@ class Subscription:
         self.read_position = entry_id
         self.replay.clear()
         self.delayed.clear()
-        self._schedule_delayed()
         self.redelivery_counts.clear()
         for consumer in self.consumers:
             for held in list(consumer.pending):
-                consumer.settle(held)
+                self._count_off(consumer, held)
         self.holder.clear()
         self._key_holders.clear()
         self._held_keys.clear()
@@ -450,37 +465,3 @@ class Subscription:
         if not self.cursor.durable:
             return None
         return self.topic.storage.save_cursor(self.ledger.ledger_id, self.name, self.cursor.state())
-
-    # ---- stats ----
-
-    def backlog(self) -> tuple[int, int]:
-        """(entries not yet acknowledged, bytes estimated after the mark-delete), as Pulsar counts
-        ``msgBacklog`` and ``backlogSize``: an entry is one whether it holds one message or a batch,
-        and a batch acknowledged in part still counts."""
-        cursor = self.cursor
-        ledger = self.ledger
-        last = ledger.last_entry_id
-        entries = max(last - cursor.mark_delete, 0) - len(cursor.acked)
-        return entries, estimated_backlog_size(ledger.total_bytes, last + 1, cursor.mark_delete)
-
-    def stats(self) -> dict[str, Any]:
-        """The subscription's entry in Pulsar's topic stats."""
-        entries, size = self.backlog()
-        msg_rate, byte_rate = self.out_rate.rates()
-        redeliver_rate, _ = self.redeliver_rate.rates()
-        return {
-            "msgBacklog": entries,
-            "msgBacklogNoDelayed": entries - len(self.delayed),
-            "backlogSize": size,
-            "unackedMessages": sum(c.reported_unacked for c in self.consumers),
-            "type": SUB_TYPE_NAMES.get(self.sub_type, "Exclusive") if self.typed else "None",
-            "msgRateOut": msg_rate,
-            "msgThroughputOut": byte_rate,
-            "msgRateRedeliver": redeliver_rate,
-            "msgOutCounter": self.msg_out,
-            "bytesOutCounter": self.bytes_out,
-            "isDurable": self.cursor.durable,
-            "markDeletePosition": f"{self.ledger.ledger_id}:{self.cursor.mark_delete}",
-            "readPosition": f"{self.ledger.ledger_id}:{self.read_position}",
-            "consumers": [c.stats() for c in self.consumers],
-        }

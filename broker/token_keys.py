@@ -1,7 +1,8 @@
 """The keys of Pulsar's tokens, read as Pulsar reads ``tokenSecretKey`` and ``tokenPublicKey``.
 
-A key is given as a file path, a ``file:`` URL, or a ``data:;base64,...`` URL; a file may also
-hold such a ``data:`` URL. A secret key is the raw bytes. A key pair is what ``pulsar tokens
+A key is given as a file path, a ``file:`` URL, a ``data:;base64,...`` URL, or ``env:NAME``, the
+environment variable NAME holding the key in base64, as a ``data:`` URL or (a public or private
+key) in PEM; a file may also hold such a ``data:`` URL. A secret key is the raw bytes. A key pair is what ``pulsar tokens
 create-key-pair`` writes: the private key in PKCS#8 and the public key in X.509
 SubjectPublicKeyInfo, both DER; PEM is read too (OAuth2 issuers publish PEM).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from .tokens import MIN_SECRET_KEY_BYTES, PrivateKey, PublicKey, TokenError, algorithm_family, check_secret_key, key_family
 
 _DATA_BASE64 = "data:;base64,"
+ENV_PREFIX = "env:"
 RSA_KEY_BITS = 2048
 _CURVES: dict[str, Callable[[], ec.EllipticCurve]] = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
 
@@ -31,7 +34,7 @@ def create_secret_key() -> bytes:
 
 
 def read_secret_key(source: str | Path) -> bytes:
-    """The secret key from a file path, a ``file:`` URL or a ``data:;base64,...`` URL."""
+    """The secret key from a file path, a ``file:`` URL, a ``data:;base64,...`` URL or ``env:NAME``."""
     key, where = _read_key_bytes(source, "secret key")
     return check_secret_key(key, where)
 
@@ -97,6 +100,8 @@ def _read_key_bytes(source: str | Path, what: str) -> tuple[bytes, str]:
     text = str(source)
     if text.startswith("data:"):
         return _decode_data_url(text, what), "the data: URL"
+    if text.startswith(ENV_PREFIX):
+        return _read_environment(text[len(ENV_PREFIX) :], what)
     path = Path(unquote(urlsplit(text).path)) if text.startswith("file:") else Path(text)
     try:
         content = path.read_bytes()
@@ -105,6 +110,23 @@ def _read_key_bytes(source: str | Path, what: str) -> tuple[bytes, str]:
     if content.startswith(b"data:"):
         return _decode_data_url(content.decode("ascii", "replace").strip(), what), str(path)
     return content, str(path)
+
+
+def _read_environment(name: str, what: str) -> tuple[bytes, str]:
+    """A key from an environment variable: a ``data:`` URL, PEM text, or base64."""
+    where = f"the environment variable {name}"
+    value = os.environ.get(name)
+    if not value:
+        raise TokenError(f"{where}, named for the {what}, is not set")
+    value = value.strip()
+    if value.startswith("data:"):
+        return _decode_data_url(value, what), where
+    if value.startswith("-----BEGIN"):
+        return value.encode(), where
+    try:
+        return base64.b64decode(value, validate=True), where
+    except binascii.Error:
+        raise TokenError(f"{where} holds no {what}: give it in base64, PEM or as a data:;base64, URL") from None
 
 
 def _decode_data_url(url: str, what: str) -> bytes:

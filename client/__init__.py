@@ -42,7 +42,7 @@ from .consumer import (
 from .consumer.message_batch import MessageBatch
 from .crypto import ConsumerCryptoFailureAction, CryptoKeyReader, EncryptionContext, EncryptionKey
 from .exceptions import *  # noqa: F403
-from .factory_options import ProducerOptions
+from .factory_options import ProducerOptions, SubscribeOptions
 from .failover import AutoClusterFailover
 from .loggers import ConsoleLogger, FileLogger, LoggerLevel
 from .producer import (
@@ -58,8 +58,9 @@ from .producer import (
 )
 from .protocol.message_id import MessageId
 from .schema import BytesSchema
-from .service_info import ServiceInfo, ServiceInfoProvider
+from .service_info import ServiceInfo, ServiceInfoProvider, ServiceUrl
 from .table_view import TableView
+from .transaction import Transaction, TransactionState, TxnId
 
 __all__ = [
     "Authentication",
@@ -103,7 +104,12 @@ __all__ = [
     "RegexSubscriptionMode",
     "ServiceInfo",
     "ServiceInfoProvider",
+    "ServiceUrl",
+    "SubscribeOptions",
     "TableView",
+    "Transaction",
+    "TransactionState",
+    "TxnId",
     "recommend_settings",
     "schema",
 ]

@@ -1,7 +1,7 @@
 """The asyncio API, as the official ``pulsar.asyncio`` module has it, over the same core as the sync API.
 
 Names, parameters (in their positional order) and defaults follow ``pulsar.asyncio`` (the
-factories' options are declared once for both APIs, in :mod:`.factory_options`); so do its
+factories' options are declared once for both APIs, in ``factory_options``); so do its
 errors: whatever fails inside the client is raised as :class:`PulsarException` carrying the
 :class:`Result`, and bad arguments the official module checks itself raise ``ValueError``.
 
@@ -9,7 +9,9 @@ No thread is parked per call on the hot paths. ``Producer.send`` hands the messa
 and awaits a future that the send-receipt callback completes through ``call_soon_threadsafe``;
 ``receive`` and ``read_next`` await a future that the connection's reader thread completes when
 an entry arrives, then unpack it on the loop's thread. Setting up (lookups, PRODUCER, SUBSCRIBE),
-flush, close and acknowledgements that wait for the broker's receipt run in the default executor.
+flush, close, acknowledgements that wait for the broker's receipt, and sends, acknowledgements,
+commits and aborts in a transaction (each a round trip to the coordinator or broker) run in the
+default executor.
 
 Beyond the official module: ``receive`` and ``read_next`` take ``timeout_millis`` (the error then
 carries ``Result.Timeout``), ``Consumer.batch_receive`` follows the batch receive policy, the
@@ -44,6 +46,8 @@ from .factory_signature import factory
 from .producer import BatchingType, CompressionType, PartitionsRoutingMode, ProducerAccessMode, create_producer
 from .producer import Producer as SyncProducer
 from .protocol.message_id import MessageId
+from .transaction import Transaction as SyncTransaction
+from .transaction import TransactionState, TxnId
 
 __all__ = [
     "BatchingType",
@@ -58,6 +62,7 @@ __all__ = [
     "PulsarException",
     "Reader",
     "RegexSubscriptionMode",
+    "Transaction",
 ]
 
 R = TypeVar("R")
@@ -165,6 +170,32 @@ def _reject(future: asyncio.Future[Any], error: BaseException) -> None:
         future.set_exception(error)
 
 
+class Transaction:
+    """A transaction of the asyncio client (from ``Client.new_transaction``): the sync API's
+    :class:`~.transaction.Transaction` with ``commit`` and ``abort`` to await."""
+
+    def __init__(self, transaction: SyncTransaction) -> None:
+        self.core = transaction
+
+    @property
+    def id(self) -> TxnId:
+        """The transaction's id (most and least significant bits)."""
+        return self.core.id
+
+    @property
+    def state(self) -> TransactionState:
+        """The transaction's state."""
+        return self.core.state
+
+    async def commit(self) -> None:
+        """Commit, as the sync ``Transaction.commit``."""
+        await _blocking(self.core.commit)
+
+    async def abort(self) -> None:
+        """Abort, as the sync ``Transaction.abort``."""
+        await _blocking(self.core.abort)
+
+
 class Producer:
     """Publishes to a topic; mirrors ``pulsar.asyncio.Producer``. Create it with ``Client.create_producer``."""
 
@@ -183,10 +214,16 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        *,
+        transaction: Transaction | None = None,
     ) -> MessageId:
-        """Send a message (batched with the others in flight) and return its id once the broker has it."""
+        """Send a message (batched with the others in flight) and return its id once the broker has it;
+        with ``transaction``, as part of it (the first send to a partition registers it with the
+        transaction's coordinator, in the default executor)."""
+        fields = _given(Producer.send, locals(), "content", "transaction")
+        if transaction is not None:
+            return await _blocking(self._producer.send, content, transaction=transaction.core, **fields)
         future: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
-        fields = _given(Producer.send, locals(), "content")
         # The receipt comes on the connection's thread; the message is queued in call order.
         _now(self._producer.send_async, content, _Receipt(future), **fields)
         return await future
@@ -289,12 +326,19 @@ class Consumer:
             size += len(message.data())
         return batch
 
-    async def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message (grouped; with ack receipts, once the broker confirmed)."""
+    async def acknowledge(self, message: Message | MessageId, *, transaction: Transaction | None = None) -> None:
+        """Acknowledge one message (grouped; with ack receipts, once the broker confirmed); with
+        ``transaction``, as part of it, once the broker accepted it."""
+        if transaction is not None:
+            await _blocking(self._consumer.acknowledge, message, transaction=transaction.core)
+            return
         await self._settle(self._consumer.acknowledge, message)
 
-    async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge every message up to and including this one."""
+    async def acknowledge_cumulative(self, message: Message | MessageId, *, transaction: Transaction | None = None) -> None:
+        """Acknowledge every message up to and including this one; with ``transaction``, as in :meth:`acknowledge`."""
+        if transaction is not None:
+            await _blocking(self._consumer.acknowledge_cumulative, message, transaction=transaction.core)
+            return
         await self._settle(self._consumer.acknowledge_cumulative, message)
 
     async def _settle(self, acknowledge: Callable[[Message | MessageId], None], message: Message | MessageId) -> None:
@@ -381,10 +425,10 @@ class Client:
 
     @factory(ProducerOptions, Api.ASYNCIO)
     async def create_producer(self, topic: str, options: ProducerOptions) -> Producer:
-        """A producer on ``topic``, batching by default; the options are :class:`~.factory_options.ProducerOptions`."""
+        """A producer on ``topic``, batching by default; the options are :class:`ProducerOptions`."""
         if options.batching_enabled and options.chunking_enabled:
             raise ValueError("Batching and chunking of messages can't be enabled together.")
-        return Producer(await _blocking(create_producer, self._client, topic, options))
+        return Producer(await _blocking(create_producer, self._client, topic, options.config()))
 
     @factory(SubscribeOptions, Api.ASYNCIO)
     async def subscribe(self, topic: str | list[str], subscription_name: str, options: SubscribeOptions) -> Consumer:
@@ -407,10 +451,14 @@ class Client:
     @factory(ReaderOptions, Api.ASYNCIO)
     async def create_reader(self, topic: str, start_message_id: MessageId, options: ReaderOptions) -> Reader:
         """A reader of ``topic`` from ``start_message_id`` (``MessageId.earliest``, ``latest`` or an id);
-        the options are :class:`~.factory_options.ReaderOptions`."""
+        the options are those of ``Client.create_reader``."""
         if not isinstance(start_message_id, MessageId):
             raise ValueError(f"Argument start_message_id is expected to be of type 'MessageId' and not '{type(start_message_id).__name__}'")
         return Reader(await _blocking(open_reader, self._client, topic, start_message_id, options))
+
+    async def new_transaction(self, transaction_timeout_ms: int = 60_000) -> Transaction:
+        """Open a transaction, as the sync ``Client.new_transaction`` (the client needs ``enable_transaction=True``)."""
+        return Transaction(await _blocking(self._client.new_transaction, transaction_timeout_ms))
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """The partition names of ``topic``, or ``[topic]`` if it is not partitioned."""

@@ -7,10 +7,11 @@ producers, consumers and readers it creates see it only as :class:`~.services.Cl
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .arguments import check, check_type, check_type_or_none
 from .auth import Authentication
@@ -19,16 +20,21 @@ from .connection import Connection
 from .exceptions import RETRYABLE, AlreadyClosed, PulsarException, Result, exception_for
 from .factories import ClientFactories
 from .failover import AutoClusterFailover, ClusterFailoverProvider
+from .forks import reset_after_fork
 from .loggers import ConsoleLogger, FileLogger, LogRoute
 from .partition_watch import PartitionWatch
 from .producer.limits import MemoryLimit
-from .protocol.PulsarApi_pb2 import BaseCommand, CommandLookupTopicResponse
+from .protocol.PulsarApi_pb2 import BaseCommand, CommandGetTopicsOfNamespace, CommandLookupTopicResponse
 from .schema import SchemaInfo
 from .service_info import ServiceInfo, ServiceInfoProvider, ServiceUrl
 from .services import TrackedHandler
 from .timer import Timer
 from .tls import TlsOptions
 from .topic_name import TopicName
+from .transaction import CoordinatorClient, Transaction
+
+if TYPE_CHECKING:  # imported when a client is given an http(s):// URL: httpx is costly to import
+    from .http_lookup import HttpLookup
 
 log = logging.getLogger(__name__)
 
@@ -36,18 +42,24 @@ T = BaseCommand.Type
 R = TypeVar("R")
 _MAX_REDIRECTS = 20
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
+# How long close() waits for a connection's threads to end (they do once its socket is closed).
+_THREAD_JOIN_SECONDS = 5.0
 
 
 class Client(ClientFactories):
     """A Pulsar client; mirrors ``pulsar.Client`` of the official Python package, argument for argument.
 
-    ``service_url`` is a ``pulsar://`` or ``pulsar+ssl://`` URL, an :class:`~.failover.AutoClusterFailover`
-    or a :class:`~.service_info.ServiceInfoProvider`. ``io_threads``, ``message_listener_threads``,
+    ``service_url`` is a ``pulsar://`` or ``pulsar+ssl://`` URL, the ``http://`` or ``https://`` URL
+    of a broker's (or proxy's) admin port, over which topics are then looked up (see "HTTP service
+    URLs" in the docs' client page), an :class:`~.failover.AutoClusterFailover` or a
+    :class:`~.service_info.ServiceInfoProvider`. ``io_threads``, ``message_listener_threads``,
     ``concurrent_lookup_requests``, ``log_conf_file_path`` and ``use_tls`` are accepted and have no
     effect: each connection has its own reader thread, each listener its own thread, and TLS follows
     the URL's scheme. Unlike the official client, ``tls_validate_hostname`` defaults to True. After
-    the official arguments come two of this client's own, by keyword only: ``memory_limit_bytes``
-    (shared by every producer; 0 or None means unbounded) and ``keep_alive_interval_seconds``.
+    the official arguments come this client's own, by keyword only: ``memory_limit_bytes``
+    (shared by every producer; 0 or None means unbounded), ``keep_alive_interval_seconds``,
+    ``partitions_update_interval_seconds`` and ``enable_transaction`` (for :meth:`new_transaction`,
+    as the Java client's ``enableTransaction``).
     """
 
     def __init__(
@@ -73,6 +85,7 @@ class Client(ClientFactories):
         memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
         keep_alive_interval_seconds: float = 30,
         partitions_update_interval_seconds: float = 60,
+        enable_transaction: bool = False,
     ):
         check_type((str, AutoClusterFailover, ServiceInfoProvider), service_url, "service_url")
         if not isinstance(service_url, str) and authentication is not None:
@@ -108,6 +121,7 @@ class Client(ClientFactories):
         ):
             check_type_or_none(str, text, name)
         check_type_or_none(int, memory_limit_bytes, "memory_limit_bytes")
+        check_type(bool, enable_transaction, "enable_transaction")
         check_type((int, float), partitions_update_interval_seconds, "partitions_update_interval_seconds")
         check(partitions_update_interval_seconds >= 0, "partitions_update_interval_seconds", ">= 0", partitions_update_interval_seconds)
         self._log_route = LogRoute(logger) if logger is not None else None
@@ -121,6 +135,7 @@ class Client(ClientFactories):
         self._tls_options = TlsOptions(
             tls_allow_insecure_connection, tls_validate_hostname, tls_certificate_file_path, tls_private_key_file_path
         )
+        self._http_lookup: HttpLookup | None = None
         if isinstance(service_url, str):
             self._provider: ServiceInfoProvider | None = None
             self._use_service(ServiceInfo(service_url, authentication, tls_trust_certs_file_path))
@@ -135,9 +150,13 @@ class Client(ClientFactories):
         self._pool_lock = threading.Lock()
         self._handlers: list[TrackedHandler] = []
         self._closed = False
+        self._coordinator = CoordinatorClient(self) if enable_transaction else None
+        self._stats_interval = stats_interval_in_seconds
         self._stats_handle = self.timer.call_every(stats_interval_in_seconds, self._log_stats) if stats_interval_in_seconds else None
         if self._provider is not None:
             self._provider.initialize(self._switch_service)
+        self._pid = os.getpid()
+        reset_after_fork(self._after_fork_in_child)
 
     # ---- the service in use ----
 
@@ -146,10 +165,25 @@ class Client(ClientFactories):
         self.service_url = ServiceUrl(info.service_url)
         self.authentication = info.authentication
         self._tls_context = self._tls_options.context(info.tls_trust_certs_file_path, info.authentication) if info.use_tls else None
+        previous, self._http_lookup = self._http_lookup, None
+        if self.service_url.http:
+            from .http_lookup import HttpLookup
+
+            options = self._tls_options
+            self._http_lookup = HttpLookup(
+                self.service_url,
+                info.authentication,
+                self.operation_timeout,
+                info.tls_trust_certs_file_path,
+                options.allow_insecure_connection,
+                options.validate_hostname,
+            )
+        if previous is not None:
+            previous.close()
 
     @property
     def use_tls(self) -> bool:
-        """Whether the service in use is reached over TLS (``pulsar+ssl://``)."""
+        """Whether the service in use is reached over TLS (``pulsar+ssl://`` or ``https://``)."""
         return self.service_url.tls
 
     def get_service_info(self) -> ServiceInfo:
@@ -192,7 +226,9 @@ class Client(ClientFactories):
             return connection
 
     def service_connection(self) -> Connection:
-        """A connection to one of the service URL's hosts, trying each in turn."""
+        """A connection to one of the service URL's hosts, trying each in turn (binary service URLs only)."""
+        if self._http_lookup is not None:
+            raise exception_for(Result.InvalidConfiguration, f"{self.service_url.url} is looked up over HTTP; it has no binary port")
         errors = []
         for host, port in self.service_url.hosts:
             try:
@@ -201,8 +237,10 @@ class Client(ClientFactories):
                 errors.append(exc)
         raise errors[-1]
 
-    def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
-        """Run ``operation``, retrying retryable errors with backoff until the operation timeout."""
+    def with_retries(
+        self, what: str, operation: Callable[[], R], deadline: float | None = None, retryable: frozenset[Result] = RETRYABLE
+    ) -> R:
+        """Run ``operation``, retrying ``retryable`` errors with backoff until the operation timeout."""
         deadline = deadline or time.monotonic() + self.operation_timeout
         backoff = Backoff()
         while True:
@@ -210,13 +248,15 @@ class Client(ClientFactories):
                 return operation()
             except PulsarException as exc:
                 delay = backoff.next()
-                if exc.result not in RETRYABLE or time.monotonic() + delay > deadline or self._closed:
+                if exc.result not in retryable or time.monotonic() + delay > deadline or self._closed:
                     raise
                 log.info("%s failed (%s); retrying in %.1f s", what, exc, delay)
                 time.sleep(delay)
 
     def lookup(self, topic: str) -> Connection:
         """The connection to the broker that serves ``topic`` (following redirects)."""
+        if self._http_lookup is not None:
+            return self.connection_to(*self._broker_address(topic, self._http_lookup.broker_url(topic)))
         connection = self.service_connection()
         authoritative = False
         for _ in range(_MAX_REDIRECTS):
@@ -230,10 +270,7 @@ class Client(ClientFactories):
             url = response.brokerServiceUrlTls if self.use_tls else response.brokerServiceUrl
             if response.proxy_through_service_url:
                 return self.service_connection()
-            try:
-                target = ServiceUrl(url).hosts[0]
-            except ValueError as exc:  # the broker's answer, not the user's argument
-                raise exception_for(Result.InvalidConfiguration, f"lookup of {topic} answered {exc}") from None
+            target = self._broker_address(topic, url)
             if response.response == CommandLookupTopicResponse.Redirect:
                 connection = self.connection_to(*target)
                 authoritative = response.authoritative
@@ -241,11 +278,23 @@ class Client(ClientFactories):
             return self.connection_to(*target)
         raise exception_for(Result.LookupError, f"lookup of {topic} redirected more than {_MAX_REDIRECTS} times")
 
+    @staticmethod
+    def _broker_address(topic: str, url: str) -> tuple[str, int]:
+        try:
+            broker = ServiceUrl(url)
+            if broker.http:
+                raise ValueError(f"broker URL {url!r} must start with pulsar:// or pulsar+ssl://")
+            return broker.hosts[0]
+        except ValueError as exc:  # the broker's answer, not the user's argument
+            raise exception_for(Result.InvalidConfiguration, f"lookup of {topic} answered {exc}") from None
+
     def partition_count(self, topic: str) -> int:
         """Partitions of ``topic``; 0 for a non-partitioned topic."""
         name = str(TopicName.parse(topic))
 
         def ask() -> int:
+            if self._http_lookup is not None:
+                return self._http_lookup.partition_count(name)
             response = self.service_connection().call(T.PARTITIONED_METADATA, self.operation_timeout, topic=name)
             return int(response.partitions)
 
@@ -263,12 +312,42 @@ class Client(ClientFactories):
         name = str(TopicName.parse(topic))
 
         def ask() -> SchemaInfo:
+            if self._http_lookup is not None:
+                return self._http_lookup.schema_info(name, version)
             response = self.lookup(name).call(
                 T.GET_SCHEMA, self.operation_timeout, topic=name, schema_version=version.to_bytes(8, "big", signed=True)
             )
             return SchemaInfo.from_proto(response.schema)
 
         return self.with_retries(f"schema version {version} of {name}", ask)
+
+    def topics_of_namespace(self, namespace: str, mode: int) -> list[str]:
+        """The topics of ``namespace`` (``tenant/namespace``) of the kind ``mode`` (a
+        ``CommandGetTopicsOfNamespace.Mode``), partitions listed one by one."""
+        if self._http_lookup is not None:
+            mode_name = CommandGetTopicsOfNamespace.Mode.Name(mode)  # type: ignore[arg-type]
+            return self._http_lookup.topics_of_namespace(namespace, mode_name)
+        response = self.service_connection().call(T.GET_TOPICS_OF_NAMESPACE, self.operation_timeout, namespace=namespace, mode=mode)
+        return list(response.topics)
+
+    # ---- transactions ----
+
+    def new_transaction(self, transaction_timeout_ms: int = 60_000) -> Transaction:
+        """Open a transaction on one of the cluster's coordinators; they abort it after
+        ``transaction_timeout_ms`` unless it was committed or aborted by then.
+
+        Raises:
+            InvalidConfiguration: the client was built without ``enable_transaction=True``.
+            TransactionCoordinatorNotFoundError: the cluster runs no transaction coordinator.
+        """
+        check_type(int, transaction_timeout_ms, "transaction_timeout_ms")
+        check(transaction_timeout_ms > 0, "transaction_timeout_ms", "positive", transaction_timeout_ms)
+        if self._closed:
+            raise AlreadyClosed("the client is closed")
+        if self._coordinator is None:
+            raise exception_for(Result.InvalidConfiguration, "transactions are not enabled: build the Client with enable_transaction=True")
+        txn_id = self._coordinator.new_transaction(transaction_timeout_ms)
+        return Transaction(self._coordinator, txn_id, transaction_timeout_ms, self.timer, self.operation_timeout)
 
     # ---- lifecycle ----
 
@@ -312,9 +391,38 @@ class Client(ClientFactories):
             self._pool.clear()
         for connection in connections:
             connection.close()
+        for connection in connections:
+            connection.join(_THREAD_JOIN_SECONDS)
+        if self._http_lookup is not None:
+            self._http_lookup.close()
         self.timer.close()
         if self._log_route is not None:
             self._log_route.close()
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child: start over with no connection, new threads and fresh locks (see
+        ``forks``). The parent's connections are let go of, never closed on the wire; what was
+        opened on them stays the parent's and refuses to work here."""
+        parent, self._pid = self._pid, os.getpid()
+        self._pool_lock = threading.Lock()
+        inherited, self._pool = list(self._pool.values()), {}
+        handlers, self._handlers = self._handlers, []
+        if self._closed:
+            return
+        for connection in inherited:
+            connection.abandon()
+        if self._coordinator is not None:
+            self._coordinator.forget_connections()
+        for handler in handlers:
+            handler.forked(parent)
+        self.timer = Timer()
+        self.memory_limit = MemoryLimit(self.memory_limit.limit)
+        self.partition_watch = PartitionWatch(self.partition_count, self.partition_watch.interval)
+        if self._stats_handle is not None:
+            self._stats_handle = self.timer.call_every(self._stats_interval, self._log_stats)
+        if self._provider is not None:
+            # Its threads did not come along: it starts providing again, from the endpoint in use.
+            self._provider.initialize(self._switch_service)
 
     def _log_stats(self) -> None:
         """Every ``stats_interval_in_seconds``: one stats line per producer and consumer, as the official client logs them."""

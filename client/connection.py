@@ -17,11 +17,12 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from google.protobuf.message import Message
 
 from .auth import Authentication
+from .dependencies import DISTRIBUTION, distribution_version
 from .exceptions import AuthenticationError, ConnectError, PulsarException, Result, Timeout, exception_for, result_for_server_error
 from .frame_writer import FrameWriter
 from .protocol import commands
@@ -34,9 +35,9 @@ from .protocol.PulsarApi_pb2 import (
     CommandLookupTopicResponse,
     CommandPartitionedTopicMetadataResponse,
     CommandSendError,
-    CommandSendReceipt,
     FeatureFlags,
 )
+from .protocol.receipts import SendReceipt
 from .timer import Timer, TimerHandle
 from .tls import TlsStream
 
@@ -44,7 +45,13 @@ log = logging.getLogger(__name__)
 
 # Command types read off the message class: the same ints, without the enum wrapper's slow lookup.
 T = BaseCommand
-CLIENT_VERSION = "airflow-pulsar-0.1.0"
+# Responses with a failure in their own error and message fields: ack receipts, the coordinator's answers.
+_ERROR_FIELD_RESPONSES = frozenset(
+    {T.ACK_RESPONSE, T.TC_CLIENT_CONNECT_RESPONSE, T.NEW_TXN_RESPONSE, T.END_TXN_RESPONSE}
+    | {T.ADD_PARTITION_TO_TXN_RESPONSE, T.ADD_SUBSCRIPTION_TO_TXN_RESPONSE}
+)
+# What CONNECT tells the broker: the distribution and its version, read once from its metadata.
+CLIENT_VERSION = "-".join(filter(None, [DISTRIBUTION, distribution_version()]))
 _RECV_SIZE = 256 * 1024
 _UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 
@@ -52,7 +59,7 @@ _UNTRUSTED_CERTIFICATE = " (it may not trust the TLS client certificate)"
 class ProducerHandler(Protocol):
     """What a connection calls on a producer registered with it."""
 
-    def handle_receipts(self, receipts: list[CommandSendReceipt]) -> None: ...
+    def handle_receipts(self, receipts: list[SendReceipt]) -> None: ...
 
     def handle_send_error(self, body: CommandSendError) -> None: ...
 
@@ -99,6 +106,7 @@ class Connection:
         self._keepalive_seconds = keepalive_seconds
         self._sock: socket.socket | TlsStream | None = None
         self._writer: FrameWriter | None = None
+        self._reader: threading.Thread | None = None
         self._lock = threading.Lock()
         self._requests: dict[int, Future[Any]] = {}
         self._request_ids = itertools.count(1)
@@ -127,7 +135,7 @@ class Connection:
                 # Not ssl.SSLSocket: it must not be read and written from two threads at once (see tls.py).
                 stream = TlsStream(sock, self._tls_context, self.host)
                 stream.handshake()
-            stream.sendall(encode_command(self._connect_command()))
+            stream.sendall(encode_command(_connect_command(self._auth)))
             connected = self._await_connected(stream, deadline)
         except ssl.SSLError as exc:
             sock.close()
@@ -152,24 +160,13 @@ class Connection:
         self._sock = stream
         self._writer = FrameWriter(stream, f"pulsar-writer-{self.address}", self._write_failed)
         self._last_received = time.monotonic()
-        threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True).start()
+        self._reader = threading.Thread(target=self._read_loop, name=f"pulsar-io-{self.address}", daemon=True)
+        self._reader.start()
         self._keepalive = self._timer.call_every(self._keepalive_seconds, self._check_alive)
 
     def _presents_certificate(self) -> bool:
         """Whether this connection shows the broker a TLS client certificate."""
         return self._tls_context is not None and self._auth is not None and self._auth.tls_certificate_files() is not None
-
-    def _connect_command(self) -> BaseCommand:
-        auth_name = self._auth.auth_method_name if self._auth else "none"
-        auth_data = self._auth.auth_data() if self._auth else None
-        return commands.make(
-            T.CONNECT,
-            client_version=CLIENT_VERSION,
-            protocol_version=PROTOCOL_VERSION,
-            auth_method_name=auth_name,
-            auth_data=auth_data,
-            feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
-        )
 
     def _await_connected(self, sock: socket.socket | TlsStream, deadline: float) -> CommandConnected:
         while True:
@@ -190,22 +187,13 @@ class Connection:
                     result = result_for_server_error(command.error.error)
                     raise exception_for(result, f"{self.address} refused the connection: {command.error.message}")
                 if command.type == T.AUTH_CHALLENGE and self._auth is not None:
-                    sock.sendall(encode_command(self._auth_response()))
+                    sock.sendall(encode_command(_auth_response(self._auth)))
                     continue
                 raise ConnectError(f"{self.address} sent {commands.type_name(command.type)} before CONNECTED")
 
-    def _auth_response(self) -> BaseCommand:
-        assert self._auth is not None
-        return commands.make(
-            T.AUTH_RESPONSE,
-            client_version=CLIENT_VERSION,
-            protocol_version=PROTOCOL_VERSION,
-            response=AuthData(auth_method_name=self._auth.auth_method_name, auth_data=self._auth.auth_data()),
-        )
-
-    def _answer_challenge(self) -> None:
+    def _answer_challenge(self, auth: Authentication) -> None:
         try:
-            response = self._auth_response()
+            response = _auth_response(auth)
         except PulsarException as exc:
             # The broker closes the connection when no answer comes; the reconnect then fails with this.
             log.warning("cannot answer the authentication challenge of %s: %s", self.address, exc)
@@ -228,6 +216,26 @@ class Connection:
             except OSError:
                 pass
             self._sock.close()
+
+    def abandon(self) -> None:
+        """In a process forked from the one that opened it: let go of it without a word on the wire.
+        The socket is the parent's too, so it is neither shut down nor written to; only this
+        process's descriptor closes. Nothing pending is failed: who waits for it lives in the parent."""
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+        self.closed = True
+        self._writer = None
+        self._keepalive = None
+        if self._sock is not None:
+            self._sock.close()
+
+    def join(self, timeout: float) -> None:
+        """After :meth:`close`: wait up to ``timeout`` seconds for its reader and writer threads to
+        end (the reader fails what is pending first), so none outlives the client's close."""
+        deadline = time.monotonic() + timeout
+        writer = self._writer
+        for thread in (self._reader, writer.thread if writer is not None else None):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def _check_alive(self) -> None:
         if time.monotonic() - self._last_received > 2 * self._keepalive_seconds:
@@ -357,21 +365,21 @@ class Connection:
             except Exception:  # one handler's failure must not keep the others from reconnecting
                 log.exception("connection_lost handler failed")
 
-    def _route(self, frames: list[Frame | MessageFrame | CommandSendReceipt]) -> None:
+    def _route(self, frames: list[Frame | MessageFrame | SendReceipt]) -> None:
         """Hand frames on in order; the hot two in runs: consecutive receipts for one producer, or
         messages for one consumer, reach it in one call (one round of its locks and wake-ups)."""
         run: list[Any] = []
         run_kind = run_owner = -1
         for frame in frames:
-            if isinstance(frame, MessageFrame):
+            if type(frame) is MessageFrame:  # the decoder makes these two classes exactly
                 kind, owner = T.MESSAGE, frame[0]  # frame[0]: its consumer id
-            elif isinstance(frame, CommandSendReceipt):
+            elif type(frame) is SendReceipt:
                 kind, owner = T.SEND_RECEIPT, frame.producer_id
             else:
                 if run:
                     self._deliver(run_kind, run_owner, run)
                     run = []
-                self._dispatch(frame)
+                self._dispatch(cast(Frame, frame))  # neither of the two: a Frame
                 continue
             if owner != run_owner or kind != run_kind:
                 if run:
@@ -433,12 +441,12 @@ class Connection:
                 self._resolve(body.request_id, error=_response_error(body.error_code, body.error_message))
             else:
                 self._resolve(body.request_id, body)
-        elif kind == T.ACK_RESPONSE:
-            ack = command.ackResponse
-            if ack.HasField("error"):
-                self._resolve(ack.request_id, error=_response_error(ack.error, ack.message))
+        elif kind in _ERROR_FIELD_RESPONSES:
+            body = commands.body(command)
+            if body.HasField("error"):
+                self._resolve(body.request_id, error=_response_error(body.error, body.message))
             else:
-                self._resolve(ack.request_id, ack)
+                self._resolve(body.request_id, body)
         elif kind in (T.SUCCESS, T.GET_LAST_MESSAGE_ID_RESPONSE, T.GET_TOPICS_OF_NAMESPACE_RESPONSE):
             body = commands.body(command)
             self._resolve(body.request_id, body)
@@ -460,7 +468,9 @@ class Connection:
                 consumer.handle_end_of_topic()
         elif kind == T.AUTH_CHALLENGE and self._auth is not None:
             # Fresh credentials may take a request to an OAuth2 issuer: not on the reader thread.
-            threading.Thread(target=self._answer_challenge, name=f"pulsar-auth-{self.address}", daemon=True).start()
+            threading.Thread(
+                target=self._answer_challenge, args=(self._auth,), name=f"pulsar-auth-{self.address}", daemon=True
+            ).start()
         else:
             log.warning("ignoring unexpected %s from %s", commands.type_name(kind), self.address)
 
@@ -468,3 +478,23 @@ class Connection:
 def _response_error(error: int, message: str, default: Result = Result.UnknownError) -> PulsarException:
     result = result_for_server_error(error)
     return exception_for(default if result is Result.UnknownError else result, message)
+
+
+def _connect_command(auth: Authentication | None) -> BaseCommand:
+    return commands.make(
+        T.CONNECT,
+        client_version=CLIENT_VERSION,
+        protocol_version=PROTOCOL_VERSION,
+        auth_method_name=auth.auth_method_name if auth else "none",
+        auth_data=auth.auth_data() if auth else None,
+        feature_flags=FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True),
+    )
+
+
+def _auth_response(auth: Authentication) -> BaseCommand:
+    return commands.make(
+        T.AUTH_RESPONSE,
+        client_version=CLIENT_VERSION,
+        protocol_version=PROTOCOL_VERSION,
+        response=AuthData(auth_method_name=auth.auth_method_name, auth_data=auth.auth_data()),
+    )

@@ -424,6 +424,10 @@ _SERVER_ERRORS: dict[int, Result] = {
     ServerError.NotAllowedError: Result.NotAllowedError,
     ServerError.ProducerFenced: Result.ProducerFenced,
     ServerError.IncompatibleSchema: Result.IncompatibleSchema,
+    ServerError.TransactionCoordinatorNotFound: Result.TransactionCoordinatorNotFoundError,
+    ServerError.InvalidTxnStatus: Result.InvalidTxnStatusError,
+    ServerError.TransactionConflict: Result.TransactionConflict,
+    ServerError.TransactionNotFound: Result.TransactionNotFound,
 }
 
 

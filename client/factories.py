@@ -40,7 +40,7 @@ class ClientFactories:
 
         As ``pulsar.Client.create_producer``; the options are :class:`~.factory_options.ProducerOptions`.
         """
-        return create_producer(self, topic, options)
+        return create_producer(self, topic, options.config())
 
     @factory(SubscribeOptions, Api.SYNC)
     def subscribe(

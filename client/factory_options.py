@@ -9,7 +9,7 @@ order with the official defaults, then this client's own, keyword only. The fact
 The official modules differ in a few places, which a field records in its metadata: an option
 only one API has (:func:`only_in`), and a default of the asyncio API's own (:func:`asyncio_default`).
 The deliberate differences from the official defaults (``schema=None`` for bytes, batching on
-unless chunking is) are in the README.
+unless chunking is) are in docs/client.md.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .consumer.dead_letter import ConsumerDeadLetterPolicy
 from .consumer.settings import (
     ConsumerBatchReceivePolicy,
     ConsumerKeySharedPolicy,
+    ConsumerSettings,
     ConsumerType,
     InitialPosition,
     RegexSubscriptionMode,
@@ -83,6 +84,13 @@ def keywords(options: Any) -> dict[str, Any]:
     return {option.name: getattr(options, option.name) for option in dataclasses.fields(options) if in_api(option, Api.SYNC)}
 
 
+def _refuse_unknown(options: type[Any], factory: str, settings: Mapping[str, Any]) -> None:
+    """``TypeError`` listing the keyword arguments of ``factory`` among ``settings`` that ``options`` lacks."""
+    unknown = sorted(set(settings) - {option.name for option in dataclasses.fields(options)})
+    if unknown:
+        raise TypeError(f"{factory}() got unexpected keyword argument(s): {', '.join(unknown)}")
+
+
 @dataclass(frozen=True)
 class ProducerOptions:
     """The options of ``create_producer`` after the topic, as ``pulsar.Client.create_producer`` has them;
@@ -136,15 +144,18 @@ class ProducerOptions:
     @classmethod
     def from_settings(cls, **settings: Any) -> ProducerOptions:
         """The options ``create_producer`` keyword arguments give; ``TypeError`` lists those it does not take."""
-        unknown = sorted(set(settings) - {option.name for option in dataclasses.fields(cls)})
-        if unknown:
-            raise TypeError(f"create_producer() got unexpected keyword argument(s): {', '.join(unknown)}")
+        _refuse_unknown(cls, "create_producer", settings)
         return cls(**settings)
 
+    def config(self) -> ProducerConfig:
+        """The options checked (type, range, combination) and converted, as ``create_producer``
+        uses them; ``ValueError`` names the first bad one."""
+        return ProducerConfig.from_options(self)
+
     def check(self) -> None:
-        """Check every option (type, range, combination) as ``create_producer`` does, without
-        connecting; ``ValueError`` names the first bad one."""
-        ProducerConfig.from_options(self)
+        """Check every option as ``create_producer`` does, without connecting; ``ValueError`` names
+        the first bad one."""
+        self.config()
 
 
 @dataclass(frozen=True)
@@ -187,6 +198,17 @@ class SubscribeOptions:
     ack_group_time_ms: int = 100
     ack_group_max_size: int = 1000
     ack_receipt_enabled: bool = False
+
+    @classmethod
+    def from_settings(cls, **settings: Any) -> SubscribeOptions:
+        """The options ``subscribe`` keyword arguments give; ``TypeError`` lists those it does not take."""
+        _refuse_unknown(cls, "subscribe", settings)
+        return cls(**settings)
+
+    def check(self, subscription_name: str) -> None:
+        """Check every option (type, range, combination) as ``subscribe`` does for
+        ``subscription_name``, without connecting; ``ValueError`` names the first bad one."""
+        ConsumerSettings(subscription_name, **keywords(self))
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,7 @@ class ClusterFailoverProvider(ServiceInfoProvider):
     def initialize(self, on_service_info_update: Callable[[ServiceInfo], None]) -> None:
         """Start probing every ``check_interval_ms``."""
         self._update = on_service_info_update
+        self._stop = threading.Event()  # a new one in a forked child: the parent's thread may have held its lock
         self._thread = threading.Thread(target=self._run, name="pulsar-cluster-failover", daemon=True)
         self._thread.start()
 

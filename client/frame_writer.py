@@ -140,6 +140,11 @@ class FrameWriter:
         with lock:
             self._last_write = time.monotonic()
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The thread that writes gathered bursts; it ends once the writer is closed."""
+        return self._thread
+
     def close(self) -> None:
         """Drop what is queued and stop the thread (the connection is closing)."""
         with self._lock:

@@ -1,6 +1,7 @@
 """Where the client connects: the service URL, and the cluster endpoints a provider switches between.
 
-``ServiceUrl`` parses ``pulsar://host:port[,host2:port2]`` (or ``pulsar+ssl://``). A
+``ServiceUrl`` parses ``pulsar://host:port[,host2:port2]`` (or ``pulsar+ssl://``), or the
+``http://`` / ``https://`` URL of a broker's admin port, over which the client looks topics up. A
 :class:`ServiceInfo` is one cluster endpoint with its own authentication and trust store; a
 :class:`ServiceInfoProvider` hands the client the first one and pushes later changes, which is how
 :class:`~.failover.AutoClusterFailover` moves a client to another cluster (``pulsar.ServiceInfo``,
@@ -18,16 +19,26 @@ from .auth import Authentication
 __all__ = ["ServiceInfo", "ServiceInfoProvider", "ServiceUrl"]
 
 
+# Scheme -> (TLS, looked up over HTTP, default port).
+_SCHEMES = {
+    "pulsar": (False, False, 6650),
+    "pulsar+ssl": (True, False, 6651),
+    "http": (False, True, 8080),
+    "https": (True, True, 8443),
+}
+
+
 class ServiceUrl:
-    """``pulsar://host:port[,host2:port2]`` or ``pulsar+ssl://...``; a malformed one raises ``ValueError``."""
+    """``pulsar://host:port[,host2:port2]``, ``pulsar+ssl://...``, ``http://...`` or ``https://...``;
+    a malformed one raises ``ValueError``. With ``http``/``https`` (``http`` True) the client looks
+    topics up over the admin REST port; ``tls`` is True for ``pulsar+ssl`` and ``https``."""
 
     def __init__(self, url: str):
         parts = urlsplit(url)
-        if parts.scheme not in ("pulsar", "pulsar+ssl"):
-            raise ValueError(f"service URL {url!r} must start with pulsar:// or pulsar+ssl://")
+        if parts.scheme not in _SCHEMES:
+            raise ValueError(f"service URL {url!r} must start with pulsar://, pulsar+ssl://, http:// or https://")
         self.url = url
-        self.tls = parts.scheme == "pulsar+ssl"
-        default_port = 6651 if self.tls else 6650
+        self.tls, self.http, default_port = _SCHEMES[parts.scheme]
         self.hosts: list[tuple[str, int]] = []
         for hostport in parts.netloc.split(","):
             host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
@@ -62,7 +73,7 @@ class ServiceInfo:
 
     @property
     def use_tls(self) -> bool:
-        """Whether the URL is ``pulsar+ssl://``."""
+        """Whether the URL is ``pulsar+ssl://`` or ``https://``."""
         return self._url.tls
 
     @property
@@ -105,7 +116,8 @@ class ServiceInfoProvider:
         raise NotImplementedError
 
     def initialize(self, on_service_info_update: Callable[[ServiceInfo], None]) -> None:
-        """Start providing: call ``on_service_info_update`` whenever the endpoint changes."""
+        """Start providing: call ``on_service_info_update`` whenever the endpoint changes. Called again
+        in a process forked from this one, whose copy of the provider has none of its threads."""
         raise NotImplementedError
 
     def close(self) -> None:

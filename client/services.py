@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     # Type-only: the producer package imports this module for its own annotations.
     from .connection import Connection
     from .consumer.settings import InitialPosition
+    from .exceptions import Result
     from .partition_watch import PartitionWatch
     from .producer.limits import MemoryLimit
     from .protocol.message_id import MessageId
@@ -44,6 +45,12 @@ class TrackedHandler(Closeable, Protocol):
 
     def log_stats(self) -> None:
         """Log one line of its statistics."""
+        ...
+
+    def forked(self, parent_pid: int) -> None:
+        """This process was forked from ``parent_pid``, which keeps its broker session: refuse every
+        call from now on (AlreadyClosed, saying why), close without a word to the broker, take no
+        lock a thread of the parent may have held."""
         ...
 
 
@@ -92,17 +99,20 @@ class ClientServices(Protocol):
         """The connection to the broker that serves ``topic`` (one full lookup, redirects followed)."""
         ...
 
-    def service_connection(self) -> Connection:
-        """A connection to any broker of the service URL, for requests not tied to a topic."""
-        ...
-
-    def with_retries(self, what: str, operation: Callable[[], R], deadline: float | None = None) -> R:
-        """Run ``operation``, retrying retryable errors with backoff until ``deadline`` (monotonic)
-        or the operation timeout; ``what`` names it in the log."""
+    def with_retries(
+        self, what: str, operation: Callable[[], R], deadline: float | None = None, retryable: frozenset[Result] = ...
+    ) -> R:
+        """Run ``operation``, retrying ``retryable`` errors (by default those worth retrying with any
+        request) with backoff until ``deadline`` (monotonic) or the operation timeout; ``what`` names
+        it in the log."""
         ...
 
     def partition_count(self, topic: str) -> int:
         """Partitions of ``topic`` from its partitioned metadata; 0 for a non-partitioned topic."""
+        ...
+
+    def topics_of_namespace(self, namespace: str, mode: int) -> list[str]:
+        """The topics of ``namespace`` of the kind ``mode`` (``CommandGetTopicsOfNamespace.Mode``)."""
         ...
 
     def register(self, handler: TrackedHandler) -> None:

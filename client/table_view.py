@@ -11,12 +11,14 @@ reading thread of its own applies new messages and calls the listeners with each
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .consumer import Message, Reader, create_reader
 from .exceptions import AlreadyClosed, PulsarException, Timeout
+from .forks import inherited_message, reset_after_fork
 from .protocol.message_id import MessageId
 from .schema import BytesSchema, Schema
 
@@ -69,9 +71,22 @@ class TableView:
         # for_each_and_listen sees every key exactly once: in its snapshot or through the listener.
         self._lock = threading.RLock()
         self._closed = threading.Event()
+        self._forked_from: int | None = None
         self._replay(int(replay_timeout * 1000))
         self._thread = threading.Thread(target=self._read_tail, name=f"pulsar-table-view-{topic}", daemon=True)
         self._thread.start()
+        self._pid = os.getpid()
+        reset_after_fork(self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child the view would stop updating (its reader is the parent's): it refuses instead."""
+        self._lock = threading.RLock()  # the parent's reading thread may have held it at the fork
+        if self._forked_from is None:
+            self._forked_from = self._pid
+
+    def _check_current(self) -> None:
+        if self._forked_from is not None:
+            raise AlreadyClosed(inherited_message(f"table view of {self._topic}", self._forked_from))
 
     def _replay(self, read_timeout_ms: int) -> None:
         """Apply everything the topic holds now."""
@@ -109,11 +124,13 @@ class TableView:
 
     def get(self, key: str) -> Any | None:
         """The latest value of ``key``, decoded by the schema; None if the key has none."""
+        self._check_current()
         value = self._data.get(key)
         return None if value is None else self._schema.decode(value)
 
     def for_each(self, callback: Callable[[str, Any], None]) -> None:
         """Call ``callback(key, value)`` for every entry."""
+        self._check_current()
         with self._lock:
             entries = list(self._data.items())
         for key, value in entries:
@@ -121,6 +138,7 @@ class TableView:
 
     def for_each_and_listen(self, callback: Callable[[str, Any], None]) -> None:
         """Call ``callback(key, value)`` for every entry, then, on the reading thread, for every update."""
+        self._check_current()
         with self._lock:
             for key, value in list(self._data.items()):
                 callback(key, self._schema.decode(value))
@@ -134,6 +152,7 @@ class TableView:
             self._thread.join(timeout=_READ_WAIT_MS / 1000 + 5)
 
     def __len__(self) -> int:
+        self._check_current()
         return len(self._data)
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ trigger reads the topic through the ``pulsar_default`` connection. It is watched
 that schedules this DAG. The message is acknowledged once its asset event is stored, and a
 message the filter raises on is negatively acknowledged and redelivered. The DAG's task reads
 the alerts from the triggering asset events. Airflow may hand an alert that arrives while the
-previous one still waits for its run to the run of the next alert instead (see the README).
+previous one still waits for its run to the run of the next alert instead (see docs/event-driven.md).
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ with DAG(
         timeout=timedelta(hours=2),
         deferrable=True,
     )
+    # [START ingest]
     ingest = PulsarToTableOperator(
         task_id="ingest_events",
         topics=TOPIC,
@@ -76,6 +77,7 @@ with DAG(
         metastore_dir="{{ dag_run.conf.get('metastore_dir') or '" + str(example_dir() / "metastore") + "' }}",
         conf={"spark.sql.shuffle.partitions": "4"},
     )
+    # [END ingest]
 
     @task
     def report(summary: dict, backlog: dict) -> dict:

@@ -87,6 +87,8 @@ BROKER_CONFIG: dict[str, str] = {
     "brokerEntryMetadataInterceptors": INDEX_INTERCEPTOR,
     "webSocketServiceEnabled": "false",
     "functionsWorkerEnabled": "false",
+    # Topics past their namespace's compactionThreshold are compacted within seconds, not a minute.
+    "brokerServiceCompactionMonitorIntervalInSeconds": "5",
 }
 
 # Bookie settings for one small machine: small caches, and no fsync of the journal (a test
@@ -296,7 +298,14 @@ class PulsarStandalone(AdminRest):
     """One Apache Pulsar standalone JVM (broker, bookie, RocksDB metadata) and its URLs.
 
     ``admin_token`` is the token the launcher's own admin calls carry (readiness included) when the
-    configuration turns authentication on.
+    configuration turns authentication on. With ``tls`` (the configuration then names the
+    certificate files) the broker also serves ``pulsar+ssl://`` and ``https://`` on ports of their
+    own, as ``tls_service_url`` and ``tls_web_url``; readiness is still asked over plain HTTP.
+    ``transaction_coordinators`` > 0 turns transactions on
+    (``transactionCoordinatorEnabled``) with that many coordinators: before the first start,
+    ``pulsar initialize-transaction-coordinator-metadata`` creates the ``pulsar/system`` namespace
+    and the partitioned topic ``transaction_coordinator_assign`` with one partition per coordinator
+    (the standalone itself would create it with one).
     """
 
     name = "pulsar"
@@ -309,10 +318,18 @@ class PulsarStandalone(AdminRest):
         log_level: str = "info",
         admin_token: str | None = None,
         jvm_options: Sequence[str] = (),
+        tls: bool = False,
+        transaction_coordinators: int = 0,
     ):
+        self.tls = tls
+        self.tls_port = 0
+        self.https_port = 0
         self.admin_headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
         self.work_dir = work_dir
         self.config = {**BASE_CONFIG, **(config or {})}
+        self.transaction_coordinators = transaction_coordinators
+        if transaction_coordinators:
+            self.config["transactionCoordinatorEnabled"] = "true"
         self.heap = heap
         self.log_level = log_level
         self.jvm_options = list(jvm_options)
@@ -341,14 +358,31 @@ class PulsarStandalone(AdminRest):
     def web_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
 
+    @property
+    def tls_service_url(self) -> str:
+        """The broker's ``pulsar+ssl://`` URL (with ``tls``)."""
+        return f"pulsar+ssl://127.0.0.1:{self.tls_port}"
+
+    @property
+    def tls_web_url(self) -> str:
+        """The broker's ``https://`` URL (with ``tls``)."""
+        return f"https://127.0.0.1:{self.https_port}"
+
     def start(self, timeout: float = STARTUP_TIMEOUT) -> PulsarStandalone:
         """Start the JVM and wait until the default namespace is served."""
         began = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         if not self.port:  # keep the ports across restarts, so clients reconnect
             self.port, self.http_port, self.bookie_port = free_port(), free_port(), free_port()
+            if self.tls:
+                self.tls_port, self.https_port = free_port(), free_port()
         settings = {**self.config, "brokerServicePort": str(self.port), "webServicePort": str(self.http_port)}
+        if self.tls:
+            settings |= {"brokerServicePortTls": str(self.tls_port), "webServicePortTls": str(self.https_port)}
         conf = write_properties(self.work_dir / "standalone.conf", settings)
+        metadata_dir = self.work_dir / "metadata"
+        if self.transaction_coordinators and not metadata_dir.exists():
+            self._initialize_transaction_metadata(metadata_dir, began + timeout)
         self.jvm = JavaProcess(
             "pulsar",
             self.work_dir,
@@ -359,7 +393,7 @@ class PulsarStandalone(AdminRest):
                 "-nfw",
                 "-nss",
                 "--metadata-dir",
-                str(self.work_dir / "metadata"),
+                str(metadata_dir),
                 "--bookkeeper-dir",
                 str(self.work_dir / "bookkeeper"),
                 "--bookkeeper-port",
@@ -376,9 +410,30 @@ class PulsarStandalone(AdminRest):
         self.startup_seconds = time.monotonic() - began
         return self
 
-    def stop(self) -> int:
-        """SIGTERM and wait (kill -9 after 30 s); returns the exit code."""
-        return self.jvm.stop() if self.jvm is not None else 0
+    def _initialize_transaction_metadata(self, metadata_dir: Path, deadline: float) -> None:
+        """``pulsar initialize-transaction-coordinator-metadata`` on the standalone's metadata store (RocksDB)."""
+        setup = JavaProcess(
+            "initialize-transaction-coordinator-metadata",
+            self.work_dir,
+            "org.apache.pulsar.PulsarTransactionCoordinatorMetadataSetup",
+            [
+                "--configuration-store",
+                f"rocksdb://{metadata_dir}",
+                "--cluster",
+                self.config["clusterName"],
+                "--initial-num-transaction-coordinators",
+                str(self.transaction_coordinators),
+            ],
+            "128m",
+            self.log_level,
+            self.jvm_options,
+        )
+        setup.start()
+        setup.wait_exit(max(1.0, deadline - time.monotonic()))
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM and wait (kill -9 after ``timeout`` seconds); returns the exit code."""
+        return self.jvm.stop(timeout) if self.jvm is not None else 0
 
     def kill(self) -> None:
         """kill -9, as a crash."""

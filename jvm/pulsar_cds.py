@@ -49,7 +49,8 @@ def dump() -> None:
             try:
                 exercise(standalone.service_url, standalone)
             finally:
-                code = standalone.stop()
+                # The JVM writes the archive as it exits: on a busy machine that outlasts stop()'s default 30 s.
+                code = standalone.stop(timeout=300)
             if code not in (0, 143):  # 143: ended by the SIGTERM, as Pulsar's launcher does
                 raise SystemExit(f"the training standalone exited with {code}")
 

@@ -1,35 +1,40 @@
-"""An Apache Pulsar cluster on one machine: ZooKeeper, one bookie and two brokers, each its own JVM.
+"""An Apache Pulsar cluster on one machine: ZooKeeper, three bookies and two brokers, each its own JVM.
 
 Built as Pulsar's guide to a bare-metal cluster builds one, from the jars ``make`` resolves with
 ``jvm/pom.xml``: ZooKeeper (``QuorumPeerMain`` with a generated ``zoo.cfg``) holds both the
 metadata and the configuration store; ``PulsarClusterMetadataSetup`` initializes the cluster
-(BookKeeper's ledgers root, the cluster, ``public/default``); a bookie (``bookkeeper.server.Main``)
-registers through Pulsar's metadata-store driver; two brokers (``PulsarBrokerStarter``) share the
+(BookKeeper's ledgers root, the cluster, ``public/default``); the bookies (``bookkeeper.server.Main``)
+register through Pulsar's metadata-store driver; two brokers (``PulsarBrokerStarter``) share the
 cluster. Every process listens on loopback on free ports, keeps its data in the work dir, and is
-stopped (or killed with -9) by its own pid, so a test can crash one broker and start it again.
+stopped (or killed with -9) by its own pid, so a test can crash a broker, a bookie or ZooKeeper
+and start it again on the same port and data (see ``jvm/pulsar_storage.py``).
+
+Ledgers are written to two of the three bookies, both acknowledging each entry (ensemble, write
+and ack quorum 2): with one bookie down the brokers still write, replacing it in the ensembles of
+their open ledgers.
 
 The brokers keep Pulsar's default load manager, so bundles are spread over both brokers and a
 lookup on one broker can be redirected to the other; load shedding is off, so a bundle moves only
 when a test moves it (``PulsarCluster.place``). Brokers hold a short ZooKeeper session (6 s), so
 the survivor takes over a killed broker's topics within seconds.
 
-``python jvm/pulsar_cluster.py`` runs one in the foreground and prints its URLs.
+``python -m jvm.pulsar_cluster`` runs one in the foreground and prints its URLs.
 """
 
 from __future__ import annotations
 
-import socket
+import logging
+import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from jvm.apache_pulsar import (
-    BOOKIE_CONFIG,
     BROKER_CONFIG,
     PULSAR_VERSION,
     QUICK_JIT,
@@ -41,131 +46,26 @@ from jvm.apache_pulsar import (
     wait_until_serving,
     write_properties,
 )
+from jvm.pulsar_storage import Bookie, ZooKeeper
+
+log = logging.getLogger(__name__)
 
 CLUSTER_NAME = "cluster-a"
 # The broker's ZooKeeper session: how long a killed broker keeps owning its bundles.
 SESSION_TIMEOUT_MS = 6000
+BOOKIES = 3
+# Each ledger on two bookies, each entry acknowledged by both.
+REPLICAS = 2
 PLACE_ATTEMPTS = 5
-
-
-def _four_letter_word(port: int, word: bytes) -> str:
-    """ZooKeeper's answer to a four-letter command ('' if it does not answer)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
-            sock.sendall(word)
-            chunks = []
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-            return b"".join(chunks).decode(errors="replace")
-    except OSError:
-        return ""
+LOOKUP_RETRY_SECONDS = 10.0
+# The ensembles in a ledger's metadata as the admin API prints it: ``ensembles={0=[h:p, h:p], 57=[...]}``.
+_ENSEMBLES = re.compile(r"ensembles=\{(.*?)\}")
+_ENSEMBLE = re.compile(r"(\d+)=\[([^\]]*)\]")
 
 
 def _topic_path(topic: str) -> str:
     """``persistent/tenant/namespace/topic``, as the lookup and admin paths take a topic."""
     return topic.replace("persistent://", "persistent/") if "://" in topic else f"persistent/public/default/{topic}"
-
-
-def _wait_for(what: str, ready: Callable[[], bool], jvm: JavaProcess, deadline: float) -> None:
-    """Poll ``ready`` until it holds; kill -9 the JVM and raise if it exits or the deadline passes."""
-    while time.monotonic() < deadline:
-        jvm.check_running()
-        if ready():
-            return
-        time.sleep(0.2)
-    jvm.kill()
-    raise RuntimeError(f"{what} was not ready in time:\n{jvm.log_tail()}")
-
-
-class ZooKeeper:
-    """A single ZooKeeper server: the metadata store and the configuration store of the cluster."""
-
-    def __init__(self, work_dir: Path, heap: str = "256m"):
-        self.work_dir = work_dir
-        self.heap = heap
-        self.port = free_port()
-        self.jvm: JavaProcess | None = None
-
-    @property
-    def metadata_url(self) -> str:
-        """The metadata store URL brokers and tools take (``zk:host:port``)."""
-        return f"zk:127.0.0.1:{self.port}"
-
-    def start(self, deadline: float) -> None:
-        """Start the server and wait until it answers ``ruok``."""
-        config = {
-            "tickTime": "1000",  # sessions may be as short as two ticks
-            "initLimit": "10",
-            "syncLimit": "5",
-            "dataDir": str(self.work_dir / "data"),
-            "clientPort": str(self.port),
-            "clientPortAddress": "127.0.0.1",
-            "admin.enableServer": "false",  # its Jetty would take port 8080
-            "maxClientCnxns": "0",
-            "forceSync": "no",
-            "4lw.commands.whitelist": "ruok,dump",
-        }
-        (self.work_dir / "data").mkdir(parents=True, exist_ok=True)
-        zoo_cfg = write_properties(self.work_dir / "zoo.cfg", config)
-        self.jvm = JavaProcess(
-            "zookeeper",
-            self.work_dir,
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-            [str(zoo_cfg)],
-            self.heap,
-            jvm_options=QUICK_JIT,
-        )
-        self.jvm.start()
-        _wait_for("ZooKeeper", lambda: _four_letter_word(self.port, b"ruok") == "imok", self.jvm, deadline)
-
-    def ephemeral_nodes(self) -> str:
-        """The ``dump`` of live sessions and their ephemeral nodes (bookie registrations, broker locks)."""
-        return _four_letter_word(self.port, b"dump")
-
-
-class Bookie:
-    """One BookKeeper bookie, registered in ZooKeeper through Pulsar's metadata-store driver."""
-
-    def __init__(self, work_dir: Path, zookeeper: ZooKeeper, heap: str = "256m"):
-        self.work_dir = work_dir
-        self.zookeeper = zookeeper
-        self.heap = heap
-        self.port = free_port()
-        self.jvm: JavaProcess | None = None
-
-    def launch(self) -> None:
-        """Start the JVM; :meth:`wait_registered` waits for it."""
-        config = {
-            "bookiePort": str(self.port),
-            "advertisedAddress": "127.0.0.1",
-            "allowLoopback": "true",
-            "metadataServiceUri": f"metadata-store:{self.zookeeper.metadata_url}",  # as the metadata setup formatted it
-            "zkTimeout": "30000",  # Pulsar's bookkeeper.conf: a busy machine must not expire the bookie's session
-            "journalDirectories": str(self.work_dir / "journal"),
-            "ledgerDirectories": str(self.work_dir / "ledgers"),
-            "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
-            "httpServerEnabled": "false",
-            "autoRecoveryDaemonEnabled": "false",  # one bookie: nothing to re-replicate to
-            "numReadWorkerThreads": "2",
-            "numHighPriorityWorkerThreads": "1",
-            **BOOKIE_CONFIG,
-        }
-        conf = write_properties(self.work_dir / "bookkeeper.conf", config)
-        self.jvm = JavaProcess(
-            "bookie",
-            self.work_dir,
-            "org.apache.bookkeeper.server.Main",
-            ["--conf", str(conf)],
-            self.heap,
-            jvm_options=QUICK_JIT,
-        )
-        self.jvm.start()
-
-    def wait_registered(self, deadline: float) -> None:
-        """Wait until the bookie's registration (an ephemeral node) is in ZooKeeper."""
-        assert self.jvm is not None
-        node = f"/ledgers/available/127.0.0.1:{self.port}"
-        _wait_for("the bookie", lambda: node in self.zookeeper.ephemeral_nodes(), self.jvm, deadline)
 
 
 class ClusterBroker(AdminRest):
@@ -233,11 +133,12 @@ class ClusterBroker(AdminRest):
 
 
 class PulsarCluster(AdminRest):
-    """ZooKeeper, one bookie and two brokers.
+    """ZooKeeper, three bookies and two brokers.
 
     ``service_url`` names every broker; ``web_url`` is broker 0's; ``admin()`` and ``topic_stats()``
     ask the first live broker and follow Pulsar's redirects to the owner; ``brokers[i]`` has each
-    broker's own URLs, ``kill()`` and ``stop()``, and :meth:`start_broker` starts one again.
+    broker's own URLs, ``kill()`` and ``stop()``, and :meth:`start_broker` starts one again;
+    :meth:`start_bookie` and :meth:`start_zookeeper` start a killed bookie or ZooKeeper again.
     """
 
     name = "pulsar-cluster"
@@ -245,7 +146,7 @@ class PulsarCluster(AdminRest):
     def __init__(self, work_dir: Path, brokers: int = 2):
         self.work_dir = work_dir
         self.zookeeper = ZooKeeper(work_dir / "zookeeper")
-        self.bookie = Bookie(work_dir / "bookie", self.zookeeper)
+        self.bookies = [Bookie(f"bookie-{i}", work_dir / f"bookie-{i}", self.zookeeper) for i in range(BOOKIES)]
         self.brokers = [ClusterBroker(i, work_dir / "brokers") for i in range(brokers)]
         self.startup_seconds = 0.0
 
@@ -267,23 +168,29 @@ class PulsarCluster(AdminRest):
             "configurationMetadataStoreUrl": self.zookeeper.metadata_url,
             "metadataStoreSessionTimeoutMillis": str(SESSION_TIMEOUT_MS),
             "loadBalancerSheddingEnabled": "false",  # bundles move only when a test moves them
+            "managedLedgerDefaultEnsembleSize": str(REPLICAS),
+            "managedLedgerDefaultWriteQuorum": str(REPLICAS),
+            "managedLedgerDefaultAckQuorum": str(REPLICAS),
         }
 
     def start(self, timeout: float = STARTUP_TIMEOUT) -> PulsarCluster:
-        """Start ZooKeeper, initialize the cluster's metadata, then the bookie and the brokers side by side;
-        ready when the bookie is registered and every broker serves ``public/default`` and sees the others."""
+        """Start ZooKeeper, initialize the cluster's metadata, then the bookies and the brokers side by side;
+        ready when the bookies are registered and every broker serves ``public/default`` and sees the others."""
         began = time.monotonic()
         deadline = began + timeout
-        for path in (self.zookeeper.work_dir, self.bookie.work_dir, self.brokers[0].work_dir):
+        for path in (self.zookeeper.work_dir, self.brokers[0].work_dir, *(bookie.work_dir for bookie in self.bookies)):
             path.mkdir(parents=True, exist_ok=True)
         try:
-            self.zookeeper.start(deadline)
+            self.zookeeper.launch()
+            self.zookeeper.wait_serving(deadline)
             self._initialize_metadata(deadline)
-            self.bookie.launch()
+            for bookie in self.bookies:
+                bookie.launch()
             config = self.broker_config()
             for broker in self.brokers:
                 broker.launch(config)
-            self.bookie.wait_registered(deadline)
+            for bookie in self.bookies:
+                bookie.wait_registered(deadline)
             for broker in self.brokers:
                 broker.wait_serving(deadline)
                 self.wait_broker_listed(broker, deadline)
@@ -342,6 +249,36 @@ class PulsarCluster(AdminRest):
         self.wait_broker_listed(broker, deadline)
         return broker
 
+    def start_bookie(self, index: int, timeout: float = STARTUP_TIMEOUT) -> Bookie:
+        """Start a stopped (or killed) bookie again on its port and data; returns once it is registered."""
+        bookie = self.bookies[index]
+        bookie.launch()
+        bookie.wait_registered(time.monotonic() + timeout)
+        return bookie
+
+    def start_zookeeper(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """Start a stopped (or killed) ZooKeeper again on its port and data; returns once it serves."""
+        self.zookeeper.launch()
+        self.zookeeper.wait_serving(time.monotonic() + timeout)
+
+    def start_stopped(self) -> None:
+        """Start again whatever part a test left stopped or killed: ZooKeeper first, then bookies, then brokers."""
+        if not self.zookeeper.running:
+            self.start_zookeeper()
+        for index, bookie in enumerate(self.bookies):
+            if not bookie.running:
+                self.start_bookie(index)
+        for index, broker in enumerate(self.brokers):
+            if not broker.running:
+                self.start_broker(index)
+
+    def bookie_of(self, bookie_id: str) -> Bookie:
+        """The bookie BookKeeper names ``bookie_id`` (``127.0.0.1:port``)."""
+        for bookie in self.bookies:
+            if bookie.bookie_id == bookie_id:
+                return bookie
+        raise RuntimeError(f"{bookie_id} is not a bookie of this cluster")
+
     def live_broker(self) -> ClusterBroker:
         """The first broker whose JVM runs."""
         for broker in self.brokers:
@@ -356,9 +293,7 @@ class PulsarCluster(AdminRest):
     def lookup(self, topic: str) -> ClusterBroker:
         """The broker that owns ``topic`` (a short name in public/default, or ``persistent://...``), assigning
         its bundle if no broker owns it yet."""
-        response = self.admin("GET", f"/lookup/v2/topic/{_topic_path(topic)}")
-        response.raise_for_status()
-        url = response.json()["brokerUrl"]
+        url = self._lookup(f"/lookup/v2/topic/{_topic_path(topic)}").json()["brokerUrl"]
         for broker in self.brokers:
             if broker.service_url == url:
                 return broker
@@ -366,9 +301,22 @@ class PulsarCluster(AdminRest):
 
     def bundle_of(self, topic: str) -> str:
         """The range of the namespace bundle that ``topic``'s name hashes to (``0x..._0x...``)."""
-        response = self.admin("GET", f"/lookup/v2/topic/{_topic_path(topic)}/bundle")
-        response.raise_for_status()
-        return response.text
+        return self._lookup(f"/lookup/v2/topic/{_topic_path(topic)}/bundle").text
+
+    def _lookup(self, path: str) -> httpx.Response:
+        """A lookup's answer. A server error is asked again for a few seconds, as Pulsar's clients
+        retry a lookup: on a busy machine a bundle just unloaded towards a broker may still be
+        locked when the lookup assigns it ("Failed to acquire ownership ... is already locked")."""
+        deadline = time.monotonic() + LOOKUP_RETRY_SECONDS
+        while True:
+            response = self.admin("GET", path)
+            if response.status_code < 500 or time.monotonic() > deadline:
+                break
+            log.warning("GET %s answered %d (%s); asking again", path, response.status_code, response.text)
+            time.sleep(0.5)
+        if response.is_error:
+            raise RuntimeError(f"GET {path} answered {response.status_code}: {response.text}")
+        return response
 
     def place(self, topic: str, broker: ClusterBroker) -> None:
         """Make ``broker`` own ``topic``'s namespace bundle (and so every topic in it): the bundle is
@@ -385,17 +333,25 @@ class PulsarCluster(AdminRest):
             owner = self.lookup(topic)
         raise RuntimeError(f"{topic} went to {owner.name} when moved to {broker.name}")
 
+    def ensembles(self, topic: str) -> dict[int, list[str]]:
+        """The ensembles of ``topic``'s newest ledger: from each entry id on, the bookies (``bookie_id``)
+        it is written to. A bookie lost while the ledger is open is replaced by an ensemble from the next entry on."""
+        response = self.admin("GET", f"/admin/v2/{_topic_path(topic)}/internalStats", params={"metadata": "true"})
+        response.raise_for_status()
+        metadata = response.json()["ledgers"][-1]["metadata"]
+        found = _ENSEMBLES.search(metadata)
+        if found is None:
+            raise RuntimeError(f"no ensembles in the metadata of {topic}'s newest ledger: {metadata}")
+        return {int(first): [bookie.strip() for bookie in bookies.split(",")] for first, bookies in _ENSEMBLE.findall(found.group(1))}
+
     def stop(self) -> None:
-        """Stop the brokers, then the bookie, then ZooKeeper (each by its pid)."""
-        for broker in self.brokers:
-            broker.stop()
-        for jvm in (self.bookie.jvm, self.zookeeper.jvm):
-            if jvm is not None:
-                jvm.stop()
+        """Stop the brokers, then the bookies, then ZooKeeper (each by its pid)."""
+        for part in (*self.brokers, *self.bookies, self.zookeeper):
+            part.stop()
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each JVM, by name."""
-        jvms = {"zookeeper": self.zookeeper.jvm, "bookie": self.bookie.jvm}
+        jvms = {"zookeeper": self.zookeeper.jvm, **{bookie.name: bookie.jvm for bookie in self.bookies}}
         sizes = {name: jvm.rss_bytes() if jvm is not None else 0 for name, jvm in jvms.items()}
         sizes.update({broker.name: broker.rss_bytes() for broker in self.brokers})
         return sizes

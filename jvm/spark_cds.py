@@ -24,6 +24,7 @@ from typing import Any
 
 from jvm.class_sharing import JVM_CACHE, dump_archive, sharing_options
 
+CHECKOUT = Path(__file__).resolve().parents[1]
 # The Makefile's $(SPARK_CDS).
 ARCHIVE = JVM_CACHE / "spark-driver.jsa"
 QUICK_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -86,6 +87,8 @@ def dump() -> None:
                 **os.environ,
                 "SPARK_SUBMIT_OPTS": f"{QUICK_START} {archive_option} -Dderby.system.home={work} -Djava.io.tmpdir={work}",
                 "PYSPARK_PYTHON": sys.executable,
+                # This file runs as the driver's script: the checkout's root makes its jvm package importable.
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")])),
             }
             command = [
                 str(spark_submit), "--master", "local[*]", "--conf", "spark.ui.enabled=false",

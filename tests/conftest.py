@@ -23,17 +23,23 @@ from typing import Any, Protocol
 
 import httpx
 import pytest
+from hypothesis import settings
 
 from airflow_pulsar.broker.process import BrokerProcess
 from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
 from jvm.spark_cds import QUICK_JVM_OPTIONS
-from security_helpers import Pki, SecuredBroker, make_pki, secured_broker
+from tests.support.security import Pki, SecuredBroker, make_pki, secured_broker
 
 # Every spark-submit of the session starts its JVM (in client mode, the driver) with the quick
 # options, in this process and in those the tests start (Airflow's components, the demo).
 os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM_OPTIONS)
 
 BROKER_KINDS = ("embedded", "pulsar")
+
+# Property tests check what a codec or a state machine does, not how fast: no per-example deadline,
+# which a loaded machine (the suite's two workers beside CI's environment builds) overruns.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 class Broker(Protocol):
@@ -65,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "one_broker: not about the broker; runs on Apache Pulsar if selected, else on the embedded broker"
     )
     config.addinivalue_line(
-        "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, a bookie, two brokers), one a session"
+        "markers", "cluster: runs against an Apache Pulsar cluster (ZooKeeper, three bookies, two brokers), one a session"
     )
 
 
@@ -143,6 +149,41 @@ def apache_pulsar() -> Iterator[PulsarStandalone]:
             pulsar.stop()
 
 
+TRANSACTION_COORDINATORS = 2
+
+
+@pytest.fixture(scope="session")
+def apache_pulsar_transactions() -> Iterator[PulsarStandalone]:
+    """Apache Pulsar standalone with transactions on and two coordinators, shared by every module of
+    this test process that needs a coordinator. Not the session's ``apache_pulsar``: a broker with
+    transactions loads a transaction buffer with every topic and writes its snapshots to system topics
+    of the topic's namespace, which the other tests would then see and wait for."""
+    with tempfile.TemporaryDirectory(prefix="apache-pulsar-txn-") as work_dir:
+        pulsar = PulsarStandalone(Path(work_dir), jvm_options=QUICK_JIT, transaction_coordinators=TRANSACTION_COORDINATORS).start()
+        try:
+            yield pulsar
+        finally:
+            pulsar.stop()
+
+
+@pytest.fixture(scope="module")
+def transaction_broker(broker_kind: str, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """The broker under test for transactions, with ``TRANSACTION_COORDINATORS`` coordinators: a fresh
+    embedded one per module (``--transaction-coordinators``), or the session's Apache Pulsar with them."""
+    if broker_kind == "pulsar":
+        pulsar: PulsarStandalone = request.getfixturevalue("apache_pulsar_transactions")
+        if not pulsar.running:
+            pulsar.start()
+        yield pulsar
+        return
+    with tempfile.TemporaryDirectory(prefix="broker-txn-") as data_dir:
+        process = BrokerProcess(Path(data_dir), "--transaction-coordinators", str(TRANSACTION_COORDINATORS)).start()
+        try:
+            yield process
+        finally:
+            process.stop()
+
+
 @pytest.fixture(scope="module")
 def broker(broker_kind: str, request: pytest.FixtureRequest) -> Iterator[Broker]:
     """The broker under test for the whole module: a fresh embedded one (fsync on, the default),
@@ -187,7 +228,7 @@ def airflow_db() -> None:
     """Airflow's metadata database (SQLite in AIRFLOW_HOME), created once per test process, for dag.test().
 
     For the tiers that run Airflow in this process (tests/airflow, tests/spark, tests/cluster): each
-    sets the Airflow environment in its conftest.py (``airflow_test_env``) before airflow is imported,
+    sets the Airflow environment in its conftest.py (``tests.support.airflow_env``) before airflow is imported,
     so each xdist worker has a home of its own.
     """
     from airflow.utils.db import initdb
@@ -206,7 +247,7 @@ def topic_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    """A test CA and the server certificates it signed (see ``security_helpers.make_pki``), fresh per module."""
+    """A test CA and the server certificates it signed (see ``tests.support.security.make_pki``), fresh per module."""
     return make_pki(tmp_path_factory.mktemp("pki"))
 
 

@@ -18,7 +18,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from airflow.sdk import Asset
 
-from airflow_pulsar.client.service_info import ServiceUrl
+from airflow_pulsar.client import ServiceUrl
 from airflow_pulsar.client.topic_name import TopicName
 
 if TYPE_CHECKING:
@@ -40,7 +40,10 @@ def cluster_namespace(service_url: str) -> str:
     The scheme is always ``pulsar`` (also for ``pulsar+ssl://`` URLs, whose port tells them
     apart), as OpenLineage names Kafka clusters ``kafka://host:port``.
     """
-    host, port = ServiceUrl(service_url).hosts[0]
+    url = ServiceUrl(service_url)
+    if url.http:  # an admin port's URL does not name the binary port the cluster is known by
+        raise ValueError(f"service URL {service_url!r} must start with pulsar:// or pulsar+ssl:// to name a cluster")
+    host, port = url.hosts[0]
     return f"{SCHEME}://{_authority(host, port)}"
 
 

@@ -7,7 +7,6 @@ the line) shows the traceback instead (``airflow_pulsar/cli/command_line.py``).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -20,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tokens": ("airflow_pulsar.cli.tokens", "make and check authentication tokens and secret keys"),
     "topics": ("airflow_pulsar.cli.topics", "create, list, inspect (stats) and delete topics"),
     "subscriptions": ("airflow_pulsar.cli.subscriptions", "create, list, reset (seek) and delete subscriptions"),
+    "permissions": ("airflow_pulsar.cli.permissions", "list, grant and revoke permissions on namespaces, topics, subscriptions"),
     "produce": ("airflow_pulsar.cli.produce", "send messages for a quick check"),
     "consume": ("airflow_pulsar.cli.consume", "receive, print and acknowledge messages"),
     "tune": ("airflow_pulsar.cli.tune", "recommend producer settings for a workload"),
@@ -43,6 +43,8 @@ def usage() -> str:
 
 def version() -> str:
     """The installed version of the airflow-pulsar distribution."""
+    import importlib.metadata  # some 20 ms, for --version alone
+
     try:
         return importlib.metadata.version(PROG)
     except importlib.metadata.PackageNotFoundError:

@@ -18,8 +18,9 @@ from airflow_pulsar.client.admin import PulsarAdmin
 
 DEFAULT_SERVICE_URL = "pulsar://127.0.0.1:6650"
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
-# The URL schemes each option takes.
-_SCHEMES = {"--service-url": ("pulsar", "pulsar+ssl"), "--admin-url": ("http", "https")}
+# The URL schemes each option takes: the client looks topics up over HTTP as the official one does,
+# so a service URL may be the admin one.
+_SCHEMES = {"--service-url": ("pulsar", "pulsar+ssl", "http", "https"), "--admin-url": ("http", "https")}
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser, *, service: bool = True) -> None:
@@ -28,7 +29,7 @@ def add_endpoint_arguments(parser: argparse.ArgumentParser, *, service: bool = T
         parser.add_argument(
             "--service-url",
             default=os.environ.get("PULSAR_SERVICE_URL", DEFAULT_SERVICE_URL),
-            help="broker service URL, pulsar:// or pulsar+ssl:// (env PULSAR_SERVICE_URL)",
+            help="broker service URL, pulsar:// or pulsar+ssl://, or http(s):// to look topics up over REST (env PULSAR_SERVICE_URL)",
         )
     parser.add_argument(
         "--admin-url",
@@ -66,7 +67,8 @@ def _checked_url(option: str, url: str) -> str:
     scheme = urlsplit(url).scheme.lower()
     if scheme in _SCHEMES[option]:
         return url
-    wanted = " or ".join(f"{name}://" for name in _SCHEMES[option])
+    *others, last = (f"{name}://" for name in _SCHEMES[option])
+    wanted = f"{', '.join(others)} or {last}"
     other = next((name for name, schemes in _SCHEMES.items() if scheme in schemes), None)
     swapped = f" ({scheme}:// is for {other})" if other else ""
     raise ValueError(f"{option} {url!r} must start with {wanted}{swapped}")

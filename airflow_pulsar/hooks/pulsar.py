@@ -17,7 +17,7 @@ from airflow.sdk import BaseHook
 
 from airflow_pulsar.client import Client, Consumer, MessageId, Producer, Reader
 from airflow_pulsar.client.asyncio import Client as AsyncClient
-from airflow_pulsar.client.services import Closeable
+from airflow_pulsar.client.forks import reset_after_fork
 from airflow_pulsar.get_provider_info import PULSAR_UI_FIELD_BEHAVIOUR
 from airflow_pulsar.hooks.authentication import ConnectionAuthentication
 
@@ -28,9 +28,11 @@ DEFAULT_PORT = 6650
 DEFAULT_TLS_PORT = 6651
 DEFAULT_ADMIN_PORT = 8080
 DEFAULT_ADMIN_TLS_PORT = 8443
-_PULSAR_SCHEMES = ("pulsar", "pulsar+ssl")
+# Service URL schemes a host may hold; http(s):// URLs are looked up over the admin REST port.
+_SERVICE_SCHEMES = ("pulsar", "pulsar+ssl", "http", "https")
+_TLS_SCHEMES = ("pulsar+ssl", "https")
 # A producer, consumer or reader the hook closes on close().
-H = TypeVar("H", bound=Closeable)
+H = TypeVar("H", Producer, Consumer, Reader)
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off", ""}
 
@@ -110,14 +112,16 @@ class PulsarConnectionConfig:
         use_tls = _as_bool(extra.get("use_tls", False), "use_tls")
         if "://" in host:
             scheme = host.split("://", 1)[0].lower()
-            if scheme not in _PULSAR_SCHEMES:
+            if scheme not in _SERVICE_SCHEMES:
                 raise ValueError(
-                    f"connection {conn.conn_id!r}: host {host!r} must be a host name or a pulsar:// or "
-                    "pulsar+ssl:// service URL"
+                    f"connection {conn.conn_id!r}: host {host!r} must be a host name or a pulsar://, "
+                    "pulsar+ssl://, http:// or https:// service URL"
                 )
             service_url = host
-            use_tls = use_tls or scheme == "pulsar+ssl"
+            use_tls = use_tls or scheme in _TLS_SCHEMES
             first_host = urlsplit(host).netloc.split(",")[0].rsplit(":", 1)[0]
+            if scheme.startswith("http"):  # the admin REST port is the one the client looks topics up on
+                extra.setdefault("admin_url", host.split(",")[0])
         else:
             scheme = "pulsar+ssl" if use_tls else "pulsar"
             port = conn.port or (DEFAULT_TLS_PORT if use_tls else DEFAULT_PORT)
@@ -162,14 +166,18 @@ class PulsarHook(BaseHook):
 
     The connection's host (and port) give the service URL, ``pulsar://host:6650`` or, with the
     ``use_tls`` extra, ``pulsar+ssl://host:6651``; a host holding a ``pulsar://`` or
-    ``pulsar+ssl://`` URL (several brokers allowed) is used as is. The ``auth_method`` extra picks
-    the authentication (see :mod:`airflow_pulsar.hooks.authentication`): by default the password
+    ``pulsar+ssl://`` URL (several brokers allowed) is used as is, and so is an ``http://`` or
+    ``https://`` URL of the admin port (the client then looks topics up over HTTP, and the admin
+    URL defaults to it). The ``auth_method`` extra picks
+    the authentication (see the docs' connection page): by default the password
     is a token for ``AuthenticationToken``; ``basic``, ``tls`` (client certificate) and ``oauth2``
     read the login, password and extras. Producers, consumers and readers made here are closed by
     ``close()``.
 
     :param pulsar_conn_id: The Airflow connection to use, ``pulsar_default`` by default.
     :param client_kwargs: Further keyword arguments for ``Client``, overriding the connection's.
+    :param enable_transaction: Build the client with ``enable_transaction=True``, for
+        ``client.new_transaction()`` (the broker must run transaction coordinators).
     """
 
     conn_name_attr = "pulsar_conn_id"
@@ -181,16 +189,31 @@ class PulsarHook(BaseHook):
     test_timeout_seconds = 10.0
 
     def __init__(
-        self, pulsar_conn_id: str = default_conn_name, client_kwargs: dict[str, Any] | None = None, **kwargs: Any
+        self,
+        pulsar_conn_id: str = default_conn_name,
+        client_kwargs: dict[str, Any] | None = None,
+        *,
+        enable_transaction: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.pulsar_conn_id = pulsar_conn_id
         self.client_kwargs = dict(client_kwargs or {})
+        if enable_transaction:
+            self.client_kwargs["enable_transaction"] = True
         self._config: PulsarConnectionConfig | None = None
         self._client: Client | None = None
         self._admin: PulsarAdmin | None = None
-        self._handlers: list[Closeable] = []
+        self._handlers: list[Producer | Consumer | Reader] = []
         self._lock = threading.RLock()
+        reset_after_fork(self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (a LocalExecutor or Celery worker): the cached client and admin carry
+        on, reconnecting on first use; the producers, consumers and readers made here before the
+        fork are the parent's and refuse to work here, so they are forgotten (see the client's ``forks``)."""
+        self._lock = threading.RLock()  # a thread of the parent may have held it at the fork
+        self._handlers = []
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(pulsar_conn_id={self.pulsar_conn_id!r})"
@@ -294,12 +317,16 @@ class PulsarHook(BaseHook):
                 self._admin = PulsarAdmin(self.admin_url, **self._admin_kwargs())
             return self._admin
 
-    def get_async_admin(self) -> AsyncPulsarAdmin:
+    def get_async_admin(self, max_concurrent_requests: int | None = None) -> AsyncPulsarAdmin:
         """A new ``AsyncPulsarAdmin`` on the admin URL; not cached (it belongs to the caller's event
-        loop): use it as ``async with hook.get_async_admin() as admin:`` or ``await admin.aclose()``."""
+        loop): use it as ``async with hook.get_async_admin() as admin:`` or ``await admin.aclose()``.
+        ``max_concurrent_requests`` bounds its admin calls in flight (None: the client's default)."""
         from airflow_pulsar.client.admin import AsyncPulsarAdmin
 
-        return AsyncPulsarAdmin(self.admin_url, **self._admin_kwargs())
+        options = self._admin_kwargs()
+        if max_concurrent_requests is not None:
+            options["max_concurrent_requests"] = max_concurrent_requests
+        return AsyncPulsarAdmin(self.admin_url, **options)
 
     def close(self) -> None:
         """Close the producers (flushing), consumers and readers made here, then the client and admin."""
@@ -343,8 +370,9 @@ class PulsarHook(BaseHook):
         except Exception as exc:
             return False, self._redact(f"Invalid Pulsar client settings for {config.service_url}: {exc}")
         try:
-            connection = client.service_connection()
             partitions = client.partition_count(self.test_topic)
+            # The broker serving the probe topic: over the binary protocol, or found over HTTP.
+            connection = client.lookup(self.test_topic)
         except Exception as exc:
             return False, self._redact(f"Cannot reach Pulsar at {config.service_url}: {type(exc).__name__}: {exc}")
         finally:

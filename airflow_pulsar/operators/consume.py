@@ -9,8 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client import Consumer, ConsumerType, Message, exceptions
-from airflow_pulsar.client.consumer.settings import ConsumerSettings
+from airflow_pulsar.client import Consumer, ConsumerType, Message, SubscribeOptions, exceptions
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import TEMPLATE_FIELDS, dead_letter_arguments, dead_letter_policy
 from airflow_pulsar.templated_arguments import TemplatedArguments
@@ -175,13 +174,11 @@ class PulsarConsumeOperator(TemplatedArguments):
         # Messages of a producer batch are acknowledged one by one, so a failed task redoes only its own.
         settings.setdefault("batch_index_ack_enabled", True)
         try:
-            ConsumerSettings(
-                # The name is checked on its own (maybe once rendered); these are checked with any.
-                "subscription",
-                consumer_type=self.subscription_type,
-                initial_position=self.initial_position,
-                **settings,
+            options = SubscribeOptions.from_settings(
+                consumer_type=self.subscription_type, initial_position=self.initial_position, **settings
             )
+            # The name is checked on its own (maybe once rendered); these are checked with any.
+            options.check("subscription")
         except Exception as exc:  # ValueError, or TypeError for an unknown name
             raise ValueError(f"consumer_settings: {exc}") from None
         return settings
@@ -210,7 +207,7 @@ class PulsarConsumeOperator(TemplatedArguments):
                 limit = self.max_batch_size
                 if self.max_messages is not None:
                     limit = min(limit, self.max_messages - messages)
-                batch = self._receive_batch(consumer, limit)
+                batch = receive_batch(consumer, limit, self.poll_timeout)
                 if not batch:
                     self.log.info("No message within %s s; stopping", self.poll_timeout)
                     break
@@ -244,18 +241,6 @@ class PulsarConsumeOperator(TemplatedArguments):
             "acknowledged": acknowledged,
             "dead_lettered": dead_lettered,
         }
-
-    def _receive_batch(self, consumer: Consumer, limit: int) -> list[Message]:
-        try:
-            batch = [consumer.receive(timeout_millis=int(self.poll_timeout * 1000))]
-        except exceptions.Timeout:
-            return []
-        while len(batch) < limit:
-            try:
-                batch.append(consumer.receive(timeout_millis=0))
-            except exceptions.Timeout:
-                break
-        return batch
 
     def _process(
         self, consumer: Consumer, batch: list[Message], apply: Callable[..., Any], route: _DeadLetterRoute | None
@@ -312,6 +297,21 @@ class PulsarConsumeOperator(TemplatedArguments):
 
         namespace = lineage.cluster_of(self.pulsar_conn_id)
         return lineage.lineage(inputs=lineage.topic_inputs(namespace, lineage.topic_names(self.topics)))
+
+
+def receive_batch(consumer: Consumer, limit: int, poll_timeout: float) -> list[Message]:
+    """Up to ``limit`` messages: waits up to ``poll_timeout`` seconds for the first, then takes
+    those already arrived; empty when none came in time."""
+    try:
+        batch = [consumer.receive(timeout_millis=int(poll_timeout * 1000))]
+    except exceptions.Timeout:
+        return []
+    while len(batch) < limit:
+        try:
+            batch.append(consumer.receive(timeout_millis=0))
+        except exceptions.Timeout:
+            break
+    return batch
 
 
 class _DeadLetterRoute:

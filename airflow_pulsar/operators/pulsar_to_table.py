@@ -5,15 +5,19 @@ A run:
 
 1. holds the subscription exclusively (see :class:`~airflow_pulsar.spark.planning.hold.SubscriptionHold`);
 2. settles what the plan log says the previous run left unfinished: a batch that was planned
-   but never committed is written again under the same batch id (the write replaces the
-   batch's table partition), a committed one that was not acknowledged is acknowledged;
+   but never reported is written again under the same batch id, as its next attempt (the write
+   adds nothing if an earlier attempt committed it), a committed one that was not acknowledged
+   is acknowledged;
 3. plans the next batch from each partition's mark-delete position and newest entry, and
    records the plan in the plan log;
-4. submits the Spark job through a ``SparkSubmitHook`` of its own, one per submit; the job writes
-   the batch and reports rows and ends per partition to the plan log;
+4. submits the Spark job through a ``SparkSubmitHook`` of its own, one per submit and attempt;
+   the job writes the batch and reports rows and ends per partition to the plan log;
 5. acknowledges each partition cumulatively through the batch's end, and records that.
 
-A crash between any two steps leaves the plan log saying which of steps 4 and 5 to repeat.
+A crash between any two steps leaves the plan log saying which of steps 4 and 5 to repeat. A job
+whose task died and which goes on regardless (a zombie) cannot change the table once another
+attempt committed the batch (each format's commit refuses it; see "Each batch lands once" in the
+docs' Spark ingestion page), and its report, of an attempt given up, is passed over.
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ from airflow.sdk import conf
 from airflow_pulsar import arguments
 from airflow_pulsar.client.admin import AdminError
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.spark.credentials import ShippedCredentials
 from airflow_pulsar.spark.job.faults import inject
 from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan
-from airflow_pulsar.spark.job.records import ACKED, COMMITTED, PLANNED, PlanRecord
+from airflow_pulsar.spark.job.records import ACKED, PLANNED, PlanRecord
 from airflow_pulsar.spark.job.spec import (
     CLIENT_SETTINGS,
     VALUE_SCHEMA,
@@ -96,7 +101,9 @@ class PulsarToTableOperator(TemplatedArguments):
     Without a Spark connection named ``conn_id`` the job runs on ``local[*]`` with this worker's
     Python; a connection to a ``spark://``, YARN or Kubernetes master runs it there unchanged (the
     job's code is shipped with ``--py-files``, or, in cluster mode on a standalone master, as the
-    application jar that the worker fetches).
+    application jar that the worker fetches). The Pulsar connection's credentials, of any
+    ``auth_method``, and its TLS files reach the job as files shipped with ``--files``, never on a
+    command line (see the security page, "The Spark ingestion job").
 
     :param topics: A topic or a list of topics, partitioned or not. (templated)
     :param subscription: The subscription to consume; created at ``initial_position`` if new. (templated)
@@ -282,9 +289,10 @@ class PulsarToTableOperator(TemplatedArguments):
             }
             return self._run_summary
         self._log_plan(plan)
-        plan_log.append(PlanRecord(PLANNED, plan))
-        outcome = self._write(context, hook, plan, plan_log)
-        self._acknowledge(hold, plan_log, plan, outcome)
+        report = self._write(context, hook, PlanRecord(PLANNED, plan, attempt=1), plan_log)
+        self._acknowledge(hold, plan_log, report)
+        outcome = report.outcome
+        assert outcome is not None
         self._run_summary = {**_summary(plan, outcome), "skipped": False, "settled": settled}
         if self.value_format == VALUE_SCHEMA:
             self._run_summary["value_columns"] = self._value_columns
@@ -313,18 +321,24 @@ class PulsarToTableOperator(TemplatedArguments):
                     f"batch {plan.batch_id} was planned but not committed, and meanwhile subscription "
                     f"{self.subscription!r} moved on {moved}: something else acknowledged its messages"
                 )
-            self.log.info("Batch %s was planned but not committed: writing it again under the same batch id.", plan.batch_id)
-            outcome = self._write(context, hook, plan, plan_log)
+            attempt = record.attempt + 1
+            self.log.info(
+                "Batch %s was planned but not committed: writing it again under the same batch id, as attempt %d.", plan.batch_id, attempt
+            )
+            report = self._write(context, hook, PlanRecord(PLANNED, plan, attempt=attempt), plan_log)
         else:
-            assert record.outcome is not None
             self.log.info("Batch %s is in the table but was not fully acknowledged: acknowledging it.", plan.batch_id)
-            outcome = record.outcome
-        self._acknowledge(hold, plan_log, plan, outcome)
-        return {**_summary(plan, outcome), "was": record.state}
+            report = record
+        self._acknowledge(hold, plan_log, report)
+        assert report.outcome is not None
+        return {**_summary(plan, report.outcome), "was": record.state}
 
-    def _write(self, context: Context, hook: PulsarHook, plan: IngestPlan, plan_log: PlanLog) -> BatchOutcome:
-        """Submit the Spark job for ``plan`` and return what it reported."""
+    def _write(self, context: Context, hook: PulsarHook, planned: PlanRecord, plan_log: PlanLog) -> PlanRecord:
+        """Record the attempt ``planned``, submit the Spark job for it and return its report."""
+        plan = planned.plan
+        plan_log.append(planned)
         config = hook.config
+        credentials = ShippedCredentials.of(config)
         topic_schema = self._topic_schema(hook, plan) if self.value_format == VALUE_SCHEMA else None
         spec = IngestJobSpec(
             plan=plan,
@@ -335,13 +349,18 @@ class PulsarToTableOperator(TemplatedArguments):
             value_schema=self.value_schema,
             read_timeout_seconds=self.read_timeout_seconds,
             client_settings={k: v for k, v in config.client_kwargs().items() if k in CLIENT_SETTINGS},
+            auth=credentials.auth,
             topic_schema=topic_schema,
             min_tasks=self.min_partitions,
+            attempt=planned.attempt,
         )
-        self.log.info("Submitting the Spark job for batch %s (%d ranges) to write %s.", plan.batch_id, len(plan.ranges), plan.table)
-        self._submit(context, spec.to_json(), config.token)
+        self.log.info(
+            "Submitting the Spark job for batch %s attempt %d (%d ranges) to write %s.",
+            plan.batch_id, planned.attempt, len(plan.ranges), plan.table,
+        )  # fmt: skip
+        self._submit(context, spec.to_json(), credentials)
         try:
-            record = plan_log.wait_for(plan.batch_id, COMMITTED, self.report_timeout_seconds)
+            record = plan_log.wait_for_report(planned, self.report_timeout_seconds)
         except TimeoutError as exc:
             # A standalone cluster's spark-submit exits with 0 whatever became of the driver.
             raise RuntimeError(
@@ -349,10 +368,9 @@ class PulsarToTableOperator(TemplatedArguments):
                 "the broker; see the driver's log (in cluster deploy mode, on its Spark worker)"
             ) from exc
         assert record.outcome is not None
-        outcome = record.outcome
-        for topic, rows in outcome.rows.items():
+        for topic, rows in record.outcome.rows.items():
             self.log.info("Batch %s wrote %d rows of %s.", plan.batch_id, rows, topic)
-        return outcome
+        return record
 
     def _topic_schema(self, hook: PulsarHook, plan: IngestPlan) -> TopicSchema:
         """The topics' newest registered schema, read after planning: every planned message was written with it or an older version."""
@@ -361,8 +379,10 @@ class PulsarToTableOperator(TemplatedArguments):
         self._value_columns = schema.value_ddl()
         return schema
 
-    def _acknowledge(self, hold: SubscriptionHold, plan_log: PlanLog, plan: IngestPlan, outcome: BatchOutcome) -> None:
-        """Acknowledge every partition through the batch's end, then record it."""
+    def _acknowledge(self, hold: SubscriptionHold, plan_log: PlanLog, report: PlanRecord) -> None:
+        """Acknowledge every partition through the end of the batch ``report`` reports, then record it."""
+        plan, outcome = report.plan, report.outcome
+        assert outcome is not None
         inject("before-ack")
         for index, part in enumerate(plan.partitions):
             end = outcome.ends.get(part.topic, part.mark_delete)
@@ -371,12 +391,12 @@ class PulsarToTableOperator(TemplatedArguments):
                 self.log.info("Acknowledged %s through %s.", part.topic, end)
             if index == 0:
                 inject("mid-ack")
-        plan_log.append(PlanRecord(ACKED, plan, outcome))
+        plan_log.append(PlanRecord(ACKED, plan, outcome, report.attempt))
         self.log.info("Batch %s: %d rows in %s, acknowledged.", plan.batch_id, outcome.total_rows, plan.table)
 
     # ---- one submit ----
 
-    def _submit(self, context: Context, spec_json: str, token: str | None) -> None:
+    def _submit(self, context: Context, spec_json: str, credentials: ShippedCredentials) -> None:
         """Run spark-submit for one batch with a hook of its own; returns once the job succeeded."""
         arguments: dict[str, Any] = {
             **self.spark_options,
@@ -385,7 +405,7 @@ class PulsarToTableOperator(TemplatedArguments):
             "conn_id": self.conn_id,
             "conf": self._job_conf(context),
         }
-        submit = JobSubmit(arguments, spec_json, token)
+        submit = JobSubmit(arguments, spec_json, credentials)
         self._running = submit
         try:
             submit.run()

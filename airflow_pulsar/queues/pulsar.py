@@ -14,7 +14,8 @@ class PulsarMessageQueueProvider(BaseMessageQueueProvider):
 
     The keyword arguments after ``scheme`` are the trigger's (``topics``, ``subscription``,
     ``apply_function``, ``max_redeliver_count`` and ``dead_letter_topic`` for a dead-letter
-    policy, ...). The deprecated queue-URI form (``queue="pulsar://..."``) is not
+    policy, ``batch_size``, ``batch_timeout`` and ``batch_max_bytes`` for an event per bounded
+    batch of messages instead of per message, ...). The deprecated queue-URI form (``queue="pulsar://..."``) is not
     supported: a Pulsar connection, not a URI, says where the broker is. Example::
 
         from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
@@ -22,6 +23,11 @@ class PulsarMessageQueueProvider(BaseMessageQueueProvider):
 
         trigger = MessageQueueTrigger(scheme="pulsar", topics=["orders"], subscription="airflow-orders")
         orders = Asset("orders", watchers=[AssetWatcher(name="orders_watcher", trigger=trigger)])
+
+        # An event per batch of up to 500 orders, closed 10 s after its first order.
+        batches = MessageQueueTrigger(
+            scheme="pulsar", topics=["orders"], subscription="airflow-batches", batch_size=500, batch_timeout=10
+        )
     """
 
     scheme = "pulsar"

@@ -13,12 +13,13 @@ from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
 from airflow_pulsar import arguments, subscriptions
-from airflow_pulsar.client.admin import AdminNotFoundError
-from airflow_pulsar.client.consumer.settings import InitialPosition
+from airflow_pulsar.client import InitialPosition
+from airflow_pulsar.client.admin import DEFAULT_MAX_CONCURRENT_REQUESTS, AdminNotFoundError
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.templated_arguments import TemplatedArguments
 from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger, missing_subscription
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
+from airflow_pulsar.ui.history import record_reading
 
 
 class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
@@ -65,6 +66,8 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
     :param pulsar_conn_id: The Pulsar connection (its admin URL and token are used). Templated.
     :param deferrable: Defer to the triggerer, or poke in a worker; default ``[operators] default_deferrable``.
     :param create_subscription: Create the subscription, at the earliest message, if it does not exist.
+    :param max_concurrent_requests: Admin calls in flight at most while the backlog is read: the
+        partitions of a partitioned topic are counted side by side (default 16).
 
     Example::
 
@@ -93,6 +96,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
         pulsar_conn_id: str = PulsarHook.default_conn_name,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         create_subscription: bool = False,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -106,6 +110,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
         self.pulsar_conn_id = self._argument("pulsar_conn_id", pulsar_conn_id, arguments.non_empty_str)
         self.deferrable = arguments.flag(deferrable, "deferrable")
         self.create_subscription = arguments.flag(create_subscription, "create_subscription")
+        self.max_concurrent_requests = arguments.positive_int(max_concurrent_requests, "max_concurrent_requests")
 
     def _trigger(self, deadline: float) -> PulsarBacklogTrigger:
         return PulsarBacklogTrigger(
@@ -118,6 +123,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
             poll_interval=max(self.poke_interval, 0.1),
             pulsar_conn_id=self.pulsar_conn_id,
             deadline=deadline,
+            max_concurrent_requests=self.max_concurrent_requests,
         )
 
     def execute(self, context: Any) -> Any:
@@ -158,7 +164,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
         self.log.debug("Reading the backlog from %s", hook.admin_url)
 
         async def read() -> BacklogReading:
-            async with hook.get_async_admin() as admin:
+            async with hook.get_async_admin(self.max_concurrent_requests) as admin:
                 return await condition.read(admin, topic, subscription)
 
         try:
@@ -168,6 +174,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
             return PokeReturnValue(is_done=False)
         except AdminNotFoundError as exc:
             raise AirflowException(f"Cannot watch the backlog: {missing_subscription(exc, topic, subscription)}") from None
+        record_reading(self.pulsar_conn_id, topic, subscription, reading)
         self.log.info("Backlog of %s / %s: %s", self.topic, self.subscription, reading.describe())
         return PokeReturnValue(is_done=condition.met(reading), xcom_value=reading.as_xcom())
 

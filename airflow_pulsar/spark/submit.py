@@ -13,6 +13,12 @@ as the jar the worker fetches into the driver's directory, and the driver runs S
 its executors. Local paths in ``py_files`` must then exist on the workers. spark-submit waits for
 that driver but exits with 0 whichever way it ended: the job's report in the plan log is what
 tells that it succeeded.
+
+Credentials never go on a command line or into the Spark configuration: they are files of mode
+0600 in the submit's private directory (:mod:`.credentials`), shipped with ``--files``, whose paths
+alone spark-submit is given. The standalone client hands a cluster-mode driver spark-submit's whole
+environment, through the master: there spark-submit gets only what it and the job need
+(:data:`SUBMIT_ENVIRONMENT`, ``env_vars`` and the crash-point settings), not the Airflow worker's.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from .archive import build_job_archive
-from .job.spec import TOKEN_ENV
+from .credentials import ShippedCredentials
+from .job.faults import fault_environment
 
 LOCAL_MASTER = "local[*]"
 _JOB_SCRIPT = "airflow_pulsar.spark.job.__main__"
@@ -44,6 +51,10 @@ _STANDALONE_ARCHIVE = "airflow_pulsar_job.jar"
 # Makes spark-submit wait for a standalone cluster's driver to end.
 _WAIT_FOR_DRIVER = "spark.standalone.submit.waitAppCompletion"
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+#: The variables of the Airflow worker's environment that spark-submit gets when the standalone
+#: client passes its environment on to the cluster: those spark-submit and Spark read.
+SUBMIT_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "JAVA_HOME")
+SUBMIT_ENVIRONMENT_PREFIXES = ("SPARK_", "PYSPARK_", "HADOOP_")
 # Spark's JavaModuleOptions (spark-launcher 4.x): spark-submit gives them to a client-mode driver
 # and the driver to its executors, but a standalone worker starts a cluster-mode driver without
 # them, and Spark SQL fails there on reflection into the JDK (e.g. java.net.URI when overwriting).
@@ -103,17 +114,16 @@ class JobSubmit:
     """One submit of the job with ``spec_json`` as its argument.
 
     ``hook_arguments`` are SparkSubmitHook's arguments but what to run (the application, its
-    arguments and class). ``token`` reaches the driver in :data:`TOKEN_ENV`.
+    arguments and class). ``credentials`` are shipped with the job as files.
     """
 
-    def __init__(self, hook_arguments: dict[str, Any], spec_json: str, token: str | None) -> None:
+    def __init__(self, hook_arguments: dict[str, Any], spec_json: str, credentials: ShippedCredentials) -> None:
         self.arguments = dict(hook_arguments)
         self.arguments["conf"] = dict(self.arguments.get("conf") or {})
         self.spec_json = spec_json
         self.target = SparkTarget.of(self.arguments.get("conn_id", "spark_default"), self.arguments.get("deploy_mode"))
+        self.credentials = credentials
         self.env = dict(self.arguments.get("env_vars") or {})
-        if token:
-            self.env[TOKEN_ENV] = token
         if self.target.local:
             # Driver and executors run here: with this interpreter, which has the job's imports.
             self.env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -125,29 +135,36 @@ class JobSubmit:
         py_files = [path for path in (self.arguments.get("py_files") or "").split(",") if path]
         popen: dict[str, Any] = {}
         with tempfile.TemporaryDirectory(prefix="pulsar-ingest-") as workdir:
+            shipped = [str(path) for path in self.credentials.write(Path(workdir))]
+            files = [path for path in (self.arguments.get("files") or "").split(",") if path]
+            self.arguments["files"] = ",".join([*files, *shipped]) or None
             if self.target.standalone_cluster:
                 application = str(build_job_archive(Path(workdir), _STANDALONE_ARCHIVE))
-                shipped = ",".join([_STANDALONE_ARCHIVE, *py_files])
+                python_path = ",".join([_STANDALONE_ARCHIVE, *py_files])
                 # PythonRunner's arguments: the file to run, relative to the driver's directory,
                 # and the Python path; then the job's own.
                 self.arguments.update(
                     java_class=_PYTHON_RUNNER,
                     py_files=None,
-                    application_args=[_STANDALONE_ARCHIVE, shipped, "--spec", self.spec_json, "--py-files", shipped],
+                    application_args=[_STANDALONE_ARCHIVE, python_path, "--spec", self.spec_json, "--py-files", python_path],
                     # The hook refuses env_vars here; the standalone client hands the driver its own environment.
                     env_vars=None,
                 )
                 conf = self.arguments["conf"]
                 conf.setdefault(_WAIT_FOR_DRIVER, "true")
                 conf[_DRIVER_JAVA_OPTIONS] = f"{_JAVA_MODULE_OPTIONS} {conf.get(_DRIVER_JAVA_OPTIONS, '')}".strip()
-                popen["env"] = {**os.environ, **self.env}
+                popen["env"] = {**submit_environment(), **self.env, **fault_environment()}
             else:
                 job = importlib.util.find_spec(_JOB_SCRIPT)
                 assert job is not None and job.origin is not None
                 application = job.origin
                 archive = str(build_job_archive(Path(workdir)))
+                # A driver here finds the shipped files where they were written if Spark gives it no copies.
+                files_dir = ["--files-dir", workdir] if shipped else []
                 self.arguments.update(
-                    py_files=",".join([archive, *py_files]), application_args=["--spec", self.spec_json], env_vars=self.env or None
+                    py_files=",".join([archive, *py_files]),
+                    application_args=["--spec", self.spec_json, *files_dir],
+                    env_vars=self.env or None,
                 )
             with _local_master_if_undefined(self.arguments.get("conn_id", "spark_default")):
                 self._hook = SparkSubmitHook(**self.arguments)
@@ -157,6 +174,11 @@ class JobSubmit:
         """Stop the job, as the Spark provider stops a submit on this master and deploy mode."""
         if self._hook is not None:
             self._hook.on_kill()
+
+
+def submit_environment() -> dict[str, str]:
+    """What of this process's environment spark-submit gets when it hands its own to a cluster."""
+    return {name: value for name, value in os.environ.items() if name in SUBMIT_ENVIRONMENT or name.startswith(SUBMIT_ENVIRONMENT_PREFIXES)}
 
 
 def _spark_submit_on_path() -> None:

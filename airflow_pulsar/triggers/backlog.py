@@ -10,10 +10,16 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client.admin import AdminConnectionError, AdminNotFoundError, AdminServerError
+from airflow_pulsar.client.admin import (
+    DEFAULT_MAX_CONCURRENT_REQUESTS,
+    AdminConnectionError,
+    AdminNotFoundError,
+    AdminServerError,
+)
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
+from airflow_pulsar.ui.history import arecord_reading
 
 # Worth another poll: the admin service is unreachable, slow, or failing for now.
 TRANSIENT_ADMIN_ERRORS = (AdminConnectionError, AdminServerError)
@@ -51,6 +57,8 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
     :param poll_interval: Seconds between two reads of the stats.
     :param pulsar_conn_id: The Pulsar connection (its admin URL and token are used).
     :param deadline: Epoch seconds after which it fires a timeout event, or None.
+    :param max_concurrent_requests: Admin calls in flight at most while the backlog is read (the
+        partitions of a partitioned topic are counted side by side).
     """
 
     def __init__(
@@ -64,6 +72,7 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
         poll_interval: float = 5.0,
         pulsar_conn_id: str = PulsarHook.default_conn_name,
         deadline: float | None = None,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
     ) -> None:
         super().__init__()
         self.topic = arguments.topic_name(topic)
@@ -76,6 +85,7 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
         self.poll_interval = arguments.seconds(poll_interval, "poll_interval")
         self.pulsar_conn_id = arguments.non_empty_str(pulsar_conn_id, "pulsar_conn_id")
         self.deadline = deadline
+        self.max_concurrent_requests = arguments.positive_int(max_concurrent_requests, "max_concurrent_requests")
 
     @property
     def condition(self) -> BacklogCondition:
@@ -95,6 +105,7 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "pulsar_conn_id": self.pulsar_conn_id,
                 "deadline": self.deadline,
+                "max_concurrent_requests": self.max_concurrent_requests,
             },
         )
 
@@ -108,11 +119,12 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
             condition.describe(), self.topic, self.subscription, self.poll_interval,
         )
         async with self.resources:
-            admin = await self.resources.enter_async_context(hook.get_async_admin())
+            admin = await self.resources.enter_async_context(hook.get_async_admin(self.max_concurrent_requests))
             while True:
                 reading: BacklogReading | None = None
                 try:
                     reading = await condition.read(admin, self.topic, self.subscription)
+                    await arecord_reading(self.pulsar_conn_id, self.topic, self.subscription, reading)
                 except TRANSIENT_ADMIN_ERRORS as exc:
                     self.log.warning("Cannot read the backlog now, polling again: %s", exc)
                 except AdminNotFoundError as exc:

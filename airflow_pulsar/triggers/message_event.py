@@ -1,4 +1,5 @@
-"""PulsarMessageEventTrigger: an event per matching message, for event-driven scheduling (``AssetWatcher``)."""
+"""PulsarMessageEventTrigger: an event per matching message, or per bounded batch of them, for
+event-driven scheduling (``AssetWatcher``)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
-from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome, reject_shared_stream_event
+from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client import Message
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import MessageSourceSettings, dead_letter_arguments
+from airflow_pulsar.triggers.message_batch import DEFAULT_MAX_EVENT_BYTES, BatchLimits, MessageBatch, split_by_bytes
 from airflow_pulsar.triggers.message_matching import MessageMatcher
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
 from airflow_pulsar.triggers.shared_stream import PulsarSharedStreamProducer
@@ -27,6 +28,8 @@ _STREAM_ARGUMENTS = (
     "pulsar_conn_id",
     "dead_letter_topic",
     "max_redeliver_count",
+    "batch_size",
+    "batch_timeout",
 )
 
 
@@ -37,6 +40,13 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     Made for ``Asset(..., watchers=[AssetWatcher(name, trigger=...)])``, directly or through
     ``MessageQueueTrigger(scheme="pulsar", ...)``: each event becomes an asset event whose extra
     holds ``{"payload": {"message": {...}, "result": ...}}`` and schedules the DAGs on the asset.
+
+    With ``batch_size`` N > 1, messages are taken in batches of up to N (a batch closes
+    ``batch_timeout`` seconds after its first message), and the messages of a batch that
+    ``apply_function`` accepts make one event, ``{"payload": {"messages": [{"message": {...},
+    "result": ...}, ...]}}``, in the order received: a flood of M messages makes about M / N
+    events instead of M. An event holds at most ``batch_max_bytes`` bytes of JSON; a batch that
+    would hold more is split into several events (a single larger message still makes one).
 
     In the triggerer (Airflow 3.3), triggers with equal connection, topics, subscription and
     settings share one consumer (:class:`PulsarSharedStreamProducer`): each message goes to every
@@ -69,6 +79,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     :param max_redeliver_count: Redeliveries after which a rejected message goes to the
         dead-letter topic (>= 1); None (default): no dead-letter policy. Needs a ``Shared`` or
         ``KeyShared`` subscription, the types on which Pulsar counts redeliveries.
+    :param batch_size: Messages per batch (default 1: an event per message, as above).
+    :param batch_timeout: Seconds a batch waits for more messages after its first (default 5).
+    :param batch_max_bytes: Bytes of JSON an event of a batch may hold (default 1 MiB, >= 1024).
 
     Example::
 
@@ -97,6 +110,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
         pulsar_conn_id: str = PulsarHook.default_conn_name,
         dead_letter_topic: str | None = None,
         max_redeliver_count: int | None = None,
+        batch_size: int = 1,
+        batch_timeout: float = 5.0,
+        batch_max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         super().__init__()
         self._set_message_source(
@@ -113,6 +129,7 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
         self.dead_letter_topic, self.max_redeliver_count = dead_letter_arguments(
             dead_letter_topic, max_redeliver_count, self.subscription_type
         )
+        self.batch_limits = BatchLimits.checked(batch_size, batch_timeout, batch_max_bytes)
         arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=False)
         self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
 
@@ -132,6 +149,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
                 "pulsar_conn_id": self.pulsar_conn_id,
                 "dead_letter_topic": self.dead_letter_topic,
                 "max_redeliver_count": self.max_redeliver_count,
+                "batch_size": self.batch_limits.size,
+                "batch_timeout": self.batch_limits.timeout,
+                "batch_max_bytes": self.batch_limits.max_event_bytes,
             },
         )
 
@@ -157,6 +177,8 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
             self.redelivery_delay,
             self.dead_letter_topic,
             self.max_redeliver_count,
+            self.batch_limits.size,
+            self.batch_limits.timeout,
         )
 
     @classmethod
@@ -166,14 +188,8 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
 
     async def filter_shared_stream(self, shared_stream: AsyncIterator[Any]) -> AsyncIterator[TriggerEvent]:
         """Fire for the messages ``apply_function`` accepts; reject those it fails on."""
-        async for message in shared_stream:
-            try:
-                payload = await self._event_payload(message)
-            except Exception:
-                self.log.exception("apply_function failed on %s; rejecting it", message.message_id())
-                reject_shared_stream_event()
-                continue
-            if payload is not None:
+        async for batch in shared_stream:
+            for payload in await self._event_payloads(batch):
                 yield TriggerEvent(payload)
 
     # ---- standalone ----
@@ -194,18 +210,24 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
         producer = self.create_shared_stream_producer(self.serialize()[1])
         async with self.resources:
             self.resources.push_async_callback(producer.aclose)
-            async for message, settled in producer.open_stream():
-                try:
-                    payload = await self._event_payload(message)
-                except Exception:
-                    self.log.exception("apply_function failed on %s; rejecting it", message.message_id())
-                    outcome = AdvanceOutcome(acked=0, failed=0, rejected=1)
-                else:
-                    if payload is not None:
-                        yield TriggerEvent(payload)
-                    outcome = AdvanceOutcome(acked=1, failed=0)
-                await producer.advance([AdvanceItem(settled, outcome)])
+            async for batch, settled in producer.open_stream():
+                for payload in await self._event_payloads(batch):
+                    yield TriggerEvent(payload)
+                await producer.advance([AdvanceItem(settled, AdvanceOutcome(acked=1, failed=0))])
 
-    async def _event_payload(self, message: Message) -> dict[str, Any] | None:
-        # The user function may block; keep the triggerer's event loop free.
-        return await asyncio.to_thread(self._matcher.event_payload, message)
+    async def _event_payloads(self, batch: MessageBatch) -> list[dict[str, Any]]:
+        """The payloads of the events a batch makes; messages the function fails on are marked rejected."""
+        accepted = []
+        for index, message in enumerate(batch.messages):
+            try:
+                # The user function may block; keep the triggerer's event loop free.
+                payload = await asyncio.to_thread(self._matcher.event_payload, message)
+            except Exception:
+                self.log.exception("apply_function failed on %s; rejecting it", message.message_id())
+                batch.reject(index)
+                continue
+            if payload is not None:
+                accepted.append(payload)
+        if self.batch_limits.size == 1:
+            return accepted
+        return [{"messages": group} for group in split_by_bytes(accepted, self.batch_limits.max_event_bytes)]

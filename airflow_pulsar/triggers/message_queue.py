@@ -27,7 +27,8 @@ class PulsarMessageQueueTrigger(MessageQueueTrigger):
         fires an event. None: every message fires.
     :param pulsar_conn_id: The Pulsar connection, ``pulsar_default`` by default.
     :param kwargs: The Pulsar trigger's further arguments (``apply_function_args``,
-        ``subscription_type``, ``initial_position``, ``redelivery_delay``, ...), and
+        ``subscription_type``, ``initial_position``, ``redelivery_delay``, ``batch_size``,
+        ``batch_timeout``, ``batch_max_bytes``, ...), and
         ``MessageQueueTrigger``'s own ``trigger_queue``.
 
     Example::

@@ -2,7 +2,8 @@
 
 The triggerer runs one producer for every group of message event triggers that share a stream
 (same connection, topics, subscription and settings): one consumer for the group, each message
-broadcast to every trigger in it. A message is acknowledged only once every trigger has moved
+broadcast to every trigger in it, in batches of up to ``batch_size`` messages (one by default).
+A message is acknowledged only once every trigger has moved
 past it and the asset events it gave rise to are stored in Airflow's database, so a triggerer
 crash before that leaves it unacknowledged and Pulsar delivers it again.
 """
@@ -14,20 +15,24 @@ from collections.abc import AsyncIterator, Hashable, Sequence
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
 from airflow_pulsar import arguments, message_source
-from airflow_pulsar.client import Message
 from airflow_pulsar.client.asyncio import Client as AsyncClient
 from airflow_pulsar.client.asyncio import Consumer as AsyncConsumer
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.triggers.message_batch import BatchLimits, MessageBatch, receive_batch
 
 
 class PulsarSharedStreamProducer(SharedStreamProducer):
     """
     Consume a subscription for a shared stream and settle each message once the triggerer is done with it.
 
-    ``advance`` acknowledges a message every trigger accepted (each either fired an event that
-    is now stored, or let it pass); any other outcome, a trigger's reject
+    The stream's raw events are :class:`~airflow_pulsar.triggers.message_batch.MessageBatch`
+    objects: up to ``batch_size`` messages, the batch
+    closed ``batch_timeout`` seconds after its first message. ``advance`` acknowledges the
+    messages of a batch every trigger accepted (each either fired the events it made from it, now
+    stored, or let it pass), except those a trigger's function failed on (``MessageBatch.reject``);
+    those, and every message of a batch with any other outcome, a trigger's reject
     (``reject_shared_stream_event``, a terminal refusal), a failure (ack timeout, overflow) or a
-    broadcast with no trigger listening, negatively acknowledges it, so Pulsar redelivers it
+    broadcast with no trigger listening, it negatively acknowledges, so Pulsar redelivers them
     after ``redelivery_delay`` seconds and counts the redelivery. With ``max_redeliver_count``,
     a message negatively acknowledged once more after that many redeliveries is published to
     the dead-letter topic (properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` name its origin)
@@ -44,6 +49,8 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
     :param dead_letter_topic: Where rejected messages go, None for ``<topic>-<subscription>-DLQ``.
     :param max_redeliver_count: Redeliveries before a rejected message goes to the dead-letter
         topic; None: no dead-letter policy, rejected messages come back forever.
+    :param batch_size: Messages per raw event (>= 1).
+    :param batch_timeout: Seconds a batch waits for more messages after its first.
     """
 
     def __init__(
@@ -57,6 +64,8 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         pulsar_conn_id: str,
         dead_letter_topic: str | None = None,
         max_redeliver_count: int | None = None,
+        batch_size: int = 1,
+        batch_timeout: float = 5.0,
     ) -> None:
         self.topics = list(topics)
         self.subscription = subscription
@@ -65,11 +74,12 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         self.redelivery_delay = redelivery_delay
         self.pulsar_conn_id = pulsar_conn_id
         self.dead_letter_policy = message_source.dead_letter_policy(dead_letter_topic, max_redeliver_count)
+        self.limits = BatchLimits(batch_size, batch_timeout)
         self._client: AsyncClient | None = None
         self._consumer: AsyncConsumer | None = None
 
-    async def open_stream(self) -> AsyncIterator[tuple[Message, Message]]:
-        """Subscribe (here, not before: the group owns the connection) and yield each message twice:
+    async def open_stream(self) -> AsyncIterator[tuple[MessageBatch, MessageBatch]]:
+        """Subscribe (here, not before: the group owns the connection) and yield each batch twice:
         as the raw event the triggers filter, and as what ``advance`` settles."""
         hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
         await hook.aget_config()
@@ -86,12 +96,13 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
             batch_index_ack_enabled=True,
         )
         while True:
-            message = await self._consumer.receive()
-            yield message, message
+            batch = await receive_batch(self._consumer, self.limits)
+            yield batch, batch
 
-    def get_advance_lane(self, broker_payload: Message) -> Hashable:
-        """One lane per partition: a slow partition never holds up the others."""
-        return broker_payload.topic_name()
+    def get_advance_lane(self, broker_payload: MessageBatch) -> Hashable:
+        """One lane per partition of a batch's first message: a slow partition holds up fewer
+        others (each message is acknowledged on its own, so lanes need no order between them)."""
+        return broker_payload.messages[0].topic_name()
 
     async def advance(self, batch: Sequence[AdvanceItem]) -> None:
         """Acknowledge what every trigger accepted; negatively acknowledge the rest."""
@@ -99,10 +110,12 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
             # Raising terminates the group; nothing was acknowledged, so Pulsar redelivers.
             raise RuntimeError(f"no consumer on {self.subscription} to settle {len(batch)} message(s)")
         for item in batch:
-            if item.outcome.is_clean:
-                await self._consumer.acknowledge(item.broker_payload)
-            else:
-                await self._consumer.negative_acknowledge(item.broker_payload)
+            messages: MessageBatch = item.broker_payload
+            for index, message in enumerate(messages.messages):
+                if item.outcome.is_clean and index not in messages.rejected:
+                    await self._consumer.acknowledge(message)
+                else:
+                    await self._consumer.negative_acknowledge(message)
 
     async def aclose(self) -> None:
         """Close the consumer (flushing acknowledgements) and the client."""

@@ -2,13 +2,15 @@
 (:class:`AsyncPulsarAdmin`), over httpx.
 
 The paths, request bodies, response decoding and error handling live once, in a sans-IO layer:
-every operation (:mod:`.operations`, :mod:`.backlog`) is a generator that yields
-:class:`AdminCall` descriptions (:mod:`.calls`) and receives their decoded results (``backlog``
-yields two calls, ``message_backlog`` a few per partition, the others one). An
-:class:`~.exchange.Exchange` turns calls into ``httpx.Request`` objects, follows Pulsar's 307
-redirects to the owning broker, decodes responses and raises errors (:mod:`.errors`). Each public
-method is declared once, from its operation (:mod:`.base`); the two clients (:mod:`.sync`,
-:mod:`.aio`) only move requests and responses through their httpx client, so they cannot drift
+every operation (modules ``operations``, ``backlog``) is a generator that yields
+:class:`AdminCall` descriptions (``calls``) and receives their decoded results (``backlog``
+yields two calls, ``message_backlog`` a few per partition, the partitions side by side, the
+others one). An ``Exchange`` turns calls into ``httpx.Request`` objects, follows Pulsar's 307
+redirects to the owning broker, decodes responses and raises errors (``errors``); a
+``Scheduler`` runs the sub-operations an operation waits on together (``concurrently``), with at
+most ``max_concurrent_requests`` calls in flight. Each public
+method is declared once, from its operation (``base``); the two clients (``sync``,
+``aio``) only move requests and responses through their httpx client, so they cannot drift
 apart.
 
 Only Pulsar's own paths and JSON field names are used, so this works against the standalone broker
@@ -24,9 +26,10 @@ picked up) and never appear in errors, reprs or logs.
 
 from __future__ import annotations
 
-from ..message_count import MessageBacklog, PartitionMessageBacklog
+from ..message_count import MessageBacklog, PartitionMessageBacklog, Position
 from .aio import AsyncPulsarAdmin
 from .backlog import PartitionBacklog, SubscriptionBacklog
+from .base import DEFAULT_MAX_CONCURRENT_REQUESTS
 from .calls import AdminCall, Operation, PeekedMessage
 from .errors import (
     AdminAuthenticationError,
@@ -39,9 +42,11 @@ from .errors import (
     AdminServerError,
     AdminTimeoutError,
 )
+from .permissions import AuthAction
 from .sync import PulsarAdmin
 
 __all__ = [
+    "DEFAULT_MAX_CONCURRENT_REQUESTS",
     "AdminAuthenticationError",
     "AdminAuthorizationError",
     "AdminCall",
@@ -53,11 +58,13 @@ __all__ = [
     "AdminServerError",
     "AdminTimeoutError",
     "AsyncPulsarAdmin",
+    "AuthAction",
     "MessageBacklog",
     "Operation",
     "PartitionBacklog",
     "PartitionMessageBacklog",
     "PeekedMessage",
+    "Position",
     "PulsarAdmin",
     "SubscriptionBacklog",
 ]

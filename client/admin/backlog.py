@@ -1,5 +1,6 @@
 """The backlog operations: a subscription's backlog from Pulsar's stats (``backlog``, in entries)
-and counted in messages (``message_backlog``, a few calls per partition; see ``message_count``)."""
+and counted in messages (``message_backlog``, a few calls per partition, partitions side by side;
+see ``message_count``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..message_count import (
     lookup_position,
 )
 from ..topic_name import TopicName
-from .calls import AdminCall, Operation, decode_document, decode_entry_index_headers
+from .calls import AdminCall, Operation, concurrently, decode_document, decode_entry_index_headers
 from .errors import AdminError, AdminNotFoundError, AdminServerError
 from .operations import non_negative_int, partitioned_stats_call, partitions_of, stats_call
 from .paths import topic_name, topic_path
@@ -112,7 +113,8 @@ def message_backlog(
     Exact where the broker appends the broker entry index (Pulsar with
     ``AppendIndexMetadataInterceptor``; the embedded broker by default), else estimated; each
     figure says which (``exact``). A batch acknowledged in part counts whole. Partitions with a
-    backlog cost one internal-stats call and a few header-only lookups each; more than
+    backlog cost one internal-stats call and a few header-only lookups each, the partitions
+    counted side by side (``max_concurrent_requests`` calls in flight at most); more than
     ``max_range_lookups`` individually acknowledged ranges on a partition make its count an
     estimate. A missing subscription raises AdminNotFoundError. The entries come from the stats
     read before the count, so an entry written between the two reads is in ``messages`` but not
@@ -121,10 +123,10 @@ def message_backlog(
     name = topic_name(topic)
     max_range_lookups = non_negative_int(max_range_lookups, "max_range_lookups")
     stats, parts = yield from _subscription_stats(name, subscription, False, "message_backlog")
-    counted = []
-    for part_name, part_stats in parts or [(str(name), stats)]:
-        part = TopicName.parse(part_name)
-        counted.append((yield from _partition_messages(part, subscription, part_stats, max_range_lookups)))
+    counted = yield from concurrently(
+        _partition_messages(TopicName.parse(part_name), subscription, part_stats, max_range_lookups)
+        for part_name, part_stats in parts or [(str(name), stats)]
+    )
     return MessageBacklog(
         topic=str(name),
         subscription=subscription,

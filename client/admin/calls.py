@@ -1,13 +1,15 @@
 """What an admin operation asks for (:class:`AdminCall`) and how a 2xx answer to it is read.
 
 An operation is a generator (:data:`Operation`): it yields calls, receives each call's decoded
-result (or has the call's error thrown into it), and returns its own result. Decoders raise
-:class:`UnexpectedResponse` when a body is not what the path returns.
+result (or has the call's error thrown into it), and returns its own result. It may also yield
+:class:`Concurrently` sub-operations (see :func:`concurrently`), whose calls the client then has
+in flight side by side. Decoders raise :class:`UnexpectedResponse` when a body is not what the
+path returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -152,5 +154,23 @@ class AdminCall:
     decode: Callable[[httpx.Response], Any] = decode_json
 
 
-# An operation yields calls, receives each call's decoded result, and returns its own result.
-Operation = Generator[AdminCall, Any, T]
+@dataclass(frozen=True)
+class Concurrently:
+    """Sub-operations an operation waits on together (see :func:`concurrently`)."""
+
+    operations: tuple[Generator[Any, Any, Any], ...]
+
+
+# An operation yields calls (or sub-operations to run side by side), receives each call's decoded
+# result (or the sub-operations' results), and returns its own result.
+Operation = Generator[AdminCall | Concurrently, Any, T]
+
+
+def concurrently(operations: Iterable[Operation[T]]) -> Operation[list[T]]:
+    """Run ``operations`` side by side: their results, in their order.
+
+    Their calls are in flight together, as many at a time as the client's
+    ``max_concurrent_requests`` allows. The first of them to fail has its error thrown here; the
+    others are closed and their answers, should any still come, are ignored.
+    """
+    return (yield Concurrently(tuple(operations)))

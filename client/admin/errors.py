@@ -37,13 +37,18 @@ class AdminPreconditionFailedError(AdminError):
 
 
 class AdminAuthorizationError(AdminError):
-    """401 or 403: missing, invalid or insufficient credentials."""
+    """401 or 403: missing, invalid or insufficient credentials (403: a role lacking a permission
+    for a namespace operation or a policy)."""
 
     result = Result.AuthorizationError
 
 
 class AdminAuthenticationError(AdminAuthorizationError):
-    """401: no token, or one the broker refuses (wrong key, expired); the reason says which."""
+    """401: no token, or one the broker refuses (wrong key, expired); the reason says which.
+
+    With authorization on, Pulsar also answers 401 (not 403) to a role lacking a permission for a
+    topic or tenant operation, and its reason then starts ``Unauthorized to ...``; catch
+    :class:`AdminAuthorizationError` for either."""
 
     result = Result.AuthenticationError
 

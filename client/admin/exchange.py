@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic
+from typing import Any, Generic
 
 import httpx
 
-from .calls import AdminCall, Operation, T, UnexpectedResponse
+from .calls import AdminCall, Concurrently, Operation, T, UnexpectedResponse
 from .errors import AdminConnectionError, AdminError, AdminTimeoutError, error_class
 
 _MAX_REDIRECTS = 5
@@ -41,7 +41,9 @@ class Exchange(Generic[T]):
     """Runs one operation without I/O: the client sends ``request`` and reports back.
 
     While ``request`` is not None the client sends it and calls :meth:`received` with the
-    response or :meth:`failed` with the transport error; then ``result`` holds the outcome.
+    response or :meth:`failed` with the transport error. While ``waiting_on`` is not None the
+    operation waits on sub-operations, whose results :meth:`resume` hands it (or whose error
+    :meth:`throw` raises in it). Once :attr:`done`, ``result`` or ``error`` holds the outcome.
     Errors are thrown into the operation, so they carry its frame and an operation may handle them.
     Redirects are followed here, so every hop's request is built by ``build_request`` with the
     client's headers (httpx drops the auth headers across hosts).
@@ -53,21 +55,44 @@ class Exchange(Generic[T]):
         self._call: AdminCall | None = None
         self._hops = 0
         self.request: httpx.Request | None = None
+        self.waiting_on: tuple[Operation[Any], ...] | None = None
         self.result: T
+        self.error: Exception | None = None
         self._advance(lambda: next(operation))
 
-    def _advance(self, step: Callable[[], AdminCall]) -> None:
+    @property
+    def done(self) -> bool:
+        """Whether the operation has returned or raised."""
+        return self.request is None and self.waiting_on is None
+
+    def _advance(self, step: Callable[[], AdminCall | Concurrently]) -> None:
+        self._call, self.request, self.waiting_on = None, None, None
         try:
-            call = step()
+            asked = step()
         except StopIteration as stop:
-            self._call, self.request = None, None
             self.result = stop.value
             return
-        self._call, self._hops = call, 0
-        self.request = self._build_request(call, None)
+        except Exception as exc:  # the operation's own failure, raised to whoever waits on it
+            self.error = exc
+            return
+        if isinstance(asked, Concurrently):
+            self.waiting_on = asked.operations
+            return
+        self._call, self._hops = asked, 0
+        self.request = self._build_request(asked, None)
 
-    def _fail(self, error: AdminError) -> None:
+    def resume(self, results: list[Any]) -> None:
+        """Hand the operation the results of the sub-operations it waited on."""
+        self._advance(lambda: self._operation.send(results))
+
+    def throw(self, error: Exception) -> None:
+        """Raise ``error`` in the operation, where it waits (on a call or on sub-operations)."""
         self._advance(lambda: self._operation.throw(error))
+
+    def close(self) -> None:
+        """Abandon the operation: nothing more is asked of it, or handed to it."""
+        self._call, self.request, self.waiting_on = None, None, None
+        self._operation.close()
 
     def received(self, response: httpx.Response) -> None:
         """Take a response: follow a redirect, or feed the decoded result (or the error) to the operation."""
@@ -84,17 +109,17 @@ class Exchange(Generic[T]):
             else:
                 self.request = self._build_request(call, target)
                 return
-            self._fail(AdminError(reason, operation=call.operation, method=call.method, path=path))
+            self.throw(AdminError(reason, operation=call.operation, method=call.method, path=path))
             return
         if not response.is_success:
             status = response.status_code
             cls = error_class(status)
-            self._fail(cls(_reason(response), operation=call.operation, method=call.method, path=path, status=status))
+            self.throw(cls(_reason(response), operation=call.operation, method=call.method, path=path, status=status))
             return
         try:
             value = call.decode(response)
         except UnexpectedResponse as exc:
-            self._fail(
+            self.throw(
                 AdminError(
                     f"unexpected response: {exc}",
                     operation=call.operation,
@@ -119,4 +144,4 @@ class Exchange(Generic[T]):
             url=display_url(request.url),
         )
         error.__cause__ = exc
-        self._fail(error)
+        self.throw(error)

@@ -81,6 +81,13 @@ def create_namespace(namespace: str) -> Operation[None]:
     return (yield AdminCall("create_namespace", "PUT", path, decode=decode_nothing))
 
 
+def delete_namespace(namespace: str, force: bool = False) -> Operation[None]:
+    """Delete ``tenant/namespace``; 409 (AdminConflictError) while it holds topics, unless ``force``
+    (which Pulsar allows only with ``forceDeleteNamespaceAllowed``)."""
+    path = namespace_policy_path(namespace)
+    return (yield AdminCall("delete_namespace", "DELETE", path, {"force": _flag(force)}, decode=decode_nothing))
+
+
 def namespace_deduplication(namespace: str) -> Operation[bool | None]:
     """The namespace's deduplication policy; None when unset (the broker's default applies)."""
     path = namespace_policy_path(namespace, "deduplication")
@@ -180,6 +187,18 @@ def partitioned_stats_call(name: TopicName, per_partition: bool, precise_backlog
 def topic_stats(topic: str, precise_backlog: bool = False) -> Operation[dict[str, Any]]:
     """Pulsar's stats document of a non-partitioned topic or one partition."""
     return (yield stats_call(topic_name(topic), precise_backlog, "topic_stats"))
+
+
+def trigger_compaction(topic: str) -> Operation[None]:
+    """Start compacting a topic (every partition of a partitioned one); 409 (AdminConflictError)
+    while a run is under way. The run goes on in the broker: :func:`compaction_status` follows it."""
+    return (yield AdminCall("trigger_compaction", "PUT", topic_path(topic_name(topic), "compaction"), decode=decode_nothing))
+
+
+def compaction_status(topic: str) -> Operation[dict[str, Any]]:
+    """Pulsar's LongRunningProcessStatus of a topic's latest compaction: ``status`` (NOT_RUN,
+    RUNNING, SUCCESS or ERROR) and ``lastError``."""
+    return (yield AdminCall("compaction_status", "GET", topic_path(topic_name(topic), "compaction"), decode=decode_document))
 
 
 def internal_stats(topic: str) -> Operation[dict[str, Any]]:

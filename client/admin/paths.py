@@ -21,6 +21,11 @@ def topic_path(name: TopicName, *suffix: str) -> str:
     return "/admin/v2/" + _segments((name.domain, name.tenant, name.namespace, name.local_name, *suffix))
 
 
+def lookup_path(name: TopicName) -> str:
+    """``/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}``: Pulsar's HTTP topic lookup."""
+    return "/lookup/v2/topic/" + _segments((name.domain, name.tenant, name.namespace, name.local_name))
+
+
 def _namespace_parts(namespace: str) -> tuple[str, str]:
     tenant, _, local = namespace.partition("/")
     if not (is_valid_name_part(tenant) and is_valid_name_part(local)):

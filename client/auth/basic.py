@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from .base import Authentication, require_str
+from .base import JAVA_PLUGIN_PREFIX, Authentication, require_str
 from .params import parse_json_params
 
 DEFAULT_METHOD = "basic"
@@ -18,6 +18,8 @@ class AuthenticationBasic(Authentication):
     ignored). ``method`` is the auth method name sent in CONNECT (``basic`` unless the broker's
     provider is registered under another name).
     """
+
+    plugin_names = ("basic", JAVA_PLUGIN_PREFIX + "authenticationbasic")
 
     def __init__(
         self,
@@ -37,6 +39,11 @@ class AuthenticationBasic(Authentication):
         require_str(password, "password")
         self.auth_method_name = require_str(method, "method")
         self._credentials = f"{username}:{password}".encode()
+
+    @classmethod
+    def from_params(cls, params: str) -> AuthenticationBasic:
+        """The ``basic`` plugin's params: the JSON object of ``auth_params_string``."""
+        return cls(auth_params_string=params)
 
     def auth_data(self) -> bytes:
         return self._credentials

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from .base import Authentication, require_str
+from ..forks import reset_after_fork
+from .base import JAVA_PLUGIN_PREFIX, Authentication, require_str
 from .oauth2_flow import AccessToken, ClientCredentials, ClientCredentialsFlow
 from .params import parse_json_params
 
@@ -34,6 +35,8 @@ class AuthenticationOauth2(Authentication):
     broker's refresh challenges alike.
     """
 
+    plugin_names = ("oauth2token", JAVA_PLUGIN_PREFIX + "oauth2.authenticationoauth2")
+
     def __init__(self, auth_params_string: str):
         params = parse_json_params(require_str(auth_params_string, "auth_params_string"), "oauth2")
         issuer_url = params.get("issuer_url", "")
@@ -50,6 +53,15 @@ class AuthenticationOauth2(Authentication):
         )
         self._cached: AccessToken | None = None
         self._lock = threading.Lock()
+        reset_after_fork(self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+
+    @classmethod
+    def from_params(cls, params: str) -> AuthenticationOauth2:
+        """The ``oauth2token`` plugin's params: the JSON object the constructor takes."""
+        return cls(params)
 
     def access_token(self) -> str:
         """The cached access token, or a fresh one when it has lived ``REFRESH_AFTER_FRACTION`` of

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import AuthenticationError
+from ..forks import reset_after_fork
 
 if TYPE_CHECKING:
     import httpx
@@ -47,6 +48,10 @@ class ClientCredentialsFlow:
         self._scope = scope
         self._token_endpoint: str | None = None
         self._lock = threading.Lock()
+        reset_after_fork(self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
 
     def token_endpoint(self) -> str:
         """The issuer's token endpoint, discovered on first use."""

@@ -6,7 +6,7 @@ import os
 import ssl
 
 from ..exceptions import AuthenticationError
-from .base import Authentication, require_str
+from .base import JAVA_PLUGIN_PREFIX, Authentication, require_str
 from .params import parse_default_params, parse_json_params
 
 
@@ -17,6 +17,8 @@ class AuthenticationTLS(Authentication):
     on every TLS connection the client makes, binary and admin; over plain TCP there is none to
     present, and a broker refuses the connection.
     """
+
+    plugin_names = ("tls", JAVA_PLUGIN_PREFIX + "authenticationtls")
 
     def __init__(self, certificate_path: str, private_key_path: str):
         self.auth_method_name = "tls"

@@ -7,11 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..exceptions import AuthenticationError
-from .base import Authentication
+from .base import JAVA_PLUGIN_PREFIX, Authentication
 
 
 class AuthenticationToken(Authentication):
     """Token authentication: a JWT string, or a callable returning a fresh one each time."""
+
+    plugin_names = ("token", JAVA_PLUGIN_PREFIX + "authenticationtoken")
 
     def __init__(self, token: str | Callable[[], str]):
         if not callable(token) and not (isinstance(token, str) and token):
@@ -35,8 +37,19 @@ class AuthenticationToken(Authentication):
         return cls(params)
 
     def token(self) -> str:
-        """The current token."""
-        return self._token() if callable(self._token) else self._token
+        """The current token; AuthenticationError when the supplier fails or gives no string (as
+        the official client turns its failure into a Pulsar error, never the supplier's own)."""
+        if not callable(self._token):
+            return self._token
+        try:
+            token = self._token()
+        except AuthenticationError:
+            raise
+        except Exception as exc:
+            raise AuthenticationError(f"the token supplier failed: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(token, str):
+            raise AuthenticationError(f"the token supplier returned {type(token).__name__}, not a str")
+        return token
 
     def auth_data(self) -> bytes:
         return self.token().encode()

@@ -14,13 +14,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from ..arguments import check, is_int
-from ..exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, Interrupted, InvalidConfiguration, Timeout
+from ..exceptions import (
+    AlreadyClosed,
+    CumulativeAcknowledgementNotAllowedError,
+    Interrupted,
+    InvalidConfiguration,
+    OperationNotSupported,
+    Timeout,
+)
+from ..forks import inherited_message
 from ..protocol.message_id import MessageId
+from ..transaction import Transaction
 from .message import Message
 from .partition_consumer import PartitionConsumer
 from .receiver_queue import ReceiverQueue
 from .settings import ConsumerSettings
 from .stats import ConsumerStats
+from .transactional_acks import acknowledge_in_transaction
 from .unpacker import ReceivedEntry
 
 if TYPE_CHECKING:
@@ -46,6 +56,7 @@ class Consumer:
         self._children_lock = threading.Lock()
         self._closing = False  # set first thing by a close: no child is added after
         self._closed = False
+        self._closed_because = f"consumer on {topic_label} is closed"
         self._listener_thread: threading.Thread | None = None
         self._listener_paused = threading.Event()
         self._wait_hook: Callable[[], None] | None = None
@@ -107,7 +118,8 @@ class Consumer:
         matches = [c for c in self._children.values() if c.partition == target.partition() and c.partition >= 0]
         if len(matches) == 1:
             return matches[0]
-        raise InvalidConfiguration(f"cannot tell which topic message id {target} belongs to; pass the Message")
+        # As the official multi-topics consumer: an id that names no topic (one from producer.send) is refused.
+        raise OperationNotSupported(f"message id {target} names no topic of this multi-topics consumer; pass the Message")
 
     # ---- receiving ----
 
@@ -151,7 +163,7 @@ class Consumer:
     def check_open(self) -> None:
         """Raise AlreadyClosed once closed, or the error that ended a partition's subscription for good."""
         if self._closed:
-            raise AlreadyClosed(f"consumer on {self._topic_label} is closed")
+            raise AlreadyClosed(self._closed_because)
         for child in self._children.values():
             if child.failure is not None:
                 raise child.failure
@@ -182,10 +194,17 @@ class Consumer:
 
     # ---- acknowledgement ----
 
-    def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message (grouped; with ack receipts, returns once the broker confirmed)."""
+    def acknowledge(self, message: Message | MessageId, *, transaction: Transaction | None = None) -> None:
+        """Acknowledge one message (grouped; with ack receipts, returns once the broker confirmed).
+
+        With ``transaction``, the acknowledgement takes effect when the transaction commits; it is
+        sent at once and this returns once the broker accepted it (see ``transactional_acks``).
+        """
         if self._closed:
             self.check_open()
+        if transaction is not None:
+            acknowledge_in_transaction(self._child_for(message), message, transaction, cumulative=False)
+            return
         if type(message) is Message:  # the hot path: the message knows its partition consumer
             owner = message.delivery.owner
             if owner is not None and owner.topic in self._children:
@@ -193,19 +212,29 @@ class Consumer:
                 return
         self._child_for(message).acknowledge(message)
 
-    def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge every message up to this one in its partition; refused on Shared and Key_Shared."""
+    def acknowledge_cumulative(self, message: Message | MessageId, *, transaction: Transaction | None = None) -> None:
+        """Acknowledge every message up to this one in its partition; refused on Shared and Key_Shared.
+        With ``transaction``, as in :meth:`acknowledge`."""
         self.check_open()
         if self._settings.shared:
             raise CumulativeAcknowledgementNotAllowedError(
                 f"acknowledge_cumulative is not allowed on a {self._settings.consumer_type.name} subscription"
             )
+        if transaction is not None:
+            acknowledge_in_transaction(self._child_for(message), message, transaction, cumulative=True)
+            return
         self._child_for(message).acknowledge_cumulative(message)
 
     def negative_acknowledge(self, message: Message | MessageId) -> None:
         """Have the message redelivered after ``negative_ack_redelivery_delay_ms``."""
         self.check_open()
-        self._child_for(message).negative_acknowledge(message)
+        try:
+            child = self._child_for(message)
+        except OperationNotSupported as exc:
+            # The official client ignores such an id here, where it refuses it in an acknowledge.
+            log.warning("negative_acknowledge ignored: %s", exc)
+            return
+        child.negative_acknowledge(message)
 
     def redeliver_unacknowledged_messages(self) -> None:
         """Have every unacknowledged message delivered again."""
@@ -311,6 +340,14 @@ class Consumer:
     def log_stats(self) -> None:
         """Log one line of this consumer's statistics."""
         log.info("%s", self.stats())
+
+    def forked(self, parent_pid: int) -> None:
+        """This process was forked from ``parent_pid``, whose subscription this is: closed here,
+        nothing sent to the broker, no acknowledgement made for the parent (see ``forks``)."""
+        self._children_lock = threading.Lock()
+        self._closing = True
+        self._closed_because = inherited_message(f"consumer on {self._topic_label}", parent_pid)
+        self._closed = True
 
     def _finish_close(self) -> None:
         self._closed = True

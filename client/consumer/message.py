@@ -46,6 +46,8 @@ class Delivery:
 
     ``epoch`` is the consumer's epoch at delivery (a message of an older epoch is dropped unread);
     ``batch_size`` is 0 for an entry that is not a batch, ``unacked`` its ack state if it is one.
+    ``metadata`` may be given serialized (a plain message's, see ``plain_metadata``): it is then
+    parsed when first read.
     """
 
     __slots__ = (
@@ -55,7 +57,7 @@ class Delivery:
         "entry_id",
         "partition",
         "batch_size",
-        "metadata",
+        "_metadata",
         "topic",
         "redelivery_count",
         "id_topic",
@@ -71,7 +73,7 @@ class Delivery:
         entry_id: int,
         partition: int,
         batch_size: int,
-        metadata: MessageMetadata,
+        metadata: MessageMetadata | bytes,
         topic: str,
         redelivery_count: int = 0,
         id_topic: str | None = None,
@@ -82,7 +84,7 @@ class Delivery:
         self.entry_id = entry_id
         self.partition = partition
         self.batch_size = batch_size
-        self.metadata = metadata
+        self._metadata = metadata
         self.topic = topic
         self.redelivery_count = redelivery_count
         # Set on the ids of a multi-topic consumer's messages, so acks by id find their partition.
@@ -90,6 +92,14 @@ class Delivery:
         self.unacked: UnackedIndexes | None = None
         # Encrypted and not decrypted: delivered as it came, under ConsumerCryptoFailureAction.CONSUME.
         self.decryption_failed = False
+
+    @property
+    def metadata(self) -> MessageMetadata:
+        """The entry's MessageMetadata."""
+        metadata = self._metadata
+        if type(metadata) is bytes:  # two threads may both parse it: the same fields either way
+            metadata = self._metadata = MessageMetadata.FromString(metadata)
+        return metadata  # type: ignore[return-value]
 
 
 class MessageFields(NamedTuple):
@@ -160,12 +170,12 @@ class Message:
         return owner.settings.schema.decode_message(self)
 
     def properties(self) -> dict[str, str]:
-        """The application-defined properties (bytes that are not UTF-8 read as :func:`text` reads them)."""
+        """The application-defined properties (each malformed UTF-8 sequence reads as U+FFFD, as Java decodes it)."""
         return {text(kv.key): text(kv.value) for kv in self._source().properties}
 
     def partition_key(self) -> str:
         """The key used for routing and Key_Shared dispatch, or ``""`` (bytes that are not UTF-8
-        read as :func:`text` reads them; :meth:`key_bytes` gives them as they are)."""
+        with each malformed UTF-8 sequence read as U+FFFD; :meth:`key_bytes` gives them as they are)."""
         return text(self._source().partition_key)
 
     def key_bytes(self) -> bytes | None:

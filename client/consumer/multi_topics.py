@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from ..exceptions import InvalidConfiguration, PulsarException
 from ..protocol.message_id import MessageId
-from ..protocol.PulsarApi_pb2 import BaseCommand
 from ..topic_name import TopicName
 from .consumer import Consumer
 from .partition_consumer import PartitionConsumer
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
     from ..services import ClientServices
 
 log = logging.getLogger(__name__)
-
-T = BaseCommand.Type
 
 
 def partitions_of(client: ClientServices, topic: str) -> list[tuple[str, int]]:
@@ -97,18 +94,17 @@ class MultiTopicsConsumer(Consumer):
     # ---- pattern discovery ----
 
     def _matching_topics(self) -> list[str]:
-        """The namespace's topics of the ``regex_subscription_mode`` kind that the pattern matches,
-        domain left out on both sides, as the C++ client matches them."""
+        """The namespace's topics of the ``regex_subscription_mode`` kind (asked of the broker, and
+        checked) that the pattern matches, domain left out on both sides, as the C++ client matches them."""
         assert self._pattern is not None
         namespace = _namespace_of(self._pattern.pattern)
-        response = self._client.service_connection().call(
-            T.GET_TOPICS_OF_NAMESPACE,
-            self._client.operation_timeout,
-            namespace=namespace,
-            mode=self._settings.regex_subscription_mode.wire,
-        )
+        topics = self._client.topics_of_namespace(namespace, self._settings.regex_subscription_mode.wire)
         pattern = re.compile(_without_domain(self._pattern.pattern))
-        bases = {str(TopicName.parse(topic).base) for topic in response.topics}
+        # The broker lists the mode's domains; a broker that ignores the mode (or lists a domain
+        # it was not asked for) does not widen the subscription.
+        domains = self._settings.regex_subscription_mode.domains
+        names = [TopicName.parse(topic) for topic in topics]
+        bases = {str(name.base) for name in names if name.domain in domains}
         return sorted(topic for topic in bases if pattern.fullmatch(_without_domain(topic)))
 
     def _discover(self) -> None:

@@ -26,7 +26,7 @@ from ..protocol.PulsarApi_pb2 import BaseCommand, CommandSubscribe, KeyValue
 from .ack_grouping import AckGroupingTracker, PendingAcks, id_data
 from .chunks import ChunkedMessageCollector
 from .connection_handler import ConnectionHandler
-from .dead_letter import DeadLetterProcessor
+from .dead_letter_processor import DeadLetterProcessor
 from .message import Message
 from .negative_acks import NegativeAcksTracker
 from .permits import Permits

@@ -49,6 +49,7 @@ class Reader:
 
     def has_message_available(self) -> bool:
         """Whether a read_next would find a message now (asks the broker for the last message id)."""
+        self._consumer.check_open()
         children = self._consumer.partition_consumers
         queue = self._consumer.receiver_queue
         # Entries queued before a seek are stale: they will be dropped, not read.

@@ -15,16 +15,18 @@ redeliver-all) drops everything queued for it without touching the other partiti
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ..protocol.frames import MessageFrame
 from .message import Delivery, Message
 from .unpacker import ReceivedEntry
+
+if TYPE_CHECKING:  # the asyncio API passes its loop in; the sync client never loads asyncio
+    import asyncio
 
 
 class QueueOwner(Protocol):

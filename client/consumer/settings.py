@@ -15,9 +15,11 @@ from typing import Any
 
 from ..arguments import check, check_type, is_int, to_enum
 from ..crypto import ConsumerCryptoFailureAction, KeyReader
-from ..protocol.PulsarApi_pb2 import CommandGetTopicsOfNamespace, CommandSubscribe
+from ..protocol.PulsarApi_pb2 import CommandGetTopicsOfNamespace, CommandSubscribe, IntRange, KeySharedMeta
 from ..protocol.PulsarApi_pb2 import KeySharedMode as _WireKeySharedMode
 from ..schema import BytesSchema, Schema
+from .dead_letter import ConsumerDeadLetterPolicy
+from .unacked_tracker import MIN_ACK_TIMEOUT_MS
 
 DEFAULT_BATCH_RECEIVE_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_BATCH_RECEIVE_TIMEOUT_MS = 100
@@ -65,6 +67,15 @@ class RegexSubscriptionMode(enum.IntEnum):
         """The CommandGetTopicsOfNamespace.Mode value."""
         modes = CommandGetTopicsOfNamespace
         return (modes.PERSISTENT, modes.NON_PERSISTENT, modes.ALL)[self.value]
+
+    @property
+    def domains(self) -> frozenset[str]:
+        """The topic domains the mode takes: ``persistent``, ``non-persistent``, or both."""
+        return (_PERSISTENT, _NON_PERSISTENT, _PERSISTENT | _NON_PERSISTENT)[self.value]
+
+
+_PERSISTENT = frozenset({"persistent"})
+_NON_PERSISTENT = frozenset({"non-persistent"})
 
 
 class BatchReceivePolicy:
@@ -199,10 +210,8 @@ class ConsumerKeySharedPolicy:
         """The underlying :class:`KeySharedPolicy`, as the official ``policy()`` returns it."""
         return self._policy
 
-    def to_wire(self) -> Any:
+    def to_wire(self) -> KeySharedMeta:
         """The KeySharedMeta of the SUBSCRIBE command."""
-        from ..protocol.PulsarApi_pb2 import IntRange, KeySharedMeta
-
         mode = _WireKeySharedMode.STICKY if self.key_shared_mode == KeySharedMode.Sticky else _WireKeySharedMode.AUTO_SPLIT
         return KeySharedMeta(
             keySharedMode=mode,
@@ -241,7 +250,7 @@ class ConsumerSettings:
     key_shared_policy: ConsumerKeySharedPolicy | None = None
     batch_index_ack_enabled: bool = False
     regex_subscription_mode: RegexSubscriptionMode = RegexSubscriptionMode.PersistentOnly
-    dead_letter_policy: Any = None
+    dead_letter_policy: ConsumerDeadLetterPolicy | None = None
     crypto_failure_action: ConsumerCryptoFailureAction = ConsumerCryptoFailureAction.FAIL
     ack_group_time_ms: int = 100
     ack_group_max_size: int = 1000
@@ -285,8 +294,6 @@ class ConsumerSettings:
             "pattern_auto_discovery_period", "an int > 0", self.pattern_auto_discovery_period,
         )
         if self.unacked_messages_timeout_ms is not None:
-            from .unacked_tracker import MIN_ACK_TIMEOUT_MS
-
             check(
                 is_int(self.unacked_messages_timeout_ms)
                 and (self.unacked_messages_timeout_ms == 0 or self.unacked_messages_timeout_ms >= MIN_ACK_TIMEOUT_MS),
@@ -311,13 +318,10 @@ class ConsumerSettings:
             self.key_shared_policy is None or isinstance(self.key_shared_policy, ConsumerKeySharedPolicy),
             "key_shared_policy", "a ConsumerKeySharedPolicy or None", self.key_shared_policy,
         )
-        if self.dead_letter_policy is not None:
-            from .dead_letter import ConsumerDeadLetterPolicy
-
-            check(
-                isinstance(self.dead_letter_policy, ConsumerDeadLetterPolicy),
-                "dead_letter_policy", "a ConsumerDeadLetterPolicy or None", self.dead_letter_policy,
-            )
+        check(
+            self.dead_letter_policy is None or isinstance(self.dead_letter_policy, ConsumerDeadLetterPolicy),
+            "dead_letter_policy", "a ConsumerDeadLetterPolicy or None", self.dead_letter_policy,
+        )
 
     @property
     def shared(self) -> bool:

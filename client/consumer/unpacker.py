@@ -25,6 +25,7 @@ from ..protocol.batch import BatchFormatError, read_batch, unacked_mask
 from ..protocol.compression import Buffer, CompressionError, decompress
 from ..protocol.frames import FrameError, MessageFrame, entry_metadata, split_entry
 from ..protocol.message_id import MessageId
+from ..protocol.plain_metadata import PlainShapes
 from ..protocol.PulsarApi_pb2 import MessageMetadata
 from .ack_grouping import AckGroupingTracker, UnackedIndexes
 from .chunks import ChunkedMessageCollector
@@ -151,6 +152,7 @@ class EntryUnpacker:
         self.decryptor = MessageDecryptor(reader) if reader is not None else None
         self.crypto_failure_action = crypto.crypto_failure_action if crypto is not None else ConsumerCryptoFailureAction.FAIL
         self.unacked = unacked
+        self.plain = PlainShapes()
 
     def unpack(self, owner: DeliveryOwner | None, epoch: int, frame: MessageFrame) -> tuple[list[Message], int]:
         """(the messages of one entry for the application, the permits the entry took).
@@ -162,12 +164,24 @@ class EntryUnpacker:
 
     def unpack_run(self, owner: DeliveryOwner | None, epoch: int, frames: list[MessageFrame]) -> tuple[list[Message], int]:
         """(the messages of consecutive entries for the application, the permits the entries took):
-        :meth:`unpack` of each, an entry of one plain message done here, without a call of its own."""
+        :meth:`unpack` of each, an entry of one plain message done here, without a call of its own:
+        its metadata, when it has the shape of plain metadata seen before, left unparsed until read
+        (see ``plain_metadata``)."""
         messages: list[Message] = []
         permits = 0
-        start, acks = self.start, self.acks
+        start, acks, shapes = self.start, self.acks, self.plain
+        partition, topic, id_topic = self.partition, self.topic, self.id_topic
         for frame in frames:
             _, ledger, entry_id, redelivery_count, _, entry = frame
+            payload_at = shapes.payload_at(entry) if start.message_id is None else 0
+            if payload_at:
+                if acks.is_duplicate(ledger, entry_id):
+                    permits += 1
+                    continue
+                delivery = Delivery(owner, epoch, ledger, entry_id, partition, 0, entry[4:payload_at], topic, redelivery_count, id_topic)
+                messages.append(Message(delivery, -1, entry[payload_at:], None))
+                permits += 1
+                continue
             parsed = self._metadata(frame)
             if parsed is None:
                 permits += 1
@@ -177,9 +191,8 @@ class EntryUnpacker:
                 not metadata.HasField("num_messages_in_batch") and not metadata.compression and not metadata.encryption_keys
                 and metadata.num_chunks_from_msg <= 1 and start.message_id is None and not acks.is_duplicate(ledger, entry_id)
             ):  # one plain message: nothing to decrypt, reassemble, decompress or filter
-                delivery = Delivery(
-                    owner, epoch, ledger, entry_id, self.partition, 0, metadata, self.topic, redelivery_count, self.id_topic
-                )
+                shapes.learn(entry[4:payload_at])
+                delivery = Delivery(owner, epoch, ledger, entry_id, partition, 0, metadata, topic, redelivery_count, id_topic)
                 messages.append(Message(delivery, -1, entry[payload_at:], None))
                 permits += 1
             else:

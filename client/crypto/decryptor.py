@@ -12,14 +12,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from ..exceptions import CryptoError
 from ..protocol.PulsarApi_pb2 import EncryptionKeys, MessageMetadata
 from .encryptor import DATA_KEY_LIFETIME_SECONDS
-from .keys import KeyReader, unwrap_data_key
+from .keys import KeyReader
+
+if TYPE_CHECKING:
+    from .ciphers import DataKey
 
 __all__ = ["MessageDecryptor"]
 
@@ -38,7 +39,7 @@ class MessageDecryptor:
         self._lifetime = lifetime_seconds
         self._clock = clock
         # The wrapped data key as the entry carries it -> (its cipher, when it was last used).
-        self._data_keys: dict[bytes, tuple[AESGCM, float]] = {}
+        self._data_keys: dict[bytes, tuple[DataKey, float]] = {}
 
     @property
     def cached_data_keys(self) -> int:
@@ -56,7 +57,7 @@ class MessageDecryptor:
             known = self._data_keys.get(encryption_key.value)
             if known is not None:
                 self._data_keys[encryption_key.value] = (known[0], now)
-                plain = _open(known[0], iv, data)
+                plain = known[0].open(iv, data)
                 if plain is not None:
                     return plain
         reasons = []
@@ -64,12 +65,12 @@ class MessageDecryptor:
             if encryption_key.value in self._data_keys:
                 continue
             try:
-                cipher = AESGCM(self._unwrap(encryption_key))
+                cipher = self._unwrap(encryption_key)
             except (CryptoError, ValueError) as exc:  # ValueError: what unwrapped is no AES-256 key
                 reasons.append(str(exc))
                 continue
             self._remember(encryption_key.value, cipher, now)
-            plain = _open(cipher, iv, data)
+            plain = cipher.open(iv, data)
             if plain is not None:
                 return plain
             reasons.append(f"the data key of {encryption_key.key!r} does not authenticate the payload")
@@ -77,7 +78,9 @@ class MessageDecryptor:
         log.warning("cannot decrypt a message encrypted for %s: %s", names, "; ".join(reasons) or "no key unwraps its data key")
         return None
 
-    def _unwrap(self, encryption_key: EncryptionKeys) -> bytes:
+    def _unwrap(self, encryption_key: EncryptionKeys) -> DataKey:
+        from . import ciphers  # cryptography loads with the first data key, not with the client
+
         name = encryption_key.key
         metadata = {kv.key: kv.value for kv in encryption_key.metadata}
         try:
@@ -86,17 +89,11 @@ class MessageDecryptor:
             raise
         except Exception as exc:  # a user's reader may fail in any way; it counts as no key
             raise CryptoError(f"the key reader failed for {name!r}: {exc!r}") from exc
-        return unwrap_data_key(name, info.key, encryption_key.value)
+        return ciphers.DataKey(ciphers.unwrap_data_key(name, info.key, encryption_key.value))
 
-    def _remember(self, wrapped: bytes, cipher: AESGCM, now: float) -> None:
+    def _remember(self, wrapped: bytes, cipher: DataKey, now: float) -> None:
         horizon = now - self._lifetime
         for stale in [w for w, (_, used) in self._data_keys.items() if used < horizon]:
             del self._data_keys[stale]
         self._data_keys[wrapped] = (cipher, now)
 
-
-def _open(cipher: AESGCM, iv: bytes, data: bytes) -> bytes | None:
-    try:
-        return cipher.decrypt(iv, data, None)
-    except (InvalidTag, ValueError):  # ValueError: an IV of a length GCM refuses
-        return None

@@ -17,13 +17,15 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from ..exceptions import CryptoError
 from ..protocol.PulsarApi_pb2 import EncryptionKeys, KeyValue, MessageMetadata
 from ..protocol.wire import tag, varint
-from .keys import KeyReader, wrap_data_key
+from .keys import KeyReader
+
+if TYPE_CHECKING:
+    from .ciphers import DataKey
 
 __all__ = ["DATA_KEY_LIFETIME_SECONDS", "GCM_TAG_SIZE", "MessageEncryptor"]
 
@@ -40,7 +42,7 @@ _PARAM = tag(MessageMetadata, "encryption_param") + varint(IV_SIZE)
 
 @dataclass(frozen=True)
 class _DataKey:
-    cipher: AESGCM
+    cipher: DataKey
     # The serialized encryption_keys entries, written into every entry's metadata as they are.
     keys_field: bytes
     renew_at: float
@@ -93,7 +95,7 @@ class MessageEncryptor:
         if self._clock() >= key.renew_at:
             key = self._rotate(key)
         iv = os.urandom(IV_SIZE)
-        return key.cipher.encrypt(iv, bytes(payload), None), key.keys_field + _PARAM + iv
+        return key.cipher.seal(iv, bytes(payload)), key.keys_field + _PARAM + iv
 
     def _ready(self) -> _DataKey:
         key = self._key
@@ -111,6 +113,8 @@ class MessageEncryptor:
         return key
 
     def _new_data_key(self) -> _DataKey:
+        from . import ciphers  # cryptography loads with the first data key, not with the client
+
         data_key = os.urandom(DATA_KEY_SIZE)
         holder = MessageMetadata()
         for name in self.key_names:
@@ -123,8 +127,8 @@ class MessageEncryptor:
             holder.encryption_keys.append(
                 EncryptionKeys(
                     key=name,
-                    value=wrap_data_key(name, info.key, data_key),
+                    value=ciphers.wrap_data_key(name, info.key, data_key),
                     metadata=[KeyValue(key=k, value=v) for k, v in info.metadata.items()],
                 )
             )
-        return _DataKey(AESGCM(data_key), holder.SerializePartialToString(), self._clock() + self._lifetime)
+        return _DataKey(ciphers.DataKey(data_key), holder.SerializePartialToString(), self._clock() + self._lifetime)

@@ -1,13 +1,9 @@
-"""Where the RSA keys of end-to-end encryption come from, and what is done with them.
+"""Where the RSA keys of end-to-end encryption come from.
 
 A producer wraps its AES data key with the public key of every key name it encrypts for; a
-consumer unwraps it with the private key of whichever name it holds. Both ask a key reader for
-the key of a name, as PEM bytes plus metadata: the metadata a producer's reader returns travels in
-the message with the wrapped key, and a consumer's reader is handed it back.
-
-The wrapping is RSA with OAEP padding over SHA-1 and MGF1-SHA-1 (OpenSSL's OAEP defaults in the
-C++ client, ``RSA/NONE/OAEPWithSHA1AndMGF1Padding`` in the Java client). The Java client also
-accepts EC keys (ECIES); the C++ client, whose behaviour this client follows, accepts RSA only.
+consumer unwraps it with the private key of whichever name it holds (:mod:`.ciphers`). Both ask a
+key reader for the key of a name, as PEM bytes plus metadata: the metadata a producer's reader
+returns travels in the message with the wrapped key, and a consumer's reader is handed it back.
 """
 
 from __future__ import annotations
@@ -16,15 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-
 from ..exceptions import CryptoError
 
-__all__ = ["CryptoKeyReader", "EncryptionKeyInfo", "KeyReader", "unwrap_data_key", "wrap_data_key"]
-
-_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
+__all__ = ["CryptoKeyReader", "EncryptionKeyInfo", "KeyReader"]
 
 
 @dataclass(frozen=True)
@@ -83,44 +73,3 @@ def _read(path: str, kind: str, key_name: str) -> bytes:
     except OSError as exc:
         raise CryptoError(f"cannot read the {kind} key file {path!r} for key {key_name!r}: {exc.strerror}") from None
 
-
-def wrap_data_key(key_name: str, public_pem: bytes, data_key: bytes) -> bytes:
-    """``data_key`` encrypted with the RSA public key in ``public_pem``.
-
-    Raises:
-        CryptoError: the PEM holds no public key, or one that is not RSA.
-    """
-    try:
-        public_key = serialization.load_pem_public_key(public_pem)
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise CryptoError(f"the public key of {key_name!r} is not a PEM public key: {exc}") from None
-    if not isinstance(public_key, rsa.RSAPublicKey):
-        raise CryptoError(f"the public key of {key_name!r} is {_kind(public_key)}: only RSA keys are supported")
-    try:
-        return public_key.encrypt(data_key, _OAEP)
-    except ValueError as exc:  # a key too small for OAEP over SHA-1 and a 32-byte data key
-        raise CryptoError(f"cannot wrap the data key with the public key of {key_name!r}: {exc}") from None
-
-
-def unwrap_data_key(key_name: str, private_pem: bytes, wrapped: bytes) -> bytes:
-    """The data key in ``wrapped``, decrypted with the RSA private key in ``private_pem``.
-
-    Raises:
-        CryptoError: the PEM holds no usable private key, or it is not the key ``wrapped`` was made for.
-    """
-    try:
-        private_key = serialization.load_pem_private_key(private_pem, password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise CryptoError(f"the private key of {key_name!r} is not an unencrypted PEM private key: {exc}") from None
-    if not isinstance(private_key, rsa.RSAPrivateKey):
-        raise CryptoError(f"the private key of {key_name!r} is {_kind(private_key)}: only RSA keys are supported")
-    try:
-        return private_key.decrypt(wrapped, _OAEP)
-    except ValueError:
-        raise CryptoError(f"the private key of {key_name!r} does not unwrap the message's data key") from None
-
-
-def _kind(key: object) -> str:
-    if isinstance(key, (ec.EllipticCurvePublicKey, ec.EllipticCurvePrivateKey)):
-        return "an EC key"
-    return f"a {type(key).__name__}"

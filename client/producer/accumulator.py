@@ -4,8 +4,12 @@ A message that may be batched waits in the batch container until a trigger fires
 full (messages or bytes), the next message does not fit, a sync send asks for it, or the first
 message has waited the max publish delay (checked on each send here, and on the producer's batch
 timer through :meth:`MessageAccumulator.flush_if_due`). A message for other clusters than the
-batch's (its replicate_to) starts a new batch. Any other message, a delayed one among them,
-becomes one op, or one per chunk, after the batch before it. Entries come from the
+batch's (its replicate_to) starts a new batch. A message whose sequence id the broker may already
+hold (at most the highest one this producer sent, or the broker's ``last_sequence_id`` for the
+producer's name) goes in a batch of its own, as the Java client sends it: the broker deduplicates a
+batch by its first sequence id, so a batch reaching from a stored id to new ones would be taken for
+a duplicate as a whole and its new messages never stored. Any other message, a delayed one among
+them, becomes one op, or one per chunk, after the batch before it. Entries come from the
 :class:`~.entry_builder.EntryBuilder`; each op is handed to ``queue`` as soon as it is formed, so
 ops are queued in write order.
 
@@ -50,6 +54,8 @@ class MessageAccumulator:
         "_max_batch_bytes",
         "batch_delay",
         "_send_timeout",
+        "_pushed_sequence_id",
+        "_batch_may_be_duplicate",
     )
 
     def __init__(self, config: ProducerConfig, stats: ProducerStats, queue: Callable[[OpSend], None]):
@@ -69,15 +75,19 @@ class MessageAccumulator:
         self._max_batch_bytes = config.batching_max_allowed_size_in_bytes
         self.batch_delay = config.batching_max_publish_delay_ms / 1000
         self._send_timeout = config.send_timeout
+        # The highest sequence id the broker may hold, and whether the batch's message is at or below it.
+        self._pushed_sequence_id = -1
+        self._batch_may_be_duplicate = False
 
     def __len__(self) -> int:
         """Messages waiting in the batch."""
         return len(self._batch) if self._batch is not None else 0
 
-    def connected(self, producer_name: str, max_message_size: int, schema_version: bytes = b"") -> None:
+    def connected(self, producer_name: str, max_message_size: int, schema_version: bytes = b"", last_sequence_id: int = -1) -> None:
         """Build entries for the producer the broker accepted, within its connection's max message size,
-        stamped with its schema version."""
+        stamped with its schema version; ``last_sequence_id`` is the broker's for the producer's name."""
         self._entries.connected(producer_name, max_message_size, schema_version)
+        self._pushed_sequence_id = max(self._pushed_sequence_id, last_sequence_id)
         if self._batch is not None:
             self._batch.max_bytes = min(self._max_batch_bytes, max(1, max_message_size - _BATCH_HEADROOM))
 
@@ -134,8 +144,11 @@ class MessageAccumulator:
                     self._key_b64 and partition_key is not None,
                     null_value,
                 )
-            if not batch.has_space(len(header) + size):
+            may_be_duplicate = sequence_id <= self._pushed_sequence_id
+            if may_be_duplicate or self._batch_may_be_duplicate or not batch.has_space(len(header) + size):
                 self.flush()
+            self._batch_may_be_duplicate = may_be_duplicate
+            self._pushed_sequence_id = max(self._pushed_sequence_id, sequence_id)
             # Past its max delay the batch goes now, from the sender's thread, rather than on the timer's.
             full = batch.add(header, payload, callback, sequence_id, partition_key, ordering_key)
             if full or flush or time.monotonic() - batch.first_added >= self.batch_delay:
@@ -146,6 +159,7 @@ class MessageAccumulator:
         now = time.monotonic()
         deadline = self._deadline(now)
         entries = self._entries.message_entries(OutgoingMessage(message) if isinstance(message, bytes) else message, sequence_id)
+        txn = None if delivery is None or delivery.transaction is None else delivery.transaction.id
         last = len(entries) - 1
         for index, entry in enumerate(entries):
             # Only the last chunk completes the message: its callback, slot and memory.
@@ -163,6 +177,7 @@ class MessageAccumulator:
                     created=now,
                     deadline=deadline,
                     chunk=last > 0,
+                    txn=txn,
                 )
             )
         return False
@@ -193,10 +208,10 @@ class MessageAccumulator:
             )
 
     def _joins_batch(self, delivery: Delivery | None) -> bool:
-        """Whether a message with ``delivery`` goes into the batch: not when delayed (it leaves as its
-        own entry, as the official producers send it). The batch is sent first when the message
+        """Whether a message with ``delivery`` goes into the batch: not when delayed or in a transaction
+        (it leaves as its own entry, as the official producers send a delayed one). The batch is sent first when the message
         goes to other clusters, replicate_to being a field of the whole entry."""
-        if delivery is not None and delivery.deliver_at_time is not None:
+        if delivery is not None and delivery.own_entry:
             return False
         if _replicate_to(delivery) != _replicate_to(self._batch_delivery):
             self.flush()

@@ -1,6 +1,6 @@
 """Producer settings as the producer uses them: the options of ``create_producer``, validated once.
 
-The options and their defaults are declared in :class:`~..factory_options.ProducerOptions`;
+The options and their defaults are declared in :class:`~airflow_pulsar.client.ProducerOptions`;
 :meth:`ProducerConfig.from_options` checks each (name, type, range) and holds them in the forms
 the producer reads (enum members, tuples, a schema). A bad argument raises ``ValueError``
 naming it, as the official wrapper does.
@@ -12,7 +12,7 @@ import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..arguments import check, check_type, to_enum
 from ..crypto import KeyReader
@@ -20,9 +20,6 @@ from ..protocol.compression import CompressionType
 from ..protocol.PulsarApi_pb2 import Schema as SchemaPb
 from ..schema import BytesSchema, KeyValueEncodingType, KeyValueSchema, Schema
 from .routers import HashingScheme, PartitionsRoutingMode
-
-if TYPE_CHECKING:
-    from ..factory_options import ProducerOptions
 
 __all__ = ["BatchingType", "ProducerAccessMode", "ProducerConfig"]
 
@@ -46,7 +43,7 @@ class BatchingType(enum.IntEnum):
 
 @dataclass(frozen=True)
 class ProducerConfig:
-    """Validated producer settings; build with :meth:`from_options` (or :meth:`from_settings`)."""
+    """Validated producer settings; build with :meth:`from_options`."""
 
     producer_name: str | None
     # Encodes what ``send`` takes; declared on PRODUCER when the broker keeps its type.
@@ -78,15 +75,10 @@ class ProducerConfig:
     stats_log_interval_seconds: float | None
 
     @classmethod
-    def from_settings(cls, **settings: Any) -> ProducerConfig:
-        """The settings of ``create_producer`` keywords (``TypeError`` for an unknown one), validated."""
-        from ..factory_options import ProducerOptions  # the options' module reads this one's enums
-
-        return cls.from_options(ProducerOptions.from_settings(**settings))
-
-    @classmethod
-    def from_options(cls, options: ProducerOptions) -> ProducerConfig:
-        """Check every option (type, range, combination) and convert it; raise naming the bad one."""
+    def from_options(cls, options: Any) -> ProducerConfig:
+        """Check every option of a :class:`~airflow_pulsar.client.ProducerOptions` (type, range,
+        combination) and convert it; raise naming the bad one. (Typed loosely: the options' module
+        imports this one's enums and checks options with this method.)"""
         values = {option.name: getattr(options, option.name) for option in dataclasses.fields(options)}
         for name in (
             "batching_enabled",

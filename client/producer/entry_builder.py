@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 from ..crypto import MessageEncryptor
 from ..exceptions import MessageTooBig
+from ..protocol import checksum
 from ..protocol.batch import set_message_fields
-from ..protocol.checksum import crc32c
 from ..protocol.compression import CompressionType, compress
 from ..protocol.frames import encode_entry
 from ..protocol.PulsarApi_pb2 import CompressionType as WireCompression
@@ -136,7 +136,7 @@ class EntryBuilder:
         self._written.record(1, size, size, False)
         metadata = self._plain.encode(sequence_id, time.time_ns() // 1_000_000) + self._schema_field
         data = _U32.pack(len(metadata)) + metadata + content
-        return _new_entry(Entry, (data, crc32c(data)))
+        return _new_entry(Entry, (data, checksum.crc32c(data)))
 
     def message_entries(self, message: OutgoingMessage, sequence_id: int) -> list[Entry]:
         """The entry of one unbatched message numbered ``sequence_id``, or its chunks in order when
@@ -210,4 +210,4 @@ class EntryBuilder:
 
 def _entry(metadata: MessageMetadata | bytes, payload: bytes | bytearray | memoryview) -> Entry:
     data = encode_entry(metadata, payload)
-    return _new_entry(Entry, (data, crc32c(data)))
+    return _new_entry(Entry, (data, checksum.crc32c(data)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeAlias
 
+from ..protocol.message_id import MessageId
 from .delivery import Delivery
 
 __all__ = ["Outgoing", "OutgoingMessage"]
@@ -15,8 +16,10 @@ class OutgoingMessage:
     through routing, interceptors, the partition producer and batching unchanged (never copied).
     A message of nothing but bytes goes down as those bytes (see :data:`Outgoing`).
 
-    The accessor methods are those of the official ``pulsar.Message`` (``data()``,
-    ``partition_key()``, ...), so a ``message_router`` written for that client works unchanged;
+    The accessor methods are those of the official ``pulsar.Message`` (``data()``, ``value()``,
+    ``partition_key()``, ...), answering as the official client's message handed to a
+    ``message_router`` does (no id, topic or publish time yet), so a router written for that
+    client works unchanged;
     the plain attributes are for routers and interceptors of this client, and for its own code.
     ``sequence_id`` is the one the send asked for, None for the partition's next. ``delivery``
     holds the delayed delivery and replication fields, None for a message that uses neither.
@@ -62,6 +65,42 @@ class OutgoingMessage:
     def event_timestamp(self) -> int:
         """Event time in ms, 0 if not set."""
         return self.event_time or 0
+
+    def value(self) -> bytes | None:
+        """The payload as sent, already serialised (the official router's message has no schema)."""
+        return self.content
+
+    def has_null_value(self) -> bool:
+        """Whether this is a null value (a tombstone)."""
+        return self.content is None
+
+    def publish_timestamp(self) -> int:
+        """0: the message is not published yet."""
+        return 0
+
+    def message_id(self) -> MessageId:
+        """``(-1,-1,-1,-1)``: the message has no id before the broker stores it."""
+        return MessageId()
+
+    def topic_name(self) -> str:
+        """"": the partition is what the router is choosing."""
+        return ""
+
+    def redelivery_count(self) -> int:
+        """0: never delivered."""
+        return 0
+
+    def producer_name(self) -> str:
+        """"", as the official client leaves it on the message a router sees."""
+        return ""
+
+    def schema_version(self) -> str:
+        """"", as the official client leaves it on the message a router sees."""
+        return ""
+
+    def encryption_context(self) -> None:
+        """None: the message is encrypted, if at all, after routing."""
+        return None
 
 
 # What the producer hands its partition producers for one send: the message, or for a message of

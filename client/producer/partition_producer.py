@@ -149,7 +149,7 @@ class PartitionProducer:
             self._connection = connection
             self._producer_id = producer_id
             self._send = SendEncoder(producer_id)
-            self._accumulator.connected(self._name, connection.max_message_size, response.schema_version)
+            self._accumulator.connected(self._name, connection.max_message_size, response.schema_version, broker_last)
             if len(self._pending):
                 log.info("%s: resending %d pending ops", self.topic, len(self._pending))
                 connection.send(b"".join(op.frame(self._send) for op in self._pending))
@@ -346,19 +346,22 @@ class PartitionProducer:
         permits = memory = 0
         now = time.monotonic()
         latencies = []
-        for op, _ in completed:
+        answered = []  # the ops with a callback: send_async(..., None) has none, its receipt's id is not read
+        for completion in completed:
+            op = completion[0]
             if op.permits:
                 permits += op.permits
                 memory += op.memory
                 latencies.append(now - op.created)
+            if op.callbacks and any(op.callbacks):
+                answered.append(completion)
         self._quota.release(permits, memory)
         if permits:
             self._stats.record_acked_ops(permits, latencies)
         partition = self.partition
-        for op, receipt in completed:
-            if any(op.callbacks):  # send_async(..., None) has none: its receipt's id is not read
-                message_id = receipt.message_id
-                op.succeed(partition, signed64(message_id.ledgerId), signed64(message_id.entryId))
+        for op, receipt in answered:
+            message_id = receipt.message_id
+            op.succeed(partition, signed64(message_id.ledgerId), signed64(message_id.entryId))
         self._mark_done([op for op, _ in completed])
 
     def _fail(self, ops: list[OpSend], error: PulsarException) -> None:

@@ -64,6 +64,7 @@ class OpSend:
     chunk: bool = False
     done: bool = False
     ranged: bool = True
+    txn: tuple[int, int] | None = None
 
     def matches(self, sequence_id: int) -> bool:
         """Whether a receipt for ``sequence_id`` acknowledges this op (any id in a batch's range)."""
@@ -72,7 +73,7 @@ class OpSend:
     def frame(self, send: SendEncoder) -> bytes:
         """The SEND frame of this op for the producer id ``send`` encodes."""
         highest = self.highest_sequence_id if self.batched and self.ranged else None
-        command = send.encode(self.sequence_id, self.num_messages, highest, self.chunk)
+        command = send.encode(self.sequence_id, self.num_messages, highest, self.chunk, self.txn)
         entry = self.entry
         return encode_payload_command(command, entry.data, entry.checksum)
 

@@ -22,14 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..arguments import check_type
 from ..exceptions import AlreadyClosed, Interrupted, PulsarException, Result, exception_for
+from ..forks import inherited_message
 from ..protocol.message_id import MessageId
 from ..schema import BytesSchema, KeyValueSchema
 from ..topic_name import InvalidTopicNameError, TopicName
+from ..transaction import Transaction
 from .config import ProducerConfig
 from .delivery import delivery_of
 from .limits import PendingLimit
 from .message import OutgoingMessage
 from .partition_producer import PartitionProducer, SendCallback
+from .pending import fail_callback
 from .routers import (
     CustomRouter,
     KeyHashRouter,
@@ -39,9 +42,10 @@ from .routers import (
     SinglePartitionRouter,
 )
 from .stats import ProducerStats
+from .transactional import joined
+from .waiter import SendWaiter
 
 if TYPE_CHECKING:
-    from ..factory_options import ProducerOptions
     from ..services import ClientServices
 
 __all__ = ["Producer", "create_producer"]
@@ -49,10 +53,10 @@ __all__ = ["Producer", "create_producer"]
 log = logging.getLogger(__name__)
 
 
-def create_producer(client: ClientServices, topic: str, options: ProducerOptions) -> Producer:
-    """A connected producer on ``topic`` (``create_producer`` of either API)."""
+def create_producer(client: ClientServices, topic: str, config: ProducerConfig) -> Producer:
+    """A connected producer on ``topic`` (``create_producer`` of either API, with the options checked)."""
     check_type(str, topic, "topic")
-    return Producer(client, topic, ProducerConfig.from_options(options))
+    return Producer(client, topic, config)
 
 
 class Producer:
@@ -87,6 +91,7 @@ class Producer:
         self._route_unkeyed = router.choose_unkeyed if isinstance(router, KeyHashRouter) else None
         self._interceptors = config.interceptors
         self._closed = False
+        self._closed_because = f"producer on {self._topic} is closed"
         # Held to close, and to add the partitions the topic gained: neither misses the other's.
         self._lock = threading.Lock()
         _start_all(self._partitions)
@@ -128,6 +133,8 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        *,
+        transaction: Transaction | None = None,
     ) -> None:
         """Queue a message; ``callback(result, message_id)`` runs on the IO thread when it completes.
 
@@ -137,6 +144,9 @@ class Producer:
         """
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(result, message_id), got {callback!r}")
+        if self._closed:
+            fail_callback(callback, AlreadyClosed(self._closed_because))
+            return
         if (
             self._plain
             and type(content) is bytes
@@ -149,6 +159,7 @@ class Producer:
             and deliver_at is None
             and replication_clusters is None
             and disable_replication is False
+            and transaction is None
             and not self._interceptors
         ):
             # The common case, with nothing to check or convert, goes down as its bytes (see message.Outgoing);
@@ -161,7 +172,7 @@ class Producer:
                 return
         message = self._outgoing(
             content, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, transaction,
         )
         self._dispatch(message, callback, False)
 
@@ -177,6 +188,8 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        *,
+        transaction: Transaction | None = None,
     ) -> MessageId:
         """Publish a message and wait for the broker's receipt; returns its MessageId.
 
@@ -186,9 +199,9 @@ class Producer:
         """
         message = self._outgoing(
             content, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, transaction,
         )
-        waiter = _Waiter()
+        waiter = SendWaiter()
         self._dispatch(message, waiter, True)
         try:
             return waiter.wait()
@@ -207,13 +220,15 @@ class Producer:
         event_timestamp: int | None = None,
         deliver_at: int | None = None,
         deliver_after: timedelta | None = None,
+        *,
+        transaction: Transaction | None = None,
     ) -> Future[MessageId]:
         """Queue a message; the future resolves to its MessageId (``await asyncio.wrap_future(f)``)."""
         message = self._outgoing(
             content, properties, partition_key, ordering_key, sequence_id,
-            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after,
+            replication_clusters, disable_replication, event_timestamp, deliver_at, deliver_after, transaction,
         )
-        waiter = _Waiter()
+        waiter = SendWaiter()
         self._dispatch(message, waiter, False)
         return waiter.future
 
@@ -229,6 +244,7 @@ class Producer:
         event_timestamp: int | None,
         deliver_at: int | None,
         deliver_after: timedelta | None,
+        transaction: Transaction | None,
     ) -> OutgoingMessage:
         """The message a send's arguments make: its value encoded by the schema, every field checked."""
         if content is None:
@@ -249,13 +265,17 @@ class Producer:
         delivery = (
             None
             if deliver_after is None and deliver_at is None and replication_clusters is None and disable_replication is False
-            else delivery_of(replication_clusters, disable_replication, deliver_at, deliver_after)
+            and transaction is None
+            else delivery_of(replication_clusters, disable_replication, deliver_at, deliver_after, transaction)
         )
         return OutgoingMessage(content, properties, partition_key, ordering_key, event_timestamp, sequence_id, delivery)
 
     def _dispatch(self, message: OutgoingMessage, callback: SendCallback | None, flush: bool) -> None:
         """Pass ``message`` through the interceptors, route it and queue it on its partition's producer;
         ``flush`` sends its batch at once (a sync send has nothing to wait for)."""
+        if self._closed:
+            fail_callback(callback, AlreadyClosed(self._closed_because))
+            return
         if self._interceptors:
             delivery = message.delivery
             for interceptor in self._interceptors:
@@ -267,6 +287,13 @@ class Producer:
             target = self._partitions[0]
         else:
             target = self._partitions[self._router.choose_partition(message, self._num_partitions)]
+        transaction = message.delivery.transaction if message.delivery is not None else None
+        if transaction is not None:
+            try:
+                callback = joined(transaction, target.topic, callback)
+            except PulsarException as exc:
+                fail_callback(callback, exc)
+                return
         target.send_async(message, callback, flush)
 
     def _intercepted(self, callback: SendCallback, message: OutgoingMessage) -> SendCallback:
@@ -280,7 +307,7 @@ class Producer:
                 except Exception:  # an interceptor's failure must not lose the user's callback
                     log.exception("producer interceptor failed")
 
-        if isinstance(callback, _Waiter):
+        if isinstance(callback, SendWaiter):
             return callback.after(notify)
 
         def acknowledged(result: Result, message_id: MessageId | None) -> None:
@@ -294,7 +321,7 @@ class Producer:
     def check_open(self) -> None:
         """Raise AlreadyClosed once the producer is closed (or shut down)."""
         if self._closed:
-            raise AlreadyClosed(f"producer on {self._topic} is closed")
+            raise AlreadyClosed(self._closed_because)
 
     def flush(self) -> None:
         """Send every batch now and wait until all messages sent so far are acknowledged or failed;
@@ -333,6 +360,13 @@ class Producer:
             self._stats_handle.cancel()
         self._client.partition_watch.unwatch(self)
         return True
+
+    def forked(self, parent_pid: int) -> None:
+        """This process was forked from ``parent_pid``, whose producer this is: closed here, nothing
+        sent to the broker (see ``forks``)."""
+        self._lock = threading.Lock()
+        self._closed_because = inherited_message(f"producer on {self._topic}", parent_pid)
+        self._closed = True
 
     # ---- partitions added to the topic ----
 
@@ -403,39 +437,6 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"Producer({self._topic!r}, partitions={self._num_partitions})"
-
-
-class _Waiter:
-    """The callback of a sync send or a future send: resolves a Future with the id or the error."""
-
-    __slots__ = ("future", "_then")
-
-    def __init__(self) -> None:
-        self.future: Future[MessageId] = Future()
-        self._then: SendCallback | None = None
-
-    def after(self, first: SendCallback) -> _Waiter:
-        """Run ``first`` (the interceptors) before resolving the future."""
-        self._then = first
-        return self
-
-    def __call__(self, result: Result, message_id: MessageId | None) -> None:
-        if self._then is not None:
-            self._then(result, message_id)
-        if result is Result.Ok:
-            self.future.set_result(message_id)  # type: ignore[arg-type]
-        else:
-            self.future.set_exception(exception_for(result))
-
-    def fail(self, error: PulsarException) -> None:
-        """Fail with the exception itself, keeping its message."""
-        if self._then is not None:
-            self._then(error.result, None)
-        self.future.set_exception(error)
-
-    def wait(self) -> MessageId:
-        """Block until resolved; raise the send's exception on failure."""
-        return self.future.result()
 
 
 def _start_all(partitions: list[PartitionProducer]) -> None:

@@ -1,1 +1,1 @@
-"""Pulsar binary protocol: frames, commands, checksums, batches, compression, message ids."""
+"""Pulsar binary protocol: frames, commands, checksums, batches and their columnar reader, compression, message ids."""

@@ -13,11 +13,12 @@ import struct
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from .checksum import crc32c
+from . import checksum as crc
 from .commands import missing_body
 from .compression import Buffer
 from .message_command import MessageFields, read_message
 from .PulsarApi_pb2 import BaseCommand, CommandMessage, CommandSendReceipt, MessageMetadata
+from .receipts import ReceiptShapes, SendReceipt
 from .wire import MESSAGE_ENVELOPE, RECEIPT_ENVELOPE, signed64
 
 MAGIC_CRC32C = 0x0E01
@@ -118,7 +119,7 @@ class MessageTemplate:
             return None
         at += self.width + len(tail)
         entry = bytes(view[at + 4 : stop])
-        if verify_checksum and crc32c(entry) != _U32.unpack_from(buf, at)[0]:
+        if verify_checksum and crc.crc32c(entry) != _U32.unpack_from(buf, at)[0]:
             return None
         if _U32.unpack_from(entry, 0)[0] > len(entry) - 4:
             return None
@@ -187,7 +188,7 @@ def encode_payload_command(
     ``command`` may be given already serialized (see :func:`.wire.encode_send`).
     """
     if checksum is None:
-        checksum = crc32c(entry)
+        checksum = crc.crc32c(entry)
     body = command if isinstance(command, bytes) else command.SerializeToString()
     extra = 0
     bem_part = b""
@@ -228,13 +229,15 @@ class FrameDecoder:
     ``max_frame_size`` as soon as its size prefix arrives, before buffering it.
     """
 
-    __slots__ = ("_buf", "_pos", "_templates", "max_frame_size", "verify_checksum")
+    __slots__ = ("_buf", "_pos", "_templates", "_receipts", "max_frame_size", "verify_checksum")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_MESSAGE_SIZE + FRAME_OVERHEAD, verify_checksum: bool = True):
         self._buf = bytearray()
         self._pos = 0
         # The last MESSAGEs read field by field, for the next ones of their runs (see MessageTemplate).
         self._templates: list[MessageTemplate] = []
+        # The shapes of the last SEND_RECEIPTs read field by field, for the next ones (see ``receipts``).
+        self._receipts = ReceiptShapes()
         self.max_frame_size = max_frame_size
         self.verify_checksum = verify_checksum
 
@@ -242,12 +245,13 @@ class FrameDecoder:
         """Append ``data`` and return every frame it completes, in order."""
         return cast(list[Frame], self._feed(data, False))
 
-    def feed_messages(self, data: bytes) -> list[Frame | MessageFrame | CommandSendReceipt]:
+    def feed_messages(self, data: bytes) -> list[Frame | MessageFrame | SendReceipt]:
         """As :meth:`feed`, but a MESSAGE frame comes as a :class:`MessageFrame`, read off the bytes
         when its command holds only what brokers write (through the template of an earlier one of
         its consumer's run when it differs from that one in the entry id alone), else decoded by
-        the generated classes; and a SEND_RECEIPT as its CommandSendReceipt, parsed without the
-        BaseCommand around it when that holds nothing else."""
+        the generated classes; and a SEND_RECEIPT as a :class:`.receipts.SendReceipt`, read off
+        the bytes when it has the shape of one parsed before, else parsed without the BaseCommand
+        around it when that holds nothing else."""
         return self._feed(data, True)
 
     def _feed(self, data: bytes, messages: bool) -> list[Any]:
@@ -264,6 +268,7 @@ class FrameDecoder:
             limit = self.max_frame_size
             verify = self.verify_checksum
             templates = self._templates if messages else []
+            receipts = self._receipts if messages else None
             # Frames are decoded off one view of the buffer: no copy of a whole frame on the way.
             with memoryview(buf) as view:
                 while end - pos >= 4:
@@ -273,14 +278,15 @@ class FrameDecoder:
                     stop = pos + 4 + total
                     if stop > end:
                         break
+                    frame: MessageFrame | SendReceipt | None = None
                     for template in templates:
                         if buf.startswith(template.head, pos + 4):
                             frame = template.frame(buf, view, pos + 4, stop, verify)
                             break
-                    else:
-                        frame = None
+                    if frame is None and receipts is not None:
+                        frame = receipts.read(view, pos + 4, stop)
                     if frame is None:
-                        frame = _decode(view, pos + 4, stop, verify, messages, templates)
+                        frame = _decode(view, pos + 4, stop, verify, messages, templates, receipts)
                     append(frame)
                     pos = stop
         # Compact once the consumed prefix dominates, so memory stays bounded by one frame.
@@ -303,11 +309,13 @@ def decode_frame(frame: bytes, verify_checksum: bool = True) -> Frame:
 
 
 def _decode(
-    view: memoryview, start: int, stop: int, verify_checksum: bool, messages: bool = False, templates: list[MessageTemplate] | None = None
+    view: memoryview, start: int, stop: int, verify_checksum: bool, messages: bool = False,
+    templates: list[MessageTemplate] | None = None, receipts: ReceiptShapes | None = None,
 ) -> Any:
     """Decode the frame in ``view[start:stop]`` (without its total-size field): a Frame, or with
-    ``messages`` a MessageFrame for a MESSAGE and the CommandSendReceipt of a SEND_RECEIPT. A
-    MESSAGE read off its bytes adds its template to ``templates``, if given."""
+    ``messages`` a MessageFrame for a MESSAGE and a SendReceipt for a SEND_RECEIPT. A MESSAGE read
+    off its bytes adds its template to ``templates``, a receipt parsed alone its shape to
+    ``receipts``, if given."""
     size = stop - start
     if size < 4:
         raise FrameError(f"frame of {size} bytes has no command size")
@@ -342,7 +350,9 @@ def _decode(
             pass
         else:
             if receipt.IsInitialized():
-                return receipt
+                if receipts is not None:
+                    receipts.learn(bytes(view[start:stop]), receipt)
+                return SendReceipt.of(receipt)
     command = BaseCommand()
     try:
         command.ParseFromString(view[start + 4 : pos])  # type: ignore[arg-type]  # any buffer parses; the message keeps no reference
@@ -363,7 +373,7 @@ def _decode(
     if messages and command.type == BaseCommand.SEND_RECEIPT:
         if pos != stop:  # no broker sends one with a payload, but a payload sent must be sound
             _entry(view, pos, stop, verify_checksum)
-        return command.send_receipt
+        return SendReceipt.of(command.send_receipt)
     if pos == stop:
         return Frame(command)
     entry, checksum, broker_entry_metadata = _entry(view, pos, stop, verify_checksum)
@@ -386,7 +396,7 @@ def _entry(view: memoryview, pos: int, stop: int, verify_checksum: bool) -> tupl
         raise FrameError(f"unexpected magic 0x{magic:04x} where 0x0e01 was expected")
     entry = bytes(view[pos + 6 : stop])
     if verify_checksum:
-        actual = crc32c(entry)
+        actual = crc.crc32c(entry)
         if actual != checksum:
             raise ChecksumError(f"checksum mismatch: frame says 0x{checksum:08x}, contents give 0x{actual:08x}")
     (meta_size,) = _U32.unpack_from(entry, 0)

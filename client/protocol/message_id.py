@@ -37,7 +37,7 @@ class MessageId:
 
     The constructor takes the official ``pulsar.MessageId``'s arguments in its
     order, ``MessageId(partition, ledger_id, entry_id, batch_index)``, plus the
-    batch size, so ``MessageId()`` is :attr:`earliest`.
+    batch size, so ``MessageId()`` is :attr:`MessageId.earliest`.
     """
 
     __slots__ = ("_ledger_id", "_entry_id", "_partition", "_batch_index", "_batch_size", "_topic")
@@ -50,6 +50,7 @@ class MessageId:
     _topic: str | None
 
     earliest: ClassVar[MessageId]
+    """The position before the first message of a topic."""
     latest: ClassVar[MessageId]
 
     def __init__(

@@ -119,6 +119,8 @@ _META_HIGHEST_SEQUENCE_ID = tag(MessageMetadata, "highest_sequence_id")
 _SEND_PRODUCER_ID = tag(CommandSend, "producer_id")
 _SEND_SEQUENCE_ID = tag(CommandSend, "sequence_id")
 _SEND_NUM_MESSAGES = tag(CommandSend, "num_messages")
+_SEND_TXNID_LEAST_BITS = tag(CommandSend, "txnid_least_bits")
+_SEND_TXNID_MOST_BITS = tag(CommandSend, "txnid_most_bits")
 _SEND_HIGHEST_SEQUENCE_ID = tag(CommandSend, "highest_sequence_id")
 _SEND_IS_CHUNK = tag(CommandSend, "is_chunk") + _TRUE
 _SEND_ONE_MESSAGE = _SEND_NUM_MESSAGES + varint(1)
@@ -202,14 +204,20 @@ class SendEncoder:
         self.producer_id = producer_id
         self._head = _SEND_PRODUCER_ID + varint(producer_id) + _SEND_SEQUENCE_ID
 
-    def encode(self, sequence_id: int, num_messages: int = 1, highest_sequence_id: int | None = None, is_chunk: bool = False) -> bytes:
-        """The SEND of one entry: a message (the defaults), a batch, or a chunk."""
+    def encode(
+        self, sequence_id: int, num_messages: int = 1, highest_sequence_id: int | None = None, is_chunk: bool = False,
+        txn: tuple[int, int] | None = None,
+    ) -> bytes:
+        """The SEND of one entry: a message (the defaults), a batch, or a chunk; ``txn`` is the
+        (most, least) bits of the transaction it is sent in."""
         body = self._head + varint(sequence_id) + (_SEND_ONE_MESSAGE if num_messages == 1 else _SEND_NUM_MESSAGES + varint(num_messages))
+        if txn is not None:
+            body += _SEND_TXNID_LEAST_BITS + varint(txn[1]) + _SEND_TXNID_MOST_BITS + varint(txn[0])
         if highest_sequence_id is not None:
             body += _SEND_HIGHEST_SEQUENCE_ID + varint(highest_sequence_id)
         if is_chunk:
             body += _SEND_IS_CHUNK
-        return _SEND_ENVELOPE + _ONE_BYTE[len(body)] + body  # keys and four varints (an int32 among them): under 128 bytes
+        return _SEND_ENVELOPE + _ONE_BYTE[len(body)] + body  # keys and six varints (an int32 among them): under 128 bytes
 
 
 def encode_send(

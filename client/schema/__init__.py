@@ -3,14 +3,16 @@
 Switching is one import, ``from airflow_pulsar.client.schema import AvroSchema, Record, String``.
 Records, their JSON and Avro schemas and their payloads are byte-identical to the official
 client's, so producers and consumers of either client share topics. Beyond the official module:
-:class:`KeyValueSchema` (Pulsar's INLINE and SEPARATED key/value encodings), and
-:class:`SchemaInfo`/:class:`SchemaType`, the declaration a schema sends to the broker.
+:class:`KeyValueSchema` (Pulsar's INLINE and SEPARATED key/value encodings),
+:class:`SchemaInfo`/:class:`SchemaType`, the declaration a schema sends to the broker,
+:class:`SchemaSource`, what asks the broker for a topic's schemas, and
+:func:`schema_version_number`, a message's ``schema_version()`` as a number.
 """
 
 from __future__ import annotations
 
 from .avro import AvroSchema
-from .base import EncodedMessage, Schema, SchemaSource
+from .base import EncodedMessage, Schema, SchemaSource, schema_version_number
 from .fields import Array, Boolean, Bytes, CustomEnum, Double, Field, Float, Integer, Long, Map, Null, String
 from .info import SchemaInfo, SchemaType
 from .json_schema import JsonSchema
@@ -47,4 +49,5 @@ __all__ = [
     "SchemaType",
     "String",
     "StringSchema",
+    "schema_version_number",
 ]

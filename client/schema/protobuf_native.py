@@ -3,20 +3,22 @@
 The declaration is what the Java and the official Python clients declare: a JSON object with the
 message's file and every file it imports as a base64 ``FileDescriptorSet`` (imports before the
 files importing them), the message's full name and its file's name. The broker and other
-clients rebuild the message type from it.
+clients rebuild the message type from it. ``descriptor_pb2`` loads with the first such schema.
 """
 
 from __future__ import annotations
 
 import base64
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import Message
 
 from .base import Schema
 from .info import SchemaType
+
+if TYPE_CHECKING:
+    from google.protobuf import descriptor_pb2
 
 __all__ = ["ProtobufNativeSchema"]
 
@@ -35,6 +37,8 @@ def _add_file(file: FileDescriptor, added: set[str], file_set: descriptor_pb2.Fi
 
 def schema_definition(descriptor: Descriptor) -> dict[str, str]:
     """The declared definition of the message type ``descriptor``."""
+    from google.protobuf import descriptor_pb2
+
     file_set = descriptor_pb2.FileDescriptorSet()
     _add_file(descriptor.file, set(), file_set)
     return {

@@ -70,7 +70,8 @@ class Record(FieldOptions, metaclass=RecordMeta):
     _fields: ClassVar[dict[str, FieldType]] = {}
     # What the record is as a nested field (FieldOptions) is set on every instance (see _RESERVED).
 
-    # *args is accepted, and ignored, so the signature is the official one.
+    # *args is accepted, and ignored, so the signature is the official one; so are keyword
+    # arguments naming no declared field, as the official Record drops them.
     def __init__(self, default: Any = None, required_default: bool = False, required: bool = False, *args: Any, **kwargs: Any):
         for key, flag in zip(_RESERVED, (required_default, default, required), strict=True):
             object.__setattr__(self, key, flag)
@@ -111,7 +112,8 @@ class Record(FieldOptions, metaclass=RecordMeta):
             return
         field = self._fields.get(key)
         if field is None:
-            raise AttributeError(f"{type(self).__name__} has no field {key!r} to set")
+            # The official message, then the record's own words.
+            raise AttributeError(f"Cannot set undeclared field {key} on record: {type(self).__name__} has no field {key!r}")
         object.__setattr__(self, key, field.validate_type(key, value))
 
     def __eq__(self, other: object) -> bool:

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 
 import pytest
 
-# Shared with tests/spark: sets the environment on import. Re-exported to the tests.
-from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV, AIRFLOW_HOME, DAGS_FOLDER, PLUGINS_FOLDER  # noqa: F401
-
-# The user functions of the test DAGs (pulsar_test_functions) are named by dotted path; tasks and
-# triggers import them in this process from the plugins folder, as every Airflow component does.
-if str(PLUGINS_FOLDER) not in sys.path:
-    sys.path.append(str(PLUGINS_FOLDER))
+# Shared with tests/spark and tests/cluster: sets the environment on import, the plugins folder
+# among it. The user functions of the test DAGs (pulsar_test_functions) are named by dotted path;
+# tasks and triggers import them in this process from the plugins folder, which Airflow puts on the
+# import path when it starts, as in every Airflow component.
+from tests.support.airflow_env import AIRFLOW_HOME
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -7,10 +7,10 @@ import threading
 import pendulum
 import pytest
 
-from airflow_helpers import run_dag, subscription_stats
 from airflow_pulsar.client import Client, ConsumerType, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.sensors.await_message import PulsarAwaitMessageSensor
+from tests.support.dag_runs import run_dag, subscription_stats
 
 SUBSCRIPTION = "order-watch"
 
@@ -143,6 +143,7 @@ def test_a_function_the_triggerer_cannot_import_is_refused_at_parse_time(
     from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
 
     (tmp_path / "next_to_the_dags.py").write_text("def match(message):\n    return True\n")
+    # The import path of the dag-processor and the workers, which put the DAGs folder on it (for this test only).
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(tmp_path))
     source = {"topics": "t", "subscription": "s", "apply_function": "next_to_the_dags.match"}

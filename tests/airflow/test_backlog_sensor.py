@@ -9,7 +9,6 @@ threshold counts messages, also when default batching packs them into a few entr
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -18,12 +17,13 @@ from dataclasses import dataclass, field
 import pendulum
 import pytest
 
-from airflow_helpers import run_dag, subscription_stats
 from airflow_pulsar.client import Client, InitialPosition, Result
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
 from airflow_pulsar.triggers.backlog import PulsarBacklogTrigger
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
+from tests.support.dag_runs import run_dag, subscription_stats
+from tests.support.ports import free_port
 
 POLL_SECONDS = 0.3  # the test DAGs' poke_interval
 BATCHED_THRESHOLD = 2000  # the pulsar_backlog_batched DAG's threshold
@@ -254,19 +254,12 @@ def test_trigger_reports_a_missing_subscription(broker_admin: PulsarAdmin, topic
 
 
 def test_trigger_keeps_polling_through_an_unreachable_admin_service(pulsar_conn) -> None:
-    pulsar_conn(host="127.0.0.1", extra={"admin_url": f"http://127.0.0.1:{_closed_port()}"})
+    pulsar_conn(host="127.0.0.1", extra={"admin_url": f"http://127.0.0.1:{free_port()}"})
     started = time.time()
     trigger = PulsarBacklogTrigger(topic="t", subscription="s", threshold=1, poll_interval=0.2, deadline=started + 1.0)
     event = _first_event(trigger)
     assert event["status"] == "timeout" and event["backlog"] is None
     assert time.time() - started >= 1.0
-
-
-def _closed_port() -> int:
-    """A port nothing listens on (free a moment ago)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize(

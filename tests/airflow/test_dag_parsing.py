@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV, DAGS_FOLDER
+from tests.support.airflow_env import AIRFLOW_BIN, AIRFLOW_ENV, DAGS_FOLDER
+from tests.support.ports import free_port
 
 PROJECT_DAGS = Path(__file__).parents[2] / "dags"
 
@@ -44,15 +44,9 @@ print(json.dumps(parsed))
 """
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_every_dag_parses_without_opening_a_socket() -> None:
     folders = [str(DAGS_FOLDER)] + ([str(PROJECT_DAGS)] if PROJECT_DAGS.is_dir() else [])
-    port = _closed_port()
+    port = free_port()
     closed = {"conn_type": "pulsar", "host": "127.0.0.1", "port": port}
     closed["extra"] = {"admin_url": f"http://127.0.0.1:{port}"}
     env = {**os.environ, **AIRFLOW_ENV, "AIRFLOW_CONN_PULSAR_DEFAULT": json.dumps(closed)}

@@ -9,7 +9,6 @@ tests/deployment, scheduled by a real Airflow deployment.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.examples import shop_events
+from tests.support.dag_files import load_dag_file
 
 pytestmark = pytest.mark.embedded_only
 
@@ -116,8 +116,7 @@ def test_alert_handler_watcher_fires_on_a_high_severity_alert(
 ) -> None:
     # The watcher's trigger runs here as the triggerer would run it; the connection comes from the same variable.
     monkeypatch.setenv("AIRFLOW_CONN_PULSAR_DEFAULT", airflow_env["AIRFLOW_CONN_PULSAR_DEFAULT"])
-    monkeypatch.syspath_prepend(str(PROJECT_DAGS))
-    module = importlib.import_module("pulsar_alert_handler")
+    module = load_dag_file(PROJECT_DAGS / "pulsar_alert_handler.py")
     (watcher,) = module.shop_alerts.watchers
     classpath, kwargs = watcher.trigger.serialize()
     assert classpath == "airflow_pulsar.triggers.message_event.PulsarMessageEventTrigger"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,24 +12,19 @@ import urllib.parse
 from pathlib import Path
 from urllib.parse import quote
 
+import airflow
 import jsonschema
 import pytest
 from airflow.sdk import Connection
 
-import airflow
 from airflow_pulsar.client import ConsumerType, InitialPosition, MessageId
 from airflow_pulsar.get_provider_info import get_provider_info
 from airflow_pulsar.hooks.pulsar import PulsarConnectionConfig, PulsarHook
-from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV
+from tests.support.airflow_env import AIRFLOW_BIN, AIRFLOW_ENV
+from tests.support.ports import free_port
 
 AIRFLOW_PACKAGE = Path(airflow.__file__).parent
 HOOK_CLASS = "airflow_pulsar.hooks.pulsar.PulsarHook"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _conn(**fields: object) -> Connection:
@@ -135,19 +129,23 @@ def test_importing_and_constructing_the_hook_opens_no_socket() -> None:
         ({"host": "pulsar+ssl://b1:6651"}, "pulsar+ssl://b1:6651", "https://b1:8443"),
         ({"host": "broker", "extra": {"admin_url": "http://admin:9090/"}}, "pulsar://broker:6650", "http://admin:9090"),
         ({"host": "broker", "extra": {"extra__pulsar__admin_url": "http://old:1"}}, "pulsar://broker:6650", "http://old:1"),
+        # An admin port's URL: the client looks topics up over HTTP, and the admin URL is that port.
+        ({"host": "http://broker:8080"}, "http://broker:8080", "http://broker:8080"),
+        ({"host": "https://broker:8443"}, "https://broker:8443", "https://broker:8443"),
+        ({"host": "http://broker:8080", "extra": {"admin_url": "http://admin:9090"}}, "http://broker:8080", "http://admin:9090"),
     ],
 )
 def test_service_and_admin_urls(fields: dict, service_url: str, admin_url: str) -> None:
     config = PulsarConnectionConfig.from_connection(_conn(**fields))
     assert (config.service_url, config.admin_url) == (service_url, admin_url)
-    assert config.use_tls == service_url.startswith("pulsar+ssl")
+    assert config.use_tls == service_url.startswith(("pulsar+ssl", "https"))
 
 
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
         ({}, "has no host"),
-        ({"host": "http://broker:8080"}, "must be a host name or a pulsar:// or pulsar"),
+        ({"host": "ftp://broker:8080"}, r"must be a host name or a pulsar://, pulsar\+ssl://, http:// or https://"),
         ({"host": "broker", "extra": {"use_tls": "maybe"}}, "'use_tls' must be a boolean"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": "soon"}}, "must be a number"),
         ({"host": "broker", "extra": {"operation_timeout_seconds": 0}}, "must be positive"),
@@ -235,6 +233,21 @@ def test_connection_test_succeeds_against_the_broker(broker, pulsar_conn, form: 
     assert hook._client is None  # the probe client is separate and closed
 
 
+def test_a_connection_to_an_http_service_url(broker, pulsar_conn, topic_name: str) -> None:
+    # The admin port's URL as host: topics are looked up over HTTP, and it is the admin URL too.
+    pulsar_conn(host=broker.web_url)
+    hook = PulsarHook()
+    ok, message = hook.test_connection()
+    assert ok, message
+    assert message.startswith(f"Connected to Pulsar at {broker.web_url} (")
+    try:
+        consumer = hook.get_client().subscribe(topic_name, "sub")
+        hook.get_client().create_producer(topic_name).send(b"through an http:// connection")
+        assert consumer.receive(5000).data() == b"through an http:// connection"
+    finally:
+        hook.close()
+
+
 def test_connection_test_through_the_task_sdk(broker, pulsar_conn) -> None:
     pulsar_conn(host=broker.service_url, extra={"admin_url": broker.web_url})
     ok, message = Connection.get("pulsar_default").test_connection()
@@ -242,7 +255,7 @@ def test_connection_test_through_the_task_sdk(broker, pulsar_conn) -> None:
 
 
 def test_connection_test_fails_naming_an_unreachable_admin_url(broker, pulsar_conn) -> None:
-    admin_url = f"http://127.0.0.1:{_free_port()}"
+    admin_url = f"http://127.0.0.1:{free_port()}"
     pulsar_conn(host=broker.service_url, password="tok-admin-down-123456", extra={"admin_url": admin_url})
     ok, message = PulsarHook().test_connection()
     assert not ok
@@ -252,7 +265,7 @@ def test_connection_test_fails_naming_an_unreachable_admin_url(broker, pulsar_co
 
 
 def test_connection_test_fails_clearly_on_a_closed_port(pulsar_conn) -> None:
-    port = _free_port()
+    port = free_port()
     pulsar_conn(host="127.0.0.1", port=port, password="tok-closed-port-123456")
     started = time.monotonic()
     ok, message = PulsarHook().test_connection()
@@ -263,7 +276,7 @@ def test_connection_test_fails_clearly_on_a_closed_port(pulsar_conn) -> None:
 
 
 def test_connection_test_fails_clearly_on_a_bad_connection(pulsar_conn) -> None:
-    pulsar_conn(host="http://wrong:8080")
+    pulsar_conn(host="ftp://wrong:8080")
     ok, message = PulsarHook().test_connection()
     assert not ok and message.startswith("Invalid Pulsar connection 'pulsar_default':"), message
 
@@ -280,7 +293,7 @@ def test_token_is_masked_and_never_shown(pulsar_conn, caplog: pytest.LogCaptureF
     assert mask_logs(None, "info", {"event": f"header Bearer {token}"})["event"] == "header Bearer ***"
     assert token not in repr(config)
 
-    pulsar_conn(host="127.0.0.1", port=_free_port(), password=token)
+    pulsar_conn(host="127.0.0.1", port=free_port(), password=token)
     caplog.set_level(logging.DEBUG)
     hook = PulsarHook()
     client = hook.get_client()

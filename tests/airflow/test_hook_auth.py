@@ -11,7 +11,7 @@ from airflow_pulsar.client import InitialPosition
 from airflow_pulsar.client.admin import AdminAuthenticationError
 from airflow_pulsar.client.exceptions import AuthenticationError
 from airflow_pulsar.hooks.pulsar import PulsarHook
-from security_helpers import SecuredBroker
+from tests.support.security import SecuredBroker
 
 
 def _define(pulsar_conn, tls_token_broker: SecuredBroker, token: str) -> None:

@@ -16,8 +16,8 @@ from airflow.sdk import Connection
 from airflow_pulsar.client import InitialPosition
 from airflow_pulsar.get_provider_info import PULSAR_CONN_FIELDS
 from airflow_pulsar.hooks.pulsar import PulsarConnectionConfig, PulsarHook
-from oauth2_issuer import Oauth2Issuer, RunningIssuer
-from security_helpers import Pki, SecuredBroker, secured_broker
+from tests.support.oauth2_issuer import Oauth2Issuer, RunningIssuer
+from tests.support.security import Pki, SecuredBroker, every_method_broker
 
 USER, PASSWORD = "etl", "basic secret"
 CLIENT_ID, CLIENT_SECRET = "airflow-etl", "oauth2 secret"
@@ -31,13 +31,7 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Oauth2Issuer]:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, pki: Pki, issuer: Oauth2Issuer) -> Iterator[SecuredBroker]:
-    with secured_broker(
-        tmp_path_factory.mktemp("hook-auth-broker"),
-        pki=pki,
-        token_public_key=issuer.public_key_file,
-        basic_users={USER: PASSWORD},
-        client_certificates=True,
-    ) as running:
+    with every_method_broker(tmp_path_factory.mktemp("hook-auth-broker"), pki, issuer.public_key_file, {USER: PASSWORD}) as running:
         yield running
 
 

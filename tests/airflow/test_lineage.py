@@ -21,7 +21,7 @@ from airflow.sdk import Asset
 
 from airflow_pulsar.assets.pulsar import asset_topic, convert_asset_to_openlineage, create_asset, sanitize_uri
 from airflow_pulsar.client.service_info import ServiceUrl
-from airflow_test_env import AIRFLOW_BIN, AIRFLOW_ENV, DAGS_FOLDER
+from tests.support.airflow_env import AIRFLOW_BIN, AIRFLOW_ENV, DAGS_FOLDER
 
 # What is checked is the provider's reporting, the same on either broker.
 pytestmark = pytest.mark.one_broker

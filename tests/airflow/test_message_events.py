@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from airflow_helpers import subscription_stats
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
+from tests.support.dag_runs import subscription_stats
 
 ALERTS_DAG = "pulsar_alerts_consumer"
 TRIGGER_CLASS = "airflow_pulsar.triggers.message_event.PulsarMessageEventTrigger"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from airflow_helpers import run_dag, subscription_stats
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, MessageId, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.consume import PulsarConsumeOperator
 from airflow_pulsar.operators.produce import PulsarProduceOperator
+from tests.support.dag_runs import run_dag, subscription_stats
 
 COUNT = 10
 EXPECTED = [f"m{i}" for i in range(COUNT)]

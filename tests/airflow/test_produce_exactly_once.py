@@ -13,11 +13,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -26,30 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.configuration import conf as airflow_conf
 
-from airflow_helpers import run_dag
 from airflow_pulsar.client import BatchingType, Client, MessageId
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.produce import PulsarProduceOperator
-from airflow_test_env import DAGS_FOLDER
-from polling import wait_until
+from tests.support.dag_runs import dag_run_process, run_dag
+from tests.support.polling import wait_until
 
 PARTITIONS = 3
-
-# Runs one DAG with dag.test() at a fixed logical date (so a later run has the same run id), in a
-# process of its own that the test kills.
-RUN_IN_CHILD = """
-import json, sys
-from datetime import datetime
-
-from airflow.dag_processing.dagbag import DagBag
-
-folder, dag_id, conf, moment = sys.argv[1:]
-dag = DagBag(dag_folder=folder).get_dag(dag_id)
-when = datetime.fromisoformat(moment)
-dag.test(logical_date=when, run_after=when, run_conf=json.loads(conf))
-"""
 
 
 def read_all(service_url: str, topic: str, partitions: int) -> list[str]:
@@ -124,17 +104,8 @@ def test_killed_produce_task_run_again_publishes_each_message_once(
     conf = {"topic": dedup_topic, "count": count, "marker": str(marker), "slow_after": slow_after}
     # The same logical date for both runs gives the same run id: the same task instance.
     moment = datetime(2031, 1, 1, tzinfo=timezone.utc)
-    # The two processes share the metadata database, so the child encrypts with this one's key
-    # (Airflow makes up a key per process when none is configured).
-    env = {**os.environ, "AIRFLOW__CORE__FERNET_KEY": airflow_conf.get("core", "fernet_key")}
     log = tmp_path / "child.log"
-    with log.open("wb") as output:
-        child = subprocess.Popen(
-            [sys.executable, "-c", RUN_IN_CHILD, str(DAGS_FOLDER), "pulsar_produce_killed", json.dumps(conf), moment.isoformat()],
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
+    child = dag_run_process("pulsar_produce_killed", conf, moment, log)
     try:
         wait_until(lambda: marker.exists() or child.poll() is not None, "the task to start sending", timeout=180)
         assert child.poll() is None, log.read_text(errors="replace")[-3000:]

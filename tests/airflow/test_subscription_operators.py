@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_helpers import run_dag
 from airflow_pulsar.arguments import subscription_position
 from airflow_pulsar.client import Client, InitialPosition, MessageId
 from airflow_pulsar.client.admin import AdminNotFoundError, PulsarAdmin
@@ -32,7 +31,8 @@ from airflow_pulsar.operators.subscriptions import (
 from airflow_pulsar.operators.topics import PulsarCreateTopicOperator
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
 from airflow_pulsar.triggers.backlog import PulsarBacklogTrigger
-from airflow_test_env import AIRFLOW_ENV
+from tests.support.airflow_env import AIRFLOW_ENV
+from tests.support.dag_runs import run_dag
 
 MESSAGES = 6  # the DAGs' count
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from airflow_helpers import run_dag
 from airflow_pulsar.client import Client, ConsumerType, InitialPosition, exceptions
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.consume import PulsarConsumeOperator
@@ -22,6 +21,7 @@ from airflow_pulsar.operators.produce import PulsarProduceOperator
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.sensors.await_message import PulsarAwaitMessageSensor
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
+from tests.support.dag_runs import run_dag
 
 
 def _xcom(dag_id: str, run_id: str, task_id: str, key: str) -> Any:

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from airflow_helpers import subscription_stats
 from airflow_pulsar.client import Client, InitialPosition
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.exceptions import AlreadyClosed
@@ -23,6 +22,7 @@ from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers.await_message import PulsarAwaitMessageTrigger
 from airflow_pulsar.triggers.backlog import PulsarBacklogTrigger
 from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
+from tests.support.dag_runs import subscription_stats
 
 SUBSCRIPTION = "cleanup"
 
@@ -78,8 +78,8 @@ def test_cleanup_closes_the_admin_session_of_a_run_suspended_at_its_event(
     opened: list[Any] = []
     get_async_admin = PulsarHook.get_async_admin
 
-    def recording_get_async_admin(self: PulsarHook) -> Any:
-        opened.append(get_async_admin(self))
+    def recording_get_async_admin(self: PulsarHook, *args: Any) -> Any:
+        opened.append(get_async_admin(self, *args))
         return opened[-1]
 
     monkeypatch.setattr(PulsarHook, "get_async_admin", recording_get_async_admin)

@@ -25,6 +25,7 @@ TRIGGERS = [
         poll_interval=2.5,
         pulsar_conn_id="pulsar_other",
         deadline=time.time() + 60,
+        max_concurrent_requests=4,
     ),
     PulsarBacklogTrigger(topic="orders", subscription="ingest", threshold=1),
     PulsarAwaitMessageTrigger(

@@ -1,4 +1,4 @@
-"""The cluster tier: Apache Pulsar as a real cluster (ZooKeeper, one bookie, two brokers; see
+"""The cluster tier: Apache Pulsar as a real cluster (ZooKeeper, three bookies, two brokers; see
 jvm/pulsar_cluster.py), started once per test session.
 
 Each module marks its tests ``cluster``. Under ``pytest -n N --dist loadgroup`` (``make test``) one
@@ -18,15 +18,13 @@ from pathlib import Path
 
 import pytest
 
-# Sets AIRFLOW_HOME and friends before anything imports airflow.
-from airflow_test_env import AIRFLOW_HOME, PLUGINS_FOLDER
 from jvm.pulsar_cluster import PulsarCluster
 
-TESTS = Path(__file__).resolve().parent.parent
-# The Airflow and Spark tiers' helpers and the test DAGs' user functions, importable here too.
-for folder in (TESTS / "airflow", TESTS / "spark", PLUGINS_FOLDER):
-    if str(folder) not in sys.path:
-        sys.path.append(str(folder))
+# Sets AIRFLOW_HOME and friends before anything imports airflow; Airflow then puts the plugins
+# folder (the test DAGs' user functions) on the import path itself.
+from tests.support.airflow_env import AIRFLOW_HOME
+from tests.support.cluster_topics import create_namespace
+from tests.support.keyed_stream import KeyedStream
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -54,11 +52,25 @@ def pulsar_cluster(request: pytest.FixtureRequest) -> Iterator[PulsarCluster]:
 
 @pytest.fixture
 def cluster(pulsar_cluster: PulsarCluster) -> PulsarCluster:
-    """The session's cluster with both brokers up: a broker that a failed test left killed is started again."""
-    for index, broker in enumerate(pulsar_cluster.brokers):
-        if not broker.running:
-            pulsar_cluster.start_broker(index)
+    """The session's cluster with every part up: what a test (or a failed one) left killed is started again."""
+    pulsar_cluster.start_stopped()
     return pulsar_cluster
+
+
+@pytest.fixture(scope="module")
+def dedup_namespace(pulsar_cluster: PulsarCluster, request: pytest.FixtureRequest) -> str:
+    """A namespace of the module's own, with broker deduplication on."""
+    return create_namespace(pulsar_cluster, request.module.__name__.rsplit(".", 1)[-1], deduplication=True)
+
+
+@pytest.fixture
+def stream(cluster: PulsarCluster) -> Iterator[KeyedStream]:
+    """Keyed streams through the cluster while a test breaks part of it; their clients close after the test."""
+    streams = KeyedStream(cluster)
+    try:
+        yield streams
+    finally:
+        streams.close()
 
 
 @pytest.fixture

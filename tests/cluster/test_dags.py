@@ -1,5 +1,6 @@
 """The provider's DAGs against the cluster (dag.test(), tasks and triggers in this process): the backlog
-sensor and the ingestion DAG, on partitioned topics whose partitions are owned by both brokers.
+sensor and the ingestion DAG, on partitioned topics whose partitions are owned by both brokers, and
+the ingestion DAG through the kill -9 of a broker that owns partitions the Spark job is reading.
 
 The Airflow connection names both brokers and broker 0's admin URL, so every admin call about a
 partition that broker 1 owns is answered by redirect (or gathered from broker 1 by broker 0).
@@ -11,21 +12,30 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from airflow_helpers import run_dag
 from airflow_pulsar.client import Client, InitialPosition, Result, Timeout
 from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
-from cluster_helpers import partitioned_topic_on_every_broker
+from jvm.apache_pulsar import STARTUP_TIMEOUT
 from jvm.pulsar_cluster import PulsarCluster
-from spark_helpers import Catalog, produce_json
+from tests.support.broker_kill import KillOnRead
+from tests.support.cluster_topics import create_namespace, partitioned_topic_on_every_broker
+from tests.support.dag_runs import run_dag
+from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, Catalog, assert_exactly_once, produce_json
 
 pytestmark = pytest.mark.cluster
 
 SUBSCRIPTION = "ingest"
 THRESHOLD = 2000  # the pulsar_backlog_batched DAG's threshold, in messages
-SPARK_DAGS = Path(__file__).resolve().parent.parent / "spark" / "dags"
+# The ingestion DAGs: tests/spark's, and this tier's own (a retried ingest).
+DAG_FOLDERS = {
+    "spark-tests": Path(__file__).resolve().parent.parent / "spark" / "dags",
+    "cluster-tests": Path(__file__).resolve().parent / "dags",
+}
+# Enough that the Spark job reads for a while: 8 ranges on 2 cores, 100 messages an entry.
+FAILOVER_MESSAGES = 40_000
 
 
 def _send_batched(service_url: str, topic: str, first: int, count: int) -> None:
@@ -100,23 +110,24 @@ def test_backlog_sensor_counts_messages_on_partitions_of_both_brokers(
 
 
 @pytest.fixture
-def spark_dags(monkeypatch: pytest.MonkeyPatch, airflow_db: None) -> object:
-    """The DAGs of tests/spark/dags, found by dag.test() as a second DAG bundle."""
+def ingest_dags(monkeypatch: pytest.MonkeyPatch, airflow_db: None) -> dict[str, Any]:
+    """The ingestion DAGs by id, found by dag.test() through DAG bundles of their folders."""
     from airflow.dag_processing.dagbag import DagBag
 
     local = "airflow.dag_processing.bundles.local.LocalDagBundle"
-    bundles = [
-        {"name": "dags-folder", "classpath": local, "kwargs": {}},
-        {"name": "spark-tests", "classpath": local, "kwargs": {"path": str(SPARK_DAGS)}},
-    ]
+    bundles = [{"name": "dags-folder", "classpath": local, "kwargs": {}}]
+    bundles += [{"name": name, "classpath": local, "kwargs": {"path": str(path)}} for name, path in DAG_FOLDERS.items()]
     monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps(bundles))
-    bag = DagBag(dag_folder=SPARK_DAGS)
-    assert not bag.import_errors, bag.import_errors
-    return bag
+    dags = {}
+    for path in DAG_FOLDERS.values():
+        bag = DagBag(dag_folder=path)
+        assert not bag.import_errors, bag.import_errors
+        dags.update(bag.dags)
+    return dags
 
 
 def test_ingest_dag_takes_partitions_of_both_brokers_exactly_once(
-    pulsar_default: PulsarCluster, spark_dags: object, tmp_path: Path, topic_name: str
+    pulsar_default: PulsarCluster, ingest_dags: dict[str, Any], tmp_path: Path, topic_name: str
 ) -> None:
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
@@ -125,7 +136,7 @@ def test_ingest_dag_takes_partitions_of_both_brokers_exactly_once(
     catalog = Catalog(tmp_path / "warehouse", tmp_path / "metastore")
     topic, owners = partitioned_topic_on_every_broker(cluster, "public/default", topic_name, 4)
     produce_json(cluster.service_url, topic, 0, 4_000, batch=50)
-    dag = spark_dags.get_dag("pulsar_to_table")  # type: ignore[attr-defined]
+    dag = ingest_dags["pulsar_to_table"]
 
     run = dag.test(run_conf={"topic": topic, "warehouse": str(catalog.warehouse), "metastore": str(catalog.metastore)})
 
@@ -152,3 +163,38 @@ def test_ingest_dag_takes_partitions_of_both_brokers_exactly_once(
                 break
     assert sorted(table_ids + rest) == list(range(4_000))
     assert {owner.name for owner in owners.values()} == {broker.name for broker in cluster.brokers}
+
+
+@SEVERAL_JOBS_TIMEOUT
+def test_ingest_dag_survives_the_kill_of_a_partition_owner_while_spark_reads(
+    pulsar_default: PulsarCluster, ingest_dags: dict[str, Any], tmp_path: Path, topic_name: str
+) -> None:
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    cluster = pulsar_default
+    catalog = Catalog(tmp_path / "warehouse", tmp_path / "metastore")
+    # A namespace of its own: the plan log of the subscription is the test's alone.
+    topic, _ = partitioned_topic_on_every_broker(cluster, create_namespace(cluster, "ingest-failover"), topic_name, 4)
+    produce_json(cluster.service_url, topic, 0, FAILOVER_MESSAGES, batch=100)
+    partitions = [f"{topic}-partition-{i}" for i in range(4)]
+    # The owner of the partition Spark reads first; its other partitions are read later in the job.
+    victim = cluster.lookup(partitions[0])
+    kill = KillOnRead(cluster, victim, [p for p in partitions if cluster.lookup(p) is victim], STARTUP_TIMEOUT).start()
+
+    run = ingest_dags["pulsar_to_table_retried"].test(
+        run_conf={"topic": topic, "warehouse": str(catalog.warehouse), "metastore": str(catalog.metastore)}
+    )
+    kill.join(STARTUP_TIMEOUT)
+
+    # The broker died mid-read: its partitions had delivered some of their messages, not all.
+    assert kill.delivered is not None and 0 < kill.delivered < kill.held, (kill.delivered, kill.held)
+    assert victim.running
+    with create_session() as session:
+        (ingest,) = session.scalars(select(TaskInstance).where(TaskInstance.run_id == run.run_id))
+        print(f"ingest ended {ingest.state} on try {ingest.try_number}; {kill.delivered} of {kill.held} read at the kill")
+    assert str(run.state) == "success"
+    assert_exactly_once(catalog.rows("dag_events"), range(FAILOVER_MESSAGES))
+    stats = cluster.admin("GET", topic.replace("persistent://", "/admin/v2/persistent/") + "/partitioned-stats").json()
+    assert stats["subscriptions"]["dag-ingest"]["msgBacklog"] == 0

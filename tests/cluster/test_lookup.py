@@ -10,8 +10,8 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client import Client, InitialPosition
-from cluster_helpers import official_client, partitioned_topic_on_every_broker, topic_owned_by
 from jvm.pulsar_cluster import PulsarCluster
+from tests.support.cluster_topics import official_client, partitioned_topic_on_every_broker, topic_owned_by
 
 pytestmark = pytest.mark.cluster
 

@@ -18,11 +18,11 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from airflow_deployment import AirflowDeployment, poll_api
 from airflow_pulsar.client import Client, MessageId
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.examples.shop_events import ALERTS_TOPIC, LARGE_ORDER_EUR, TOPIC
-from polling import wait_until
+from tests.support.airflow_deployment import AirflowDeployment, poll_api
+from tests.support.polling import wait_until
 
 # Airflow's process boundaries, not the broker, are the subject here (see conftest.py).
 pytestmark = [pytest.mark.timeout(900), pytest.mark.one_broker]

@@ -7,7 +7,6 @@ client's producer and consumer. Errors must carry the status, the path and Pulsa
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,6 +26,7 @@ from airflow_pulsar.client.admin import (
     SubscriptionBacklog,
 )
 from airflow_pulsar.client.exceptions import AlreadyClosed, InvalidConfiguration, PulsarException
+from tests.support.ports import free_port
 
 
 @pytest.fixture
@@ -312,14 +312,8 @@ def test_async_admin_topic_and_subscription_methods(broker: Any, topic_name: str
 # ---- configuration, connection failures, credentials ----
 
 
-def _unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_unreachable_admin_service_names_the_url() -> None:
-    url = f"http://127.0.0.1:{_unused_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     with PulsarAdmin(url, timeout_seconds=2) as admin:
         with pytest.raises(AdminConnectionError) as failed:
             admin.topic_stats("t")

@@ -25,8 +25,8 @@ from airflow_pulsar.client import asyncio as our_asyncio
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, InitialPosition, MessageId
 from airflow_pulsar.client.exceptions import Result
-from consumer_helpers import backlog, produce
-from polling import wait_until
+from tests.support.consumer_checks import backlog, produce
+from tests.support.polling import wait_until
 
 
 def run(scenario: Coroutine[Any, Any, Any], timeout: float = 60) -> Any:

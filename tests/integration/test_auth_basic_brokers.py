@@ -16,7 +16,7 @@ from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import AuthenticationBasic, Client, InitialPosition
 from airflow_pulsar.client.exceptions import AuthenticationError
 from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
-from security_helpers import write_users_file
+from tests.support.security import write_users_file
 
 USERS = {"admin": "admin-pass", "alice": "wonder land"}  # admin's hash is $apr1$ MD5, alice's crypt DES
 

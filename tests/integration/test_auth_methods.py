@@ -27,8 +27,8 @@ from airflow_pulsar.client import (
 )
 from airflow_pulsar.client.admin import AdminAuthenticationError, PulsarAdmin
 from airflow_pulsar.client.exceptions import AuthenticationError, ConnectError
-from oauth2_issuer import Oauth2Issuer, RunningIssuer
-from security_helpers import CLIENT_CN, Pki, SecuredBroker, secured_broker, write_users_file
+from tests.support.oauth2_issuer import Oauth2Issuer, RunningIssuer
+from tests.support.security import CLIENT_CN, Pki, SecuredBroker, secured_broker, write_users_file
 
 USERS = {"alice": "wonder land", "bob": "builder"}  # alice's hash is $apr1$ MD5, bob's crypt DES
 CLIENT_ID, CLIENT_SECRET = "etl-client", "s3cret-of-etl"

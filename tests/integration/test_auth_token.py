@@ -15,7 +15,7 @@ from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
 from airflow_pulsar.client.admin import AdminAuthenticationError, PulsarAdmin
 from airflow_pulsar.client.exceptions import AuthenticationError
-from security_helpers import SecuredBroker
+from tests.support.security import SecuredBroker
 
 OTHER_KEY = b"a key that is not the broker's!!"
 

@@ -11,14 +11,8 @@ import sys
 from pathlib import Path
 
 from airflow_pulsar.broker.process import BrokerProcess
-from security_helpers import Pki, SecuredBroker
-
-
-def run(broker: BrokerProcess, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PULSAR_SERVICE_URL": broker.service_url, "PULSAR_ADMIN_URL": broker.web_url}
-    return subprocess.run(
-        [sys.executable, "-m", "airflow_pulsar.cli", *args], env=env, input=stdin, capture_output=True, text=True, timeout=60
-    )
+from tests.support.cli_command import run
+from tests.support.security import Pki, SecuredBroker
 
 
 def test_topics_lifecycle(broker: BrokerProcess, topic_name: str) -> None:
@@ -65,6 +59,16 @@ def test_produce_then_consume_acknowledges(broker: BrokerProcess, topic_name: st
     bodies = {line.rsplit(": ", 1)[1].split(":")[0] for line in lines}
     assert len(bodies) == 2000
     assert "backlog 0 messages" in run(broker, "topics", "stats", topic_name).stdout
+
+
+def test_produce_and_consume_look_topics_up_over_an_http_service_url(broker: BrokerProcess, topic_name: str) -> None:
+    """``--service-url http://...``: the topic is looked up over REST, as the official client does,
+    then the messages go over the binary protocol to the broker the lookup named."""
+    over_http = ("--service-url", broker.web_url)
+    produced = run(broker, "produce", topic_name, "--count", "5", *over_http)
+    assert produced.returncode == 0 and "sent 5 messages" in produced.stdout, produced.stderr
+    consumed = run(broker, "consume", topic_name, "-s", "check", "--position", "earliest", "-n", "5", *over_http)
+    assert consumed.returncode == 0 and len(consumed.stdout.splitlines()) == 5, consumed.stderr
 
 
 def test_produce_from_stdin_with_key_and_consume_without_ack(broker: BrokerProcess, topic_name: str) -> None:

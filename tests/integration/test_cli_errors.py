@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from airflow_pulsar.cli import COMMANDS
-from security_helpers import SecuredBroker
+from tests.support.security import SecuredBroker
 
 FORGED_TOKEN = "{forged_token}"  # a token signed with a key the broker does not know
 
@@ -50,6 +50,10 @@ CASES: dict[str, BadInput] = {
         "argument --port: must be a port number from 0 to 65535 (0: any free port), got '70000'",
     ),
     "standalone-no-data-dir": BadInput(("standalone",), "the following arguments are required: --data-dir"),
+    "standalone-authorization-without-authentication": BadInput(
+        ("standalone", "--data-dir", "{work}/authz", "--port", "0", "--http-port", "0", "--authorization"),
+        "--authorization needs authentication",
+    ),
     "standalone-missing-certificate": BadInput(
         ("standalone", "--data-dir", "{work}/tls", "--port", "0", "--http-port", "0", "--tls-cert-file", "{work}/none.pem"),
         "cannot load the TLS certificate {work}/none.pem",
@@ -86,10 +90,22 @@ CASES: dict[str, BadInput] = {
     "subscriptions-reset-of-a-missing-subscription": BadInput(
         ("subscriptions", "reset", "never-created", "s", "--to", "earliest"), "HTTP 404"
     ),
+    # permissions (admin REST)
+    "permissions-without-a-target": BadInput(
+        ("permissions", "grant", "--role", "app", "--actions", "produce"), "one of the arguments --namespace --topic is required"
+    ),
+    "permissions-unknown-action": BadInput(
+        ("permissions", "grant", "--namespace", "public/default", "--role", "app", "--actions", "produce,publish"),
+        "argument --actions: unknown action 'publish'",
+    ),
+    "permissions-subscription-without-namespace": BadInput(
+        ("permissions", "grant", "--topic", "t", "--subscription", "s", "--roles", "app"), "--subscription goes with --namespace"
+    ),
+    "permissions-of-a-missing-namespace": BadInput(("permissions", "list", "--namespace", "public/never-created"), "HTTP 404"),
     # produce (binary protocol)
-    "produce-service-url-is-http": BadInput(
-        ("produce", "t", "-m", "x", "--service-url", "{web_url}"),
-        "--service-url '{web_url}' must start with pulsar:// or pulsar+ssl:// (http:// is for --admin-url)",
+    "produce-service-url-of-another-scheme": BadInput(
+        ("produce", "t", "-m", "x", "--service-url", "kafka://127.0.0.1:9092"),
+        "--service-url 'kafka://127.0.0.1:9092' must start with pulsar://, pulsar+ssl://, http:// or https://",
     ),
     "produce-missing-token-file": BadInput(
         ("produce", "t", "-m", "x", "--token-file", "{work}/none.token"),

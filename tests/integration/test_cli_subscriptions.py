@@ -7,7 +7,7 @@ import time
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
-from test_cli import run
+from tests.support.cli_command import run
 
 MESSAGES = 4
 

@@ -6,7 +6,6 @@ and a producer created on the primary goes on producing there.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 
 from airflow_pulsar.client import AutoClusterFailover, Client, MessageId, ServiceInfo
 from airflow_pulsar.client.failover import ClusterFailoverProvider
-from polling import wait_until
+from tests.support.polling import wait_until
 
 
 def test_the_client_fails_over_to_the_secondary_and_produces_there(broker_factory: Callable[..., Any]) -> None:
@@ -77,7 +76,6 @@ def test_ctrl_c_interrupts_a_blocking_receive_with_interrupted(broker: Any, topi
         [sys.executable, "-c", script],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         # Ctrl-C as in a terminal: a test run started as a background job passes SIGINT on ignored,
         # and Python only turns SIGINT into KeyboardInterrupt when it starts with the default action.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),

@@ -24,7 +24,7 @@ from airflow_pulsar.client import (
 )
 from airflow_pulsar.client.exceptions import AlreadyClosed, PulsarException, Result, Timeout
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import SingleMessageMetadata
-from polling import wait_until
+from tests.support.polling import wait_until
 
 
 def test_positional_arguments_take_the_official_places(broker: Any) -> None:
@@ -155,7 +155,6 @@ def _received_topics(consumer: Any, expected: int) -> set[str]:
     ],
 )
 def test_regex_subscription_mode_picks_the_kinds_of_topic(
-    broker_kind: str,
     official: pulsar.Client,
     our_client: Client,
     topic_name: str,
@@ -163,11 +162,7 @@ def test_regex_subscription_mode_picks_the_kinds_of_topic(
     wanted: set[str],
 ) -> None:
     base = re.sub(r"[^\w]", "", topic_name)[-20:]
-    names = {"persistent": f"persistent://public/default/rx{base}-p"}
-    if broker_kind == "pulsar":  # the embedded broker serves persistent topics only
-        names["non-persistent"] = f"non-persistent://public/default/rx{base}-np"
-    else:
-        wanted = wanted - {"non-persistent"}
+    names = {"persistent": f"persistent://public/default/rx{base}-p", "non-persistent": f"non-persistent://public/default/rx{base}-np"}
     producers = {kind: official.create_producer(name) for kind, name in names.items()}
     consumer = our_client.subscribe(re.compile(f"persistent://public/default/rx{base}-.*"), "rx", regex_subscription_mode=mode)
     for producer in producers.values():

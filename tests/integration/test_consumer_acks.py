@@ -10,8 +10,8 @@ import pytest
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import CumulativeAcknowledgementNotAllowedError
-from consumer_helpers import backlog, data, nothing_more, produce, receive_all
-from polling import wait_until
+from tests.support.consumer_checks import backlog, data, nothing_more, produce, receive_all
+from tests.support.polling import wait_until
 
 
 def test_acks_are_grouped_into_one_command(broker, official: pulsar.Client, our_client: Client, topic_name: str) -> None:

@@ -6,8 +6,8 @@ import pulsar
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerDeadLetterPolicy, ConsumerType, InitialPosition
-from consumer_helpers import backlog, nothing_more, produce
-from polling import wait_until
+from tests.support.consumer_checks import backlog, nothing_more, produce
+from tests.support.polling import wait_until
 
 
 def test_message_goes_to_the_dead_letter_topic_after_n_redeliveries(

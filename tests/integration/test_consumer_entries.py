@@ -13,7 +13,7 @@ from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, InitialPosition, ReceivedEntry, create_reader
 from airflow_pulsar.client.exceptions import InvalidConfiguration
 from airflow_pulsar.client.protocol.batch import read_batch
-from consumer_helpers import backlog, produce
+from tests.support.consumer_checks import backlog, produce
 
 
 def payloads(entries: list[ReceivedEntry]) -> list[bytes]:

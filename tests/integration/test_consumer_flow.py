@@ -7,8 +7,8 @@ import pytest
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
-from consumer_helpers import broker_consumer, data, nothing_more, produce, receive_all
-from polling import wait_until
+from tests.support.consumer_checks import broker_consumer, data, nothing_more, produce, receive_all
+from tests.support.polling import wait_until
 
 
 def test_flow_goes_out_at_half_the_queue(broker, official: pulsar.Client, our_client: Client, topic_name: str) -> None:
@@ -36,8 +36,8 @@ def test_a_batch_costs_its_size_in_permits(broker, official: pulsar.Client, our_
     """Our broker dispatches a batch only when the permits cover all its messages.
 
     Embedded broker only: Apache Pulsar (default ``preciseDispatcherFlowControl=false``) reads as
-    many entries as there are permits and so sends all three batches at once (README: where our
-    broker still differs); the consumer copes with both, as the other tests here show.
+    many entries as there are permits and so sends all three batches at once (docs/broker.md: where our
+    broker differs); the consumer copes with both, as the other tests here show.
     """
     produce(official, topic_name, 30, batch=10)
     consumer = our_client.subscribe(topic_name, "sub", initial_position=InitialPosition.Earliest, receiver_queue_size=10)

@@ -9,7 +9,7 @@ import pytest
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import InitialPosition
-from consumer_helpers import data, key_of, produce, receive_all
+from tests.support.consumer_checks import data, key_of, produce, receive_all
 
 CODECS = ["NONE", "LZ4", "ZLib", "ZSTD", "SNAPPY"]
 

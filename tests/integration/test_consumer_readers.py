@@ -9,8 +9,8 @@ import pytest
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import MessageId
-from consumer_helpers import data, key_of, nothing_more, produce
-from polling import wait_until
+from tests.support.consumer_checks import data, key_of, nothing_more, produce
+from tests.support.polling import wait_until
 
 
 def _ours(official_id: pulsar.MessageId) -> MessageId:

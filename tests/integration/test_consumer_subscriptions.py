@@ -11,9 +11,9 @@ import pulsar
 
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerBatchReceivePolicy, ConsumerType, InitialPosition
-from broker_rules import failover_active
-from consumer_helpers import data, nothing_more, produce, receive_all
-from polling import wait_until
+from tests.support.broker_rules import failover_active
+from tests.support.consumer_checks import data, nothing_more, produce, receive_all
+from tests.support.polling import wait_until
 
 EARLIEST = {"initial_position": InitialPosition.Earliest}
 

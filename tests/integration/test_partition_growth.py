@@ -14,7 +14,7 @@ import pytest
 from airflow_pulsar.client import Client, ConsumerType
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.hashing import java_string_hash
-from polling import wait_until
+from tests.support.polling import wait_until
 
 WATCH_SECONDS = 0.5
 

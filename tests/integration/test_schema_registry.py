@@ -22,7 +22,7 @@ from airflow_pulsar.client.admin import AdminConflictError, AdminNotFoundError, 
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, Schema, ServerError
 from airflow_pulsar.client.schema.key_value import pack
 from airflow_pulsar.client.schema.protobuf_native import schema_definition
-from schema_wire import WireSession, wire_schema
+from tests.support.schema_wire import WireSession, wire_schema
 
 T = BaseCommand
 AVRO, STRING, AUTO_CONSUME = Schema.Type.Value("Avro"), Schema.Type.Value("String"), Schema.Type.Value("AutoConsume")

@@ -12,7 +12,7 @@ import pytest
 from airflow_pulsar.client import schema as our_schema
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
-from polling import wait_until
+from tests.support.polling import wait_until
 
 # Updates, deletes (an empty payload and a null value), a key set again after its delete, and a
 # message without a key, which a table view skips.

@@ -12,7 +12,7 @@ from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
 from airflow_pulsar.client.admin import AdminConnectionError, PulsarAdmin
 from airflow_pulsar.client.exceptions import ConnectError
 from airflow_pulsar.client.tls import TlsStream
-from security_helpers import Pki, SecuredBroker
+from tests.support.security import Pki, SecuredBroker
 
 MESSAGES = 5000
 

@@ -12,7 +12,8 @@ from typing import Any
 import pulsar
 import pytest
 
-from interop_helpers import OPERATION_TIMEOUT, OfficialFactory
+from tests.support.official_client import OPERATION_TIMEOUT, OfficialFactory
+from tests.support.security import BASIC_USERS, Pki, SecuredBroker, secured_broker, secured_pulsar
 
 
 @pytest.fixture
@@ -57,3 +58,27 @@ def broker_log_is_clean(broker: Any) -> Iterator[None]:
         log.seek(start)
         text = log.read()
     assert "Traceback" not in text, f"the broker logged an exception:\n{text[-5000:]}"
+
+
+@pytest.fixture(scope="module")
+def secured_apache_pulsar(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecuredBroker]:
+    """Apache Pulsar with tokens, basic authentication for ``BASIC_USERS`` and TLS beside its plain
+    ports, for the module (started only by the tests that run on it)."""
+    with secured_pulsar(tmp_path_factory.mktemp("secured-pulsar"), pki=pki, basic_users=BASIC_USERS) as pulsar:
+        yield pulsar
+
+
+@pytest.fixture(scope="module")
+def basic_http_url(broker_kind: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An ``http://`` URL of the module's kind of broker, taking basic authentication for ``BASIC_USERS``."""
+    if broker_kind == "pulsar":
+        yield request.getfixturevalue("secured_apache_pulsar").process.web_url
+        return
+    with secured_broker(tmp_path_factory.mktemp("basic-broker"), basic_users=BASIC_USERS) as broker:
+        yield broker.web_url
+
+
+@pytest.fixture(scope="module")
+def tls_token_any(broker_kind: str, request: pytest.FixtureRequest) -> SecuredBroker:
+    """The module's kind of broker with TLS and tokens: ``tls_token_broker``, or Apache Pulsar so."""
+    return request.getfixturevalue("secured_apache_pulsar" if broker_kind == "pulsar" else "tls_token_broker")

@@ -11,7 +11,7 @@ import pulsar
 import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
-from interop_helpers import OfficialFactory, assert_nothing_more, data_of, produce, read_n, receive_n, wait_backlog
+from tests.support.official_client import OfficialFactory, assert_nothing_more, data_of, produce, read_n, receive_n, wait_backlog
 
 pytestmark = [pytest.mark.interop, pytest.mark.embedded_only]
 

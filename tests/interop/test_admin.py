@@ -6,7 +6,8 @@ import pulsar
 import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
-from interop_helpers import backlog, create_partitioned, full_name, produce, receive_n, wait_backlog, wait_until
+from tests.support.official_client import backlog, create_partitioned, full_name, produce, receive_n, wait_backlog
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.interop
 

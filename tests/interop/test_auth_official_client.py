@@ -8,8 +8,8 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client import AuthenticationToken, Client, MessageId
-from interop_helpers import RECEIVE_TIMEOUT_MS, receive_n
-from security_helpers import SecuredBroker
+from tests.support.official_client import RECEIVE_TIMEOUT_MS, receive_n
+from tests.support.security import SecuredBroker
 
 
 def _official(token_broker: SecuredBroker, authentication: pulsar.Authentication | None, timeout: int = 10) -> pulsar.Client:

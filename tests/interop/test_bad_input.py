@@ -19,7 +19,7 @@ from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.checksum import crc32c
 from airflow_pulsar.client.protocol.frames import encode_command, encode_entry, encode_payload_command
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata, ServerError
-from raw_connection import RawConnection
+from tests.support.raw_connection import RawConnection
 
 pytestmark = pytest.mark.interop
 

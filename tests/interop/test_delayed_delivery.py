@@ -22,7 +22,7 @@ import pytest
 from airflow_pulsar.client import ConsumerType, Timeout
 from airflow_pulsar.client import asyncio as our_asyncio
 from airflow_pulsar.client.client import Client
-from interop_helpers import data_of, receive_n
+from tests.support.official_client import data_of, receive_n
 
 pytestmark = pytest.mark.interop
 

@@ -4,7 +4,7 @@ the outcomes compared field by field. Where the two disagree, Pulsar is right.
 Only what must differ is normalised away: ports and addresses, timestamps and rates, ledger ids
 (``13:4`` and ``1:4`` both become ``L:4``), and generated names (every producer and consumer here is
 named). Where our broker still differs on purpose, the test says so and asserts each broker's own
-behaviour; README.md ("Tested against Apache Pulsar") lists those differences and why they stay.
+behaviour; docs/broker.md ("Tested against Apache Pulsar") lists those differences and why they stay.
 
 Every test needs both brokers, so the module runs only with ``--brokers both`` (the default). The
 official ``pulsar-client`` drives both, so the comparison does not depend on our client.
@@ -29,8 +29,9 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
-from interop_helpers import assert_nothing_more, full_name, read_n, receive_n, wait_until
 from jvm.apache_pulsar import QUICK_JIT, PulsarStandalone
+from tests.support.official_client import assert_nothing_more, full_name, read_n, receive_n
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -657,6 +658,35 @@ def test_wrong_credentials(token_brokers: tuple[dict[str, Any], bytes], topic_na
     assert outcomes["pulsar"]["good"] == ["sent", 200]
 
 
+def test_http_service_url_with_a_token(token_brokers: tuple[dict[str, Any], bytes], topic_name: str) -> None:
+    """The official client and ours, each given a broker's ``http://`` URL and a token, look the
+    topic up over REST (the token as a Bearer header) and produce and consume on the broker found;
+    with no token, the lookup is refused (the official client calls every refused HTTP lookup
+    ConnectError, ours says AuthenticationError: docs/client.md)."""
+    import airflow_pulsar.client as ours
+    from airflow_pulsar.broker.tokens import create_token
+
+    brokers, secret = token_brokers
+    token = create_token(secret, "app")
+    outcomes: dict[str, Any] = {}
+    for name, broker in brokers.items():
+        seen = []
+        for api in (pulsar, ours):
+            for authentication in (api.AuthenticationToken(token), None):
+                client = api.Client(broker.web_url, authentication=authentication, operation_timeout_seconds=5)
+                topic = f"{topic_name}-{api.__name__.rsplit('.', 1)[-1]}"
+                try:
+                    consumer = client.subscribe(topic, "sub")
+                    client.create_producer(topic, batching_enabled=False).send(b"looked up over http")
+                    seen.append(consumer.receive(5000).data())
+                except api.PulsarException as exc:
+                    seen.append(type(exc).__name__)
+                finally:
+                    client.close()
+        outcomes[name] = seen
+    assert assert_same(outcomes) == [b"looked up over http", "ConnectError", b"looked up over http", "AuthenticationError"]
+
+
 # ---------------------------------------------------------------------------------------------
 # The suspected divergences
 
@@ -775,19 +805,27 @@ def test_listener_name_the_broker_does_not_advertise(brokers: dict[str, Any], to
     assert assert_same(outcomes) == "Timeout"
 
 
-def test_non_persistent_topics_stay_refused_by_ours(brokers: dict[str, Any], topic_name: str) -> None:
-    """A documented difference: Pulsar serves non-persistent topics; the embedded broker refuses
-    them at once (NotAllowedError, not a retried error), as its README says."""
+def test_non_persistent_topics_are_served_alike(brokers: dict[str, Any], topic_name: str) -> None:
+    """Both brokers serve a non-persistent topic: a message published before the consumer came is
+    gone, the one after is delivered, every id is 0:0, and the stats show no storage or backlog."""
     topic = f"non-persistent://public/default/{topic_name}"
-    with official(brokers["pulsar"]) as client:
-        consumer = client.subscribe(topic, "sub")
-        client.create_producer(topic).send(b"fleeting")
-        assert consumer.receive(5000).data() == b"fleeting"
-    with official(brokers["embedded"]) as client:
-        began = time.monotonic()
-        with pytest.raises(pulsar.NotAllowedError):
-            client.create_producer(topic)
-        assert time.monotonic() - began < 3
+
+    def scenario(broker: Any, client: pulsar.Client, topic: str) -> Any:
+        producer = client.create_producer(topic, producer_name="p", batching_enabled=False)
+        before = producer.send(b"lost")
+        consumer = client.subscribe(topic, "sub", consumer_name="c")
+        after = producer.send(b"fleeting")
+        message = consumer.receive(5000)
+        assert_nothing_more(consumer.receive)
+        stats = admin(broker, "GET", f"/admin/v2/non-persistent/public/default/{topic_name}/stats").json()
+        subscription = {"msgBacklog", "msgOutCounter", "type", "isDurable"}
+        spec = dict.fromkeys(("msgInCounter", "msgOutCounter", "storageSize", "backlogSize"), ...)
+        picked = pick(stats, spec | {"subscriptions": {"sub": subscription}})
+        ids = [[i.ledger_id(), i.entry_id()] for i in (before, after, message.message_id())]
+        return [message.data(), ids, picked]
+
+    outcome = assert_same(run_both(brokers, topic, scenario))
+    assert outcome[0] == b"fleeting" and outcome[1] == [[0, 0]] * 3
 
 
 def test_two_brokers_cannot_open_one_data_dir(our_broker: BrokerProcess) -> None:

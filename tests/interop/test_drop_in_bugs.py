@@ -12,7 +12,7 @@ import pytest
 
 import airflow_pulsar.client as our_module
 from airflow_pulsar.client import Client, MessageId
-from interop_helpers import OPERATION_TIMEOUT, RECEIVE_TIMEOUT_MS, data_of, read_n
+from tests.support.official_client import OPERATION_TIMEOUT, RECEIVE_TIMEOUT_MS, data_of, read_n
 
 
 @pytest.fixture

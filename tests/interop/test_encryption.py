@@ -19,8 +19,8 @@ import pytest
 
 import airflow_pulsar.client as ours
 from airflow_pulsar.client.crypto import EncryptionKeyInfo
-from interop_helpers import backlog, receive_n, wait_backlog
-from security_helpers import KeyPair, write_key_pair
+from tests.support.official_client import backlog, receive_n, wait_backlog
+from tests.support.security import KeyPair, write_key_pair
 
 pytestmark = pytest.mark.interop
 

@@ -10,7 +10,7 @@ import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.hashing import murmur3_32
-from interop_helpers import (
+from tests.support.official_client import (
     OfficialFactory,
     assert_nothing_more,
     create_partitioned,
@@ -19,8 +19,8 @@ from interop_helpers import (
     id_key,
     read_n,
     receive_n,
-    wait_until,
 )
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.interop
 

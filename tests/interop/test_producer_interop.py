@@ -15,8 +15,8 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.hashing import java_string_hash
 from airflow_pulsar.client.producer import BatchingType, CompressionType
-from interop_helpers import assert_nothing_more, data_of, read_n, receive_n
-from polling import wait_until
+from tests.support.official_client import assert_nothing_more, data_of, read_n, receive_n
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -180,3 +180,34 @@ def test_key_based_batches_are_all_stored_on_a_topic_with_deduplication(
             assert_nothing_more(reader.read_next)
     # Each key's batch in the order of its first message.
     assert stored["ours"] == stored["official"] == [b"m0", b"m2", b"m4", b"m1", b"m3", b"m5"]
+
+
+def test_a_resumed_producer_keeps_stored_sequence_ids_out_of_its_new_batches(
+    broker: Any, our_client: Client, official: pulsar.Client
+) -> None:
+    """A producer started again under the same name resends from its last receipt, with batching on.
+    The broker takes a batch for a duplicate by its first sequence id: the resent messages it
+    already holds go in batches of their own, so the new ones are all stored (a batch of 2..7 after
+    0..3 were stored lost 4..7)."""
+    namespace = f"public/resumed-{uuid.uuid4().hex[:10]}"
+    topic = f"persistent://{namespace}/stream"
+    with PulsarAdmin(broker.web_url) as admin:
+        admin.create_namespace(namespace)
+        admin.set_namespace_deduplication(namespace, True)
+        admin.create_topic(topic)
+        wait_until(lambda: admin.topic_stats(topic).get("deduplicationStatus") == "Enabled", f"deduplication on {topic}")
+    earlier = official.create_producer(topic, producer_name="resumed", batching_enabled=False)
+    for seq in range(4):
+        earlier.send(b"m%d" % seq, sequence_id=seq)
+    earlier.close()
+    producer = our_client.create_producer(topic, producer_name="resumed", batching_max_publish_delay_ms=60_000)
+    assert producer.last_sequence_id() == 3
+    receipts: dict[int, Any] = {}
+    for seq in range(2, 8):
+        producer.send_async(b"m%d" % seq, lambda result, message_id, seq=seq: receipts.__setitem__(seq, message_id), sequence_id=seq)
+    producer.flush()
+    assert [receipts[seq].ledger_id() for seq in (2, 3)] == [-1, -1]  # answered as duplicates
+    assert all(receipts[seq].ledger_id() >= 0 for seq in range(4, 8))
+    reader = official.create_reader(topic, pulsar.MessageId.earliest)
+    assert data_of(read_n(reader, 8)) == [b"m%d" % seq for seq in range(8)]
+    assert_nothing_more(reader.read_next)

@@ -8,7 +8,7 @@ import pulsar
 import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
-from interop_helpers import assert_nothing_more, data_of, id_key, produce, read_n, receive_n
+from tests.support.official_client import assert_nothing_more, data_of, id_key, produce, read_n, receive_n
 
 pytestmark = pytest.mark.interop
 

@@ -14,8 +14,8 @@ import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import BatchingType, Client
-from broker_rules import failover_active
-from interop_helpers import OfficialFactory, assert_nothing_more, create_partitioned, data_of, receive_n, wait_backlog
+from tests.support.broker_rules import failover_active
+from tests.support.official_client import OfficialFactory, assert_nothing_more, create_partitioned, data_of, receive_n, wait_backlog
 
 pytestmark = pytest.mark.interop
 

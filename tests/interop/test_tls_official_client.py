@@ -6,8 +6,8 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client import AuthenticationToken, Client, InitialPosition
-from interop_helpers import receive_n
-from security_helpers import Pki, SecuredBroker
+from tests.support.official_client import receive_n
+from tests.support.security import Pki, SecuredBroker
 
 
 def _official(url: str, timeout: int = 10, **settings: object) -> pulsar.Client:

@@ -18,8 +18,7 @@ BAD_NAMES = [
     ("persistent://public/default/a/b", "tenant/cluster/namespace form is not supported"),
     ("persistent://pub lic/default/x", "bad tenant 'pub lic'"),
 ]
-# non-persistent:// names are valid (Pulsar serves them; the embedded broker refuses them at once,
-# see tests/interop/test_differential.py).
+# non-persistent:// names are valid: both brokers serve them (tests/interop/test_non_persistent.py).
 ENTRY_POINTS: dict[str, Callable[[Client, str], Any]] = {
     "create_producer": lambda client, name: client.create_producer(name),
     "subscribe": lambda client, name: client.subscribe(name, "sub"),

@@ -18,8 +18,9 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType
 from airflow_pulsar.client.exceptions import ConsumerBusy, Timeout
+from tests.support import consumer_process
 
-CHILD = Path(__file__).with_name("consumer_process.py")
+CHILD = Path(consumer_process.__file__)
 PARTITIONS = 2
 COUNT = 600
 

@@ -16,9 +16,9 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import Timeout
-from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
-from polling import wait_until
-from reliability_checks import stamp
+from tests.support.fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
+from tests.support.polling import wait_until
+from tests.support.reliability_checks import stamp
 
 PARTITIONS = 2
 COUNT = 5000

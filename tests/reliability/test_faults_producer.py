@@ -10,8 +10,8 @@ from typing import Any
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
-from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
-from reliability_checks import SendLog, check_exactly_once_in_order, partition_names, read_all_ours, stamp
+from tests.support.fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
+from tests.support.reliability_checks import SendLog, check_exactly_once_in_order, partition_names, read_all_ours, stamp
 
 PARTITIONS = 3
 PRODUCERS = 2

@@ -14,7 +14,7 @@ from airflow_pulsar.client.admin import AdminTimeoutError, PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.exceptions import ConnectError, Timeout
 from airflow_pulsar.client.producer import ProducerAccessMode
-from fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
+from tests.support.fault_proxy import TO_BROKER, TO_CLIENT, FaultProxy, T
 
 OPERATION_TIMEOUT = 1.0
 # How far past its timeout a call may return: scheduling on two busy cores, not a hang.

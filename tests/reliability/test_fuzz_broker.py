@@ -25,9 +25,9 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.protocol import commands
 from airflow_pulsar.client.protocol.frames import encode_command
-from fault_proxy import T, frame_kind, split_frames
-from frame_mutations import FrameFuzzer
-from reliability_checks import open_fds, rss_bytes
+from tests.support.fault_proxy import T, frame_kind, split_frames
+from tests.support.frame_mutations import FrameFuzzer
+from tests.support.reliability_checks import open_fds, rss_bytes
 
 SEED = int(os.environ.get("FUZZ_SEED", "20240917"))
 NONSENSE_CONNECTIONS = 10

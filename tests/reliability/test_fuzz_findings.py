@@ -26,7 +26,7 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     MessageMetadata,
     ServerError,
 )
-from raw_connection import RawConnection
+from tests.support.raw_connection import RawConnection
 
 pytestmark = pytest.mark.embedded_only
 

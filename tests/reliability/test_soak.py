@@ -22,7 +22,7 @@ from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.client.client import Client
 from airflow_pulsar.client.consumer import ConsumerType, InitialPosition
 from airflow_pulsar.client.exceptions import Result, Timeout
-from reliability_checks import MemorySampler, stamp, unstamp
+from tests.support.reliability_checks import MemorySampler, stamp, unstamp
 
 SOAK_SECONDS = float(os.environ.get("SOAK_SECONDS", "20"))
 TOPICS = 2

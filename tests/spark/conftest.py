@@ -1,6 +1,7 @@
 """Spark ingestion tests: Airflow settings (shared with tests/airflow), a Pulsar connection to the
 module's broker, per-test catalog directories (Derby lets one process at a time use a metastore),
-and a Spark standalone cluster per module for the tiers that submit to one."""
+ingest tasks in processes of their own, to kill at crash points, and a Spark standalone cluster
+per module for the tiers that submit to one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +18,12 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
-from airflow_test_env import AIRFLOW_HOME
-from spark_cluster import StandaloneCluster
-from spark_helpers import Catalog
+from airflow_pulsar.client.admin import PulsarAdmin
+from tests.support.airflow_env import AIRFLOW_HOME
+from tests.support.crash_matrix import CrashCell
+from tests.support.ingest_task import IngestTasks
+from tests.support.spark_cluster import StandaloneCluster
+from tests.support.spark_ingest import Catalog
 
 VENV_BIN = str(Path(sys.executable).parent)
 DAGS = Path(__file__).parent / "dags"
@@ -49,6 +54,23 @@ def catalog(tmp_path: Path) -> Catalog:
 
 
 @pytest.fixture
+def ingest_tasks(tmp_path: Path) -> Iterator[IngestTasks]:
+    """Ingest tasks the test runs in processes of their own; what is left of them is killed after it."""
+    tasks = IngestTasks(tmp_path / "tasks")
+    try:
+        yield tasks
+    finally:
+        tasks.clean_up()
+
+
+@pytest.fixture
+def crash_cell(pulsar_default: BrokerProcess, catalog: Catalog, topic_name: str, ingest_tasks: IngestTasks) -> Iterator[CrashCell]:
+    """A cell of the crash matrix (tests/support/crash_matrix.py), on the module's broker."""
+    with PulsarAdmin(pulsar_default.web_url) as admin:
+        yield CrashCell(pulsar_default.service_url, admin, catalog, topic_name, ingest_tasks)
+
+
+@pytest.fixture
 def spark_test_dags(monkeypatch: pytest.MonkeyPatch, airflow_db: None) -> object:
     """The DAGs of tests/spark/dags as a second DAG bundle next to the DAGs folder: dag.test()
     finds a DAG through the bundles."""
@@ -75,3 +97,22 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalo
             yield cluster.start()
         finally:
             cluster.stop()
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """What JobSubmit hands spark-submit, captured instead of running it."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    seen: dict = {}
+
+    def submit(hook: SparkSubmitHook, application: str, **popen: object) -> None:
+        archive = zipfile.ZipFile(application).namelist() if application.endswith(".jar") else None
+        shipped = {path: (Path(path).stat().st_mode & 0o777, Path(path).read_bytes()) for path in (hook._files or "").split(",") if path}
+        command = hook._build_spark_submit_command(application)
+        # The hook's own environment for spark-submit, which building the command settles.
+        seen.update(command=command, popen=popen, archive=archive, files=shipped, hook_env=hook._env)
+
+    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "spark://master", "port": 7077}))
+    return seen

@@ -12,28 +12,32 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from airflow_pulsar.spark.job.faults import FAULT_ENV
-from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
-from spark_helpers import SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
+from tests.support.ingest_task import DRIVER_JVM, IngestTasks, crash
+from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
+from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
 
 # Spark's deploy modes, not the broker, are the subject here (see conftest.py).
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 
-def cluster_ingest(catalog: Catalog, topic: str, subscription: str, table: str, **spark: Any) -> PulsarToTableOperator:
-    """An ingest of JSON messages into ``table`` on the cluster, with ``spark`` arguments added."""
-    return PulsarToTableOperator(
-        task_id="ingest",
-        topics=topic,
-        subscription=subscription,
-        table=table,
-        value_format="json",
-        value_schema=VALUE_SCHEMA,
-        min_partitions=4,
+def cluster_arguments(catalog: Catalog, topic: str, subscription: str, table: str, **spark: Any) -> dict[str, Any]:
+    """The arguments of an ingest of JSON messages into ``table`` on the cluster, with ``spark`` arguments added."""
+    return {
+        "topics": topic,
+        "subscription": subscription,
+        "table": table,
+        "value_format": "json",
+        "value_schema": VALUE_SCHEMA,
+        "min_partitions": 4,
         **CLUSTER_SPARK,
         **spark,
         **catalog.operator_args(),
-    )
+    }
+
+
+def cluster_ingest(catalog: Catalog, topic: str, subscription: str, table: str, **spark: Any) -> PulsarToTableOperator:
+    """An ingest of JSON messages into ``table`` on the cluster, with ``spark`` arguments added."""
+    return PulsarToTableOperator(task_id="ingest", **cluster_arguments(catalog, topic, subscription, table, **spark))
 
 
 def test_the_job_runs_unchanged_on_a_standalone_cluster(
@@ -58,10 +62,10 @@ def test_the_job_runs_unchanged_on_a_standalone_cluster(
 
 
 def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_run(
-    pulsar_default: BrokerProcess, spark_cluster: StandaloneCluster, catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch
+    pulsar_default: BrokerProcess, spark_cluster: StandaloneCluster, catalog: Catalog, topic_name: str, ingest_tasks: IngestTasks
 ) -> None:
     # A worker's core holds the driver (512 MB), the other worker's the executor.
-    operator = cluster_ingest(
+    arguments = cluster_arguments(
         catalog,
         topic_name,
         "in-cluster",
@@ -75,17 +79,17 @@ def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 2)
         produce_json(pulsar_default.service_url, topic_name, 0, 2_000, batch=100)
-        # The driver dies once the table holds the batch, before reporting it (spark-submit's
-        # environment reaches it through the standalone client).
-        monkeypatch.setenv(FAULT_ENV, "after-write")
-        with pytest.raises(RuntimeError, match="ended without reporting it"):
-            operator.execute(context={})
-        monkeypatch.delenv(FAULT_ENV)
+        # The driver's JVM on the worker is killed once the table holds the batch, before the job
+        # reports it (spark-submit's environment reaches the driver through the standalone client).
+        task = ingest_tasks.operator(arguments, "after-write")
+        assert crash(task, DRIVER_JVM, spark_cluster.worker_pids) == 1
+        assert "ended without reporting it" in task.log()
+        spark_cluster.wait_idle()
         assert catalog.rows("from_cluster").num_rows == 2_000
         assert admin.message_backlog(topic_name, "in-cluster").messages == 2_000
         produce_json(pulsar_default.service_url, topic_name, 2_000, 1_000, batch=100)
 
-        result = operator.execute(context={})
+        result = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
 
         # Two submits in one run: the crashed batch written again under its id, then the new one.
         assert result["settled"]["was"] == "planned" and result["settled"]["total_rows"] == 2_000

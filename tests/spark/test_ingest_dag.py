@@ -10,7 +10,7 @@ import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
-from spark_helpers import Catalog, DagRuns, produce_json
+from tests.support.spark_ingest import Catalog, DagRuns, produce_json
 
 pytestmark = pytest.mark.one_broker
 

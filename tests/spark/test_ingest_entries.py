@@ -1,7 +1,8 @@
 """The range readers' entry decoder against the Message path, on the broker process: whole
 received entries decoded straight into columns give the very rows that Message objects give
 (``RowBatchBuilder.add_messages``), column for column, batched or not, compressed or not, with
-keys, properties, event times, null values, JSON values and schema versions."""
+keys, properties, event times, null values, JSON values and schema versions; text that is not
+UTF-8 reads as the consumer reads it, whichever way the client's columnar reader gave it."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, String
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client, CompressionType, ConsumerBatchReceivePolicy, MessageId
-from airflow_pulsar.client.consumer import create_reader
+from airflow_pulsar.client.entries import ReceivedEntry, create_reader
+from airflow_pulsar.client.protocol.PulsarApi_pb2 import KeyValue, MessageMetadata, SingleMessageMetadata
 from airflow_pulsar.client.schema import StringSchema
 from airflow_pulsar.spark.job.columns import CORRUPT_RECORD, RowBatchBuilder
+from airflow_pulsar.spark.job.entry_messages import entry_columns
 from airflow_pulsar.spark.job.plan import IngestPlan
 from airflow_pulsar.spark.job.source import arrow_schema, read_range_batches
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
@@ -133,3 +136,18 @@ def test_entries_give_the_rows_messages_give(
     assert first[0]["event_time"] is None and first[1]["event_time"] is not None
     if value_format == "schema":  # every message's schema version reached the decoder
         assert set(entries.column(CORRUPT_RECORD).to_pylist()) == {"0" * 16}
+
+
+def test_text_that_is_not_utf8_reads_with_replacement_characters() -> None:
+    # proto2 does not check UTF-8: a producer may send any bytes as a key or a property. The
+    # client's reader gives them as spans of bytes (a batch of the common layout) or as protobuf's
+    # bytes (a batch with a filter, read the exact way); both read as Message.partition_key() does.
+    single = SingleMessageMetadata(payload_size=1, partition_key="K", properties=[KeyValue(key="P", value="V")]).SerializeToString()
+    single = single.replace(b"K", b"\xff").replace(b"P", b"\xfe").replace(b"V", b"\xc3")
+    payload = len(single).to_bytes(4, "big") + single + b"v"
+    common = ReceivedEntry(-1, 3, 1, 0, MessageMetadata(num_messages_in_batch=1), payload, 1, None)
+    filtered = common._replace(entry_id=2, wanted=1)
+    messages = entry_columns([common, filtered]).messages
+    assert messages.keys.to_pylist() == ["\ufffd", "\ufffd"]
+    assert (messages.property_keys.to_pylist(), messages.property_values.to_pylist()) == (["\ufffd"] * 2, ["\ufffd"] * 2)
+    assert messages.values.to_pylist() == [b"v", b"v"]

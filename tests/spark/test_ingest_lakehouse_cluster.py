@@ -1,30 +1,33 @@
 """Delta and Iceberg ingests into Hive metastore tables on the Spark standalone cluster, in client
-and in cluster deploy mode: the job dies once the table holds its batch, before reporting it, and
-the next run writes the batch again, which the format keeps from landing twice. One cluster
-serves the module."""
+and in cluster deploy mode: the driver's JVM is killed once the table holds its batch, before the
+job reports it, and the next run writes the batch again, which the format keeps from landing
+twice. One cluster serves the module."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from lakehouse_tables import LakehouseTable
-from spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
-from spark_helpers import SEVERAL_JOBS_TIMEOUT, Catalog, produce_json, run_crashing
+from tests.support.ingest_task import DRIVER_JVM, IngestTasks, crash
+from tests.support.lakehouse_tables import LakehouseTable
+from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
+from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, Catalog, produce_json
 
 # Spark's deploy modes and the table formats, not the broker, are the subject here.
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 
-def cluster_operator(target: LakehouseTable, catalog: Catalog, topic: str, subscription: str, deploy_mode: str) -> PulsarToTableOperator:
-    """An ingest into ``target`` on the module's cluster, in ``deploy_mode``."""
+def cluster_arguments(target: LakehouseTable, catalog: Catalog, topic: str, subscription: str, deploy_mode: str) -> dict[str, Any]:
+    """The arguments of an ingest into ``target`` on the module's cluster, in ``deploy_mode``."""
     # In cluster mode one worker's core holds the driver (512 MB) and the other's the executor; in
     # client mode the application has an executor on each worker.
     sizing = {"driver_memory": "512m", "total_executor_cores": 1} if deploy_mode == "cluster" else {"total_executor_cores": 2}
     spark = {**CLUSTER_SPARK, "deploy_mode": deploy_mode, "report_timeout_seconds": REPORT_TIMEOUT_SECONDS, **sizing}
-    return target.operator(catalog, topic, subscription, **spark)
+    return target.operator_arguments(catalog, topic, subscription, **spark)
 
 
 # Each format crashes in one deploy mode and is settled in the other: a batch committed by a
@@ -40,22 +43,26 @@ def test_a_batch_committed_but_not_reported_lands_once_on_the_cluster(
     spark_cluster: StandaloneCluster,
     catalog: Catalog,
     topic_name: str,
-    monkeypatch: pytest.MonkeyPatch,
+    ingest_tasks: IngestTasks,
 ) -> None:
     target = LakehouseTable.of(kind, catalog, "on_cluster")
     subscription = f"lake-{kind}"
-    crashing = cluster_operator(target, catalog, topic_name, subscription, crash_mode)
-    rerun_by = cluster_operator(target, catalog, topic_name, subscription, rerun_mode)
+    crashing = cluster_arguments(target, catalog, topic_name, subscription, crash_mode)
+    rerun_by = PulsarToTableOperator(task_id="ingest", **cluster_arguments(target, catalog, topic_name, subscription, rerun_mode))
+    # The driver's JVM is spark-submit's in client mode, the worker's in cluster mode.
     unreported = "ended without reporting it" if crash_mode == "cluster" else "Cannot execute"
     drivers_before = len(spark_cluster.completed("drivers"))
+
+    def crash_after_write() -> None:
+        task = ingest_tasks.operator(crashing, "after-write")
+        assert crash(task, DRIVER_JVM, spark_cluster.worker_pids) == 1
+        assert unreported in task.log(), task.log()[-3000:]
+        spark_cluster.wait_idle()
+
     with PulsarAdmin(pulsar_default.web_url) as admin:
         admin.create_partitioned_topic(topic_name, 2)
         produce_json(pulsar_default.service_url, topic_name, 0, 1_000, batch=100)
-        target.crash_after_write_then_rerun(
-            lambda: run_crashing(monkeypatch, "after-write", lambda: crashing.execute(context={}), unreported),
-            lambda: rerun_by.execute(context={}),
-            1_000,
-        )
+        target.crash_after_write_then_rerun(crash_after_write, lambda: rerun_by.execute(context={}), 1_000)
         assert admin.backlog(topic_name, subscription).msg_backlog == 0
     # Both submits ran on the cluster, one of them with its driver on the worker.
     apps = [app for app in spark_cluster.completed("apps") if app["name"] == f"pulsar-ingest-{subscription}"]

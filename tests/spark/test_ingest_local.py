@@ -1,10 +1,12 @@
 """PulsarToTableOperator on local Spark against the broker process: a 100 000-message ingest, the
 next run appending only new messages, an empty backlog, and a crash at each crash point.
 
-Crashes are injected with AIRFLOW_PULSAR_INGEST_FAULT (airflow_pulsar.spark.job.faults): the job and
-the operator raise at the named point, as a process dying there would stop them. What a crash
-leaves behind is then exactly what the next run finds: a plan record in the plan topic, perhaps
-a written table partition, perhaps some acknowledged partitions.
+A crashing run is a task process of its own that holds at a crash point (AIRFLOW_PULSAR_INGEST_FAULT,
+airflow_pulsar.spark.job.faults) while the test kills a process of the run with SIGKILL: the
+driver's JVM, the executor's Python worker, or spark-submit with the task process (see
+tests/support/ingest_task.py). What the death leaves behind is then exactly what the next run
+finds: a plan record in the plan topic, perhaps a written table partition, perhaps some
+acknowledged partitions.
 
 The module runs on one broker (Apache Pulsar when selected): its subject is the job's commit
 protocol, and the brokers' part in it (cumulative acks, exclusive subscriptions, the plan topic) is
@@ -15,9 +17,11 @@ tier's DAG test here and the rest of this tier twice more in the range tiers.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow.compute as pc
 import pytest
@@ -27,27 +31,38 @@ from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
-from spark_helpers import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json, run_crashing
+from tests.support.ingest_task import DRIVER_JVM, PYTHON_WORKER, SUBMIT_AND_TASK, IngestTasks, crash
+from tests.support.spark_ingest import (
+    LOCAL_SPARK_CONF,
+    SEVERAL_JOBS_TIMEOUT,
+    VALUE_SCHEMA,
+    Catalog,
+    assert_exactly_once,
+    produce_json,
+)
 
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 
 PARTITIONS = 4
 
 
+def ingest_arguments(catalog: Catalog, topic: str, table: str) -> dict[str, Any]:
+    """The operator's arguments."""
+    return {
+        "topics": topic,
+        "subscription": "to-table",
+        "table": table,
+        "value_format": "json",
+        "value_schema": VALUE_SCHEMA,
+        "min_partitions": 6,
+        "conf": LOCAL_SPARK_CONF,
+        **catalog.operator_args(),
+    }
+
+
 def ingest(catalog: Catalog, topic: str, table: str) -> dict:
     """One run of the operator, as a task would run it."""
-    operator = PulsarToTableOperator(
-        task_id="ingest",
-        topics=topic,
-        subscription="to-table",
-        table=table,
-        value_format="json",
-        value_schema=VALUE_SCHEMA,
-        min_partitions=6,
-        conf=LOCAL_SPARK_CONF,
-        **catalog.operator_args(),
-    )
-    return operator.execute(context={})
+    return PulsarToTableOperator(task_id="ingest", **ingest_arguments(catalog, topic, table)).execute(context={})
 
 
 @pytest.fixture
@@ -115,11 +130,17 @@ def test_ingests_100k_json_messages_then_appends_only_new_ones(
 
 
 @pytest.fixture
-def crash_at(catalog: Catalog, topic_name: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], None]:
-    """Run the operator with a failure injected at a crash point; it must fail."""
+def crash_at(catalog: Catalog, topic_name: str, ingest_tasks: IngestTasks) -> Callable[[str, str, str], None]:
+    """Run the operator in a task process, killing ``kill`` when the run holds at ``point``: the
+    task must die with it, or fail of the job's death."""
 
-    def run(point: str, table: str) -> None:
-        run_crashing(monkeypatch, point, lambda: ingest(catalog, topic_name, table))
+    def run(point: str, kill: str, table: str) -> None:
+        task = ingest_tasks.operator(ingest_arguments(catalog, topic_name, table), point)
+        status = crash(task, kill)
+        if kill == SUBMIT_AND_TASK:
+            assert status == -signal.SIGKILL
+        else:
+            assert status == 1 and "Cannot execute" in task.log(), task.log()[-3000:]
 
     return run
 
@@ -129,25 +150,26 @@ def test_crashes_before_during_and_after_the_write_leave_each_message_once(
     admin: PulsarAdmin,
     catalog: Catalog,
     topic_name: str,
-    crash_at: Callable[[str, str], None],
+    crash_at: Callable[[str, str, str], None],
 ) -> None:
     admin.create_partitioned_topic(topic_name, PARTITIONS)
     table = "crashes"
-    # A batch planned, then the job dies before writing, then mid-read on the retry, then after
-    # writing the table but before reporting: three attempts leave at most a written partition.
+    # A batch planned, then the driver's JVM dies before writing, then the executor's Python
+    # worker mid-read on the retry, then spark-submit and the task after writing the table but
+    # before reporting: three attempts leave at most a written partition.
     produce_json(pulsar_default.service_url, topic_name, 0, 3_000, batch=100)
-    crash_at("before-write", table)
+    crash_at("before-write", DRIVER_JVM, table)
     assert not catalog.table_dir(table).exists() or catalog.rows(table).num_rows == 0
-    crash_at("mid-read", table)
+    crash_at("mid-read", PYTHON_WORKER, table)
     assert catalog.rows(table).num_rows == 0  # the table exists now, but the failed job left no rows
-    crash_at("after-write", table)
+    crash_at("after-write", SUBMIT_AND_TASK, table)
     written = catalog.rows(table)
     assert written.num_rows == 3_000  # in the table, but neither reported nor acknowledged
     assert admin.message_backlog(topic_name, "to-table").messages == 3_000
 
     rerun = ingest(catalog, topic_name, table)
 
-    # The unfinished batch is written again under its id, replacing the partition; nothing is left.
+    # The unfinished batch, written again under its id, is in the table once; nothing is left.
     assert rerun["settled"]["batch_id"] == written.column("batch_id")[0].as_py()
     assert rerun["settled"]["was"] == "planned" and rerun["settled"]["total_rows"] == 3_000
     assert rerun["skipped"] is True
@@ -170,7 +192,7 @@ def test_crashes_before_and_during_the_acks_leave_each_message_once(
     admin: PulsarAdmin,
     catalog: Catalog,
     topic_name: str,
-    crash_at: Callable[[str, str], None],
+    crash_at: Callable[[str, str, str], None],
     job_temp_dir: Path,
 ) -> None:
     # More partitions than the job takes Spark tasks (twice the cores of local[*], at least the
@@ -178,15 +200,15 @@ def test_crashes_before_and_during_the_acks_leave_each_message_once(
     partitions = 3 * max(6, 2 * len(os.sched_getaffinity(0)))
     admin.create_partitioned_topic(topic_name, partitions)
     table = "ack_crashes"
-    # The job commits, then the operator dies before acknowledging; then mid-ack on the retry.
+    # The job commits, then the task dies before acknowledging; then mid-ack on the retry.
     produce_json(pulsar_default.service_url, topic_name, 0, 700, batch=100)
-    crash_at("before-ack", table)
+    crash_at("before-ack", SUBMIT_AND_TASK, table)
     assert admin.message_backlog(topic_name, "to-table").messages == 700
     # One file per task, each holding the rows of several partitions.
     files = list(catalog.table_dir(table).glob("batch_id=*/*.parquet"))
     assert len(files) == max(6, 2 * len(os.sched_getaffinity(0))), files
     assert sorted(set(catalog.rows(table).column("partition").to_pylist())) == list(range(partitions))
-    crash_at("mid-ack", table)
+    crash_at("mid-ack", SUBMIT_AND_TASK, table)
     partial = admin.message_backlog(topic_name, "to-table")
     assert 0 < partial.messages < 700  # the first partition was acknowledged
     assert_exactly_once(catalog.rows(table), range(700))
@@ -201,6 +223,31 @@ def test_crashes_before_and_during_the_acks_leave_each_message_once(
     # The job cleaned up after itself: Spark's scratch directories, and Hive's session directory
     # that Spark leaves behind unless the job moves it.
     assert not list(job_temp_dir.iterdir())
+
+
+def test_a_csv_table_takes_each_batch_in_its_column_order_and_options(
+    pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str
+) -> None:
+    admin.create_partitioned_topic(topic_name, 2)
+    produce_json(pulsar_default.service_url, topic_name, 0, 500, batch=50)
+    arguments = {**ingest_arguments(catalog, topic_name, "as_csv"), "format": "csv", "min_partitions": 2}
+
+    first = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
+    produce_json(pulsar_default.service_url, topic_name, 500, 200, batch=50)
+    second = PulsarToTableOperator(task_id="ingest", **arguments).execute(context={})
+
+    assert (first["total_rows"], second["total_rows"]) == (500, 200)
+    directory = catalog.table_dir("as_csv")
+    assert sorted(path.name for path in directory.iterdir() if path.name.startswith("batch_id=")) == sorted(
+        f"batch_id={result['batch_id']}" for result in (first, second)
+    )
+    # The files hold the table's columns in its order, without a header (a csv table's default):
+    # the key first, then the JSON fields; no staging directory is left.
+    lines = [line for path in directory.glob("batch_id=*/*.csv") for line in path.read_text().splitlines()]
+    pairs = sorted((fields[0], fields[2]) for fields in (line.split(",") for line in lines))
+    assert pairs == sorted((f"k{i}", f"n{i}") for i in range(700))
+    assert not list(directory.glob("_ingest_staging/*"))
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 0
 
 
 def test_a_second_run_cannot_take_a_held_subscription(

@@ -5,6 +5,7 @@ spark-submit command of each deploy mode."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -16,6 +17,7 @@ from pyspark.sql.types import StructType
 
 from airflow_pulsar.spark.archive import build_job_archive
 from airflow_pulsar.spark.job.columns import row_ddl
+from airflow_pulsar.spark.job.credentials import CREDENTIALS_FILE, TRUST_FILE, JobAuth
 from airflow_pulsar.spark.job.plan import BatchOutcome, IngestPlan, Position, ReadRange, batch_id_for
 from airflow_pulsar.spark.job.read_tasks import entry_estimate, task_ranges
 from airflow_pulsar.spark.job.records import PLANNED, PlanRecord
@@ -120,15 +122,19 @@ def test_plans_and_records_survive_their_json_form() -> None:
     plan = plan_batch([state(0, P(1, -1), P(1, 9)), state(1, P(2, 3), P(2, 9))], "sub", "db.t", max_messages=10)
     assert plan is not None
     assert IngestPlan.from_json(plan.to_json()) == plan
-    record = PlanRecord(PLANNED, plan, BatchOutcome({plan.partitions[0].topic: 4}, {plan.partitions[0].topic: P(1, 3)}))
+    record = PlanRecord(PLANNED, plan, BatchOutcome({plan.partitions[0].topic: 4}, {plan.partitions[0].topic: P(1, 3)}), attempt=3)
     assert PlanRecord.from_json(record.to_json()) == record
-    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True}, min_tasks=3)
+    auth = JobAuth("oauth2", (CREDENTIALS_FILE, TRUST_FILE), {"issuer_url": "https://auth.example.com", "audience": "urn:x"})
+    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "orc", "json", "a INT", 30.0, {"use_tls": True}, auth, min_tasks=3, attempt=2)
     assert IngestJobSpec.from_json(spec.to_json()) == spec
-    # Specs written before they had a least task count read as 1.
-    older = {key: value for key, value in json.loads(spec.to_json()).items() if key != "min_tasks"}
+    # Specs written before they had a least task count, or an attempt, read as 1.
+    older = {key: value for key, value in json.loads(spec.to_json()).items() if key not in ("min_tasks", "attempt")}
     assert IngestJobSpec.from_json(json.dumps(older)).min_tasks == 1
+    assert IngestJobSpec.from_json(json.dumps(older)).attempt == 1
     with pytest.raises(ValueError, match="min_tasks must be a positive int, got 0"):
         replace(spec, min_tasks=0)
+    with pytest.raises(ValueError, match="attempt must be a positive int, got 0"):
+        replace(spec, attempt=0)
     with pytest.raises(ValueError, match="position is 'ledger:entry'"):
         Position.parse("12")
     with pytest.raises(ValueError, match="state must be one of"):
@@ -283,27 +289,15 @@ def test_the_job_archive_holds_the_job_and_the_client_but_not_the_planning(tmp_p
     assert all(name.startswith("airflow_pulsar/spark/job/") for name in spark if name != "airflow_pulsar/spark/__init__.py")
 
 
-@pytest.fixture
-def submitted(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """What JobSubmit hands spark-submit, captured instead of running it."""
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
-    seen: dict = {}
-
-    def submit(hook: SparkSubmitHook, application: str, **popen: object) -> None:
-        archive = zipfile.ZipFile(application).namelist() if application.endswith(".jar") else None
-        seen.update(command=hook._build_spark_submit_command(application), popen=popen, archive=archive)
-
-    monkeypatch.setattr(SparkSubmitHook, "submit", submit)
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": "spark://master", "port": 7077}))
-    return seen
-
-
-def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitted: dict) -> None:
+def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitted: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow_pulsar.spark.credentials import ShippedCredentials
+    from airflow_pulsar.spark.job.credentials import CREDENTIALS_FILE, JobAuth
     from airflow_pulsar.spark.submit import JobSubmit
 
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE_DB", "postgres://etl:db-secret@db/warehouse")  # the worker's, not the job's
     arguments = {"conn_id": "spark_test", "deploy_mode": "cluster", "env_vars": {"A": "1"}, "py_files": "/shared/extra.zip"}
-    JobSubmit(arguments, '{"x":1}', "t0ken").run()
+    credentials = ShippedCredentials(JobAuth("token", (CREDENTIALS_FILE,)), {CREDENTIALS_FILE: b'{"token": "t0ken"}'})
+    JobSubmit(arguments, '{"x":1}', credentials).run()
 
     command = submitted["command"]
     application = next(index for index, part in enumerate(command) if part.endswith("/airflow_pulsar_job.jar"))
@@ -316,14 +310,23 @@ def test_a_standalone_cluster_submit_runs_the_archive_with_python_runner(submitt
     shipped = "airflow_pulsar_job.jar,/shared/extra.zip"
     assert command[application + 1 :] == ["airflow_pulsar_job.jar", shipped, "--spec", '{"x":1}', "--py-files", shipped]
     assert "__main__.py" in submitted["archive"]
-    # The standalone client hands the driver spark-submit's environment.
-    assert submitted["popen"]["env"]["A"] == "1" and submitted["popen"]["env"]["AIRFLOW_PULSAR_TOKEN"] == "t0ken"
+    # The token travels in a file of mode 0600 shipped with --files, never on the command line.
+    assert not [part for part in command if "t0ken" in part]
+    files = options[options.index("--files") + 1].split(",")
+    assert [Path(path).name for path in files] == [CREDENTIALS_FILE]
+    assert submitted["files"][files[0]] == (0o600, b'{"token": "t0ken"}')
+    # The standalone client hands the driver spark-submit's environment: what spark-submit and the
+    # job need, not the Airflow worker's.
+    env = submitted["popen"]["env"]
+    assert env["A"] == "1" and env["PATH"] == os.environ["PATH"]
+    assert "AIRFLOW_CONN_WAREHOUSE_DB" not in env and "t0ken" not in json.dumps(env)
 
 
 def test_a_client_mode_submit_ships_the_archive_with_py_files(submitted: dict) -> None:
+    from airflow_pulsar.spark.credentials import ShippedCredentials
     from airflow_pulsar.spark.submit import JobSubmit
 
-    JobSubmit({"conn_id": "spark_test", "env_vars": {"A": "1"}}, '{"x":1}', None).run()
+    JobSubmit({"conn_id": "spark_test", "env_vars": {"A": "1"}}, '{"x":1}', ShippedCredentials()).run()
 
     command = submitted["command"]
     assert "--class" not in command and "--deploy-mode" not in command and not submitted["popen"]

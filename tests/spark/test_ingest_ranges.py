@@ -112,20 +112,21 @@ def test_the_hold_reports_positions_acknowledges_and_excludes_others(our_client:
 def test_the_plan_log_keeps_the_newest_record_for_the_next_run(our_client: Client, admin: PulsarAdmin, topic_name: str) -> None:
     plan_topic = f"{topic_name}-plans"
     plan = IngestPlan("b1", "sub", "t", ())
+    planned = PlanRecord(PLANNED, plan, attempt=1)
     log = PlanLog(our_client, plan_topic, "sub")
     assert log.latest() is None
-    log.append(PlanRecord(PLANNED, plan))
+    log.append(planned)
     with Client(our_client.service_url.url) as job_client:  # the Spark driver's side
-        publish_record(job_client, plan_topic, PlanRecord(COMMITTED, plan))
-    assert log.wait_for("b1", COMMITTED, 10).state == COMMITTED
-    with pytest.raises(TimeoutError, match="no 'acked' record of batch b1"):
-        log.wait_for("b1", ACKED, 0.3)
+        publish_record(job_client, plan_topic, PlanRecord(COMMITTED, plan, attempt=1))
+    assert log.wait_for_report(planned, 10).state == COMMITTED
+    with pytest.raises(TimeoutError, match="no 'committed' record of batch b1 attempt 2"):
+        log.wait_for_report(replace(planned, attempt=2), 0.3)
     log.close()
 
     next_run = PlanLog(our_client, plan_topic, "sub")
     latest = next_run.latest()
     assert latest is not None and latest.state == COMMITTED and latest.batch_id == "b1"
-    next_run.append(PlanRecord(ACKED, plan))
+    next_run.append(PlanRecord(ACKED, plan, attempt=1))
     next_run.close()
     # Everything but the newest record is acknowledged: the backlog holds exactly one.
     assert admin.backlog(plan_topic, "sub").msg_backlog == 1

@@ -32,8 +32,8 @@ from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from jvm.lakehouse_jars import lakehouse_jars
-from lakehouse_tables import SMALL_TABLES, LakehouseTable
-from spark_helpers import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, Catalog
+from tests.support.lakehouse_tables import SMALL_TABLES, LakehouseTable
+from tests.support.spark_ingest import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, Catalog
 
 pytestmark = [pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from airflow_pulsar.client.timer import Timer
-from scripted_connection import FakeServices
+from tests.support.scripted_connection import FakeServices
 
 
 @pytest.fixture

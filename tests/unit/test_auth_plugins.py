@@ -93,6 +93,19 @@ def test_token_plugin_reads_files_and_environment(tmp_path: Path, monkeypatch: p
     assert AuthenticationToken("t").auth_method_name == "token"
 
 
+def test_oauth2_by_its_java_name_and_subclasses_keep_the_methods_plugin_names() -> None:
+    params = '{"issuer_url": "http://x", "client_id": "c", "client_secret": "s"}'
+    java = Authentication("org.apache.pulsar.client.impl.auth.oauth2.AuthenticationOAuth2", params)
+    assert java.auth_method_name == "token" and "client_id='c'" in repr(java)
+
+    class Rotating(AuthenticationToken):  # a user's own token method
+        def token(self) -> str:
+            return "rotated"
+
+    assert Rotating("t").auth_data() == b"rotated"
+    assert Authentication("token", "token:abc").auth_data() == b"abc"  # still the built-in token method
+
+
 @pytest.mark.parametrize(
     ("plugin", "params", "message"),
     [

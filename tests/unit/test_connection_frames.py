@@ -31,8 +31,8 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     ServerError,
 )
 from airflow_pulsar.client.timer import Timer
-from polling import wait_until
-from scripted_connection import simple_frame
+from tests.support.polling import wait_until
+from tests.support.scripted_connection import simple_frame
 
 T = BaseCommand.Type
 MAX_MESSAGE_SIZE = 2048

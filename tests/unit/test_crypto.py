@@ -15,10 +15,9 @@ from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.client.consumer.unacked_tracker import UnackedMessageTracker
 from airflow_pulsar.client.consumer.unpacker import EntryUnpacker, StartFilter
 from airflow_pulsar.client.crypto import EncryptionKeyInfo, MessageDecryptor, MessageEncryptor
-from airflow_pulsar.client.crypto.keys import unwrap_data_key
+from airflow_pulsar.client.crypto.ciphers import unwrap_data_key
 from airflow_pulsar.client.exceptions import CryptoError
 from airflow_pulsar.client.producer.batch_container import BatchContainer
-from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.entry_builder import EntryBuilder
 from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.stats import ProducerStats
@@ -28,7 +27,8 @@ from airflow_pulsar.client.protocol.frames import encode_entry, message_frame, s
 from airflow_pulsar.client.protocol.message_id import MessageId
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import CommandMessage, EncryptionKeys, MessageIdData, MessageMetadata
 from airflow_pulsar.client.timer import Timer
-from security_helpers import write_key_pair
+from tests.support.producer_config import producer_config
+from tests.support.security import write_key_pair
 
 # A 1024-bit RSA key made for these vectors only; the official client (pulsar-client 3.13)
 # encrypted the entries below for it under the key name "vector-key".
@@ -258,15 +258,15 @@ def test_ec_keys_are_refused_by_name_as_the_cpp_client_cannot_use_them(tmp_path:
 
 def test_producer_settings_check_the_encryption_arguments(pair: tuple[bytes, bytes]) -> None:
     reader = keys_for(("k1", pair))
-    assert ProducerConfig.from_settings(encryption_key="k1", crypto_key_reader=reader).encryption_key == ("k1",)
-    assert ProducerConfig.from_settings(encryption_key=["a", "b", "a"], crypto_key_reader=reader).encryption_key == ("a", "b")
-    assert not ProducerConfig.from_settings(encryption_key="", crypto_key_reader=reader).encrypted
+    assert producer_config(encryption_key="k1", crypto_key_reader=reader).encryption_key == ("k1",)
+    assert producer_config(encryption_key=["a", "b", "a"], crypto_key_reader=reader).encryption_key == ("a", "b")
+    assert not producer_config(encryption_key="", crypto_key_reader=reader).encrypted
     with pytest.raises(ValueError, match=r"encryption_key \['k1'\] needs a crypto_key_reader"):
-        ProducerConfig.from_settings(encryption_key="k1")
+        producer_config(encryption_key="k1")
     with pytest.raises(ValueError, match="encryption_key must be a key name"):
-        ProducerConfig.from_settings(encryption_key=5, crypto_key_reader=reader)
+        producer_config(encryption_key=5, crypto_key_reader=reader)
     with pytest.raises(ValueError, match="crypto_key_reader must be a CryptoKeyReader"):
-        ProducerConfig.from_settings(encryption_key="k1", crypto_key_reader="keys.pem")
+        producer_config(encryption_key="k1", crypto_key_reader="keys.pem")
 
 
 def test_consumer_settings_take_the_official_failure_action_enum() -> None:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from airflow_pulsar.examples.shop_events import TABLE_FORMAT_ENV, example_table_format
+from tests.support.dag_files import load_dag_file
 
 INGEST_DAG = Path(__file__).resolve().parents[2] / "dags" / "pulsar_shop_events_ingest.py"
 
@@ -28,10 +28,7 @@ def test_another_value_is_refused_naming_the_variable(monkeypatch: pytest.Monkey
 
 def test_the_ingest_dag_writes_the_chosen_format_with_the_jars_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TABLE_FORMAT_ENV, "delta")
-    spec = importlib.util.spec_from_file_location("pulsar_shop_events_ingest_delta", INGEST_DAG)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_dag_file(INGEST_DAG, "pulsar_shop_events_ingest_delta")
 
     ingest = module.dag.get_task("ingest_events")
     assert ingest.table_format == "delta"

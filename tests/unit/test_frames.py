@@ -664,9 +664,9 @@ def test_unknown_type_number():
 
 
 def test_known_but_unmodelled_type_still_decodes():
-    # NEW_TXN (50): the type is in the enum so the frame parses; its body is skipped.
-    frame = decode_one(frame_of(struct.pack(">I", 2) + b"\x08\x32"))
-    assert frame.command.type == T.NEW_TXN
+    # END_TXN_ON_PARTITION (58): the type is in the enum so the frame parses; its body is skipped.
+    frame = decode_one(frame_of(struct.pack(">I", 2) + b"\x08\x3a"))
+    assert frame.command.type == T.END_TXN_ON_PARTITION
 
 
 def test_bad_magic():
@@ -836,6 +836,16 @@ EXPECTED_FIELDS = {
     "GET_TOPICS_OF_NAMESPACE_RESPONSE": "getTopicsOfNamespaceResponse",
     "REACHED_END_OF_TOPIC": "reachedEndOfTopic",
     "TOPIC_MIGRATED": "topicMigrated",
+    "TC_CLIENT_CONNECT_REQUEST": "tcClientConnectRequest",
+    "TC_CLIENT_CONNECT_RESPONSE": "tcClientConnectResponse",
+    "NEW_TXN": "newTxn",
+    "NEW_TXN_RESPONSE": "newTxnResponse",
+    "ADD_PARTITION_TO_TXN": "addPartitionToTxn",
+    "ADD_PARTITION_TO_TXN_RESPONSE": "addPartitionToTxnResponse",
+    "ADD_SUBSCRIPTION_TO_TXN": "addSubscriptionToTxn",
+    "ADD_SUBSCRIPTION_TO_TXN_RESPONSE": "addSubscriptionToTxnResponse",
+    "END_TXN": "endTxn",
+    "END_TXN_RESPONSE": "endTxnResponse",
 }
 
 
@@ -845,8 +855,8 @@ def test_field_name_for_every_command_we_speak(name):
 
 
 def test_field_name_for_a_type_without_a_body():
-    with pytest.raises(ValueError, match="command type NEW_TXN has no body we speak"):
-        commands.field_name(T.NEW_TXN)
+    with pytest.raises(ValueError, match="command type END_TXN_ON_PARTITION has no body we speak"):
+        commands.field_name(T.END_TXN_ON_PARTITION)
     with pytest.raises(ValueError, match="command type 999 has no body"):
         commands.field_name(999)
 

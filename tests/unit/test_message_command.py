@@ -15,7 +15,7 @@ from airflow_pulsar.client.protocol.frames import ChecksumError, FrameDecoder, F
 from airflow_pulsar.client.protocol.message_command import read_message
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, CommandMessage, MessageIdData, MessageMetadata
 from airflow_pulsar.client.protocol.wire import U64_MASK, encode_message, signed64
-from scripted_connection import payload_frame
+from tests.support.scripted_connection import payload_frame
 
 U64 = st.integers(min_value=0, max_value=U64_MASK)
 I64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)

@@ -25,7 +25,7 @@ OFFICIAL_MODULES = {
     "pulsar.asyncio": "airflow_pulsar.client.asyncio",
 }
 
-# Not offered, by decision (see the README's "Differences from the official client").
+# Not offered, by decision (see docs/client.md, "Differences from the official client").
 EXCLUDED = {
     # Pulsar Functions: the runtime of functions deployed on a cluster, not client API.
     "pulsar.Function",
@@ -46,7 +46,7 @@ EXCLUDED = {
     "pulsar.asyncio.Reader.__init__",
 }
 
-# Defaults that differ on purpose (each is in the README's list of differences).
+# Defaults that differ on purpose (each is in docs/client.md's list of differences).
 DELIBERATE_DEFAULTS = {
     "pulsar.Client.__init__(tls_validate_hostname)",  # hostname verification on by default
     "pulsar.Client.create_producer(batching_enabled)",  # None: on unless chunking is on

@@ -29,8 +29,8 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     MessageMetadata,
     SingleMessageMetadata,
 )
-from polling import wait_until
-from scripted_connection import FakeServices, decode_frames, payload_frame, simple_frame
+from tests.support.polling import wait_until
+from tests.support.scripted_connection import FakeServices, decode_frames, payload_frame, simple_frame
 
 T = BaseCommand.Type
 TOPIC = "persistent://public/default/orders-partition-3"

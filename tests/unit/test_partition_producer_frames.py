@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from airflow_pulsar.client.exceptions import Result
-from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.limits import PendingLimit
 from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.partition_producer import PartitionProducer
@@ -31,8 +30,9 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import (
     ServerError,
     SingleMessageMetadata,
 )
-from polling import wait_until
-from scripted_connection import PRODUCER_NAME, FakeServices, decode_frames, payload_frame, simple_frame
+from tests.support.polling import wait_until
+from tests.support.producer_config import producer_config
+from tests.support.scripted_connection import PRODUCER_NAME, FakeServices, decode_frames, payload_frame, simple_frame
 
 T = BaseCommand.Type
 TOPIC = "persistent://public/default/payments-partition-1"
@@ -46,7 +46,7 @@ class Producing:
     """A started partition producer and the id the scripted broker knows it by."""
 
     def __init__(self, services: FakeServices, **settings: Any) -> None:
-        config = ProducerConfig.from_settings(**settings)
+        config = producer_config(**settings)
         self.producer = PartitionProducer(services, TOPIC, PARTITION, config, PendingLimit(100), ProducerStats())
         self.producer.start()
         (registered,) = services.connection.written_frames()

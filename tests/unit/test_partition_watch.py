@@ -9,7 +9,7 @@ import pytest
 
 from airflow_pulsar.client.exceptions import ConnectError
 from airflow_pulsar.client.partition_watch import PartitionWatch
-from polling import wait_until
+from tests.support.polling import wait_until
 
 
 class Handler:

@@ -6,11 +6,11 @@ import pulsar
 import pytest
 
 from airflow_pulsar.client.producer import CompressionType, PartitionsRoutingMode, ProducerAccessMode
-from airflow_pulsar.client.producer.config import ProducerConfig
+from tests.support.producer_config import producer_config
 
 
 def test_defaults_are_the_issue_defaults() -> None:
-    config = ProducerConfig.from_settings()
+    config = producer_config()
     assert (config.send_timeout_millis, config.max_pending_messages, config.max_pending_messages_across_partitions) == (
         30000,
         1000,
@@ -24,21 +24,21 @@ def test_defaults_are_the_issue_defaults() -> None:
 
 
 def test_zero_means_zero_and_none_means_default() -> None:
-    config = ProducerConfig.from_settings(send_timeout_millis=0, initial_sequence_id=0, batching_max_publish_delay_ms=None)
+    config = producer_config(send_timeout_millis=0, initial_sequence_id=0, batching_max_publish_delay_ms=None)
     assert config.send_timeout is None and config.initial_sequence_id == 0
     assert config.batching_max_publish_delay_ms == 10
 
 
 def test_chunking_turns_default_batching_off() -> None:
     # Batching is on by our default only; asking for chunking alone must not fail on it.
-    chunked = ProducerConfig.from_settings(chunking_enabled=True)
+    chunked = producer_config(chunking_enabled=True)
     assert chunked.chunking_enabled and not chunked.batching_enabled
-    assert ProducerConfig.from_settings(chunking_enabled=True, batching_enabled=None).batching_enabled is False
-    assert ProducerConfig.from_settings(chunking_enabled=False).batching_enabled
+    assert producer_config(chunking_enabled=True, batching_enabled=None).batching_enabled is False
+    assert producer_config(chunking_enabled=False).batching_enabled
 
 
 def test_official_enums_are_accepted() -> None:
-    config = ProducerConfig.from_settings(
+    config = producer_config(
         compression_type=pulsar.CompressionType.ZSTD,
         message_routing_mode=pulsar.PartitionsRoutingMode.UseSinglePartition,
         access_mode=pulsar.ProducerAccessMode.Exclusive,
@@ -64,14 +64,14 @@ def test_official_enums_are_accepted() -> None:
 )
 def test_bad_settings_name_the_argument(settings: dict, named: str) -> None:
     with pytest.raises(ValueError, match=named):
-        ProducerConfig.from_settings(**settings)
+        producer_config(**settings)
 
 
 def test_unknown_keyword_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="batch_size"):
-        ProducerConfig.from_settings(batch_size=10)
+        producer_config(batch_size=10)
 
 
 def test_a_router_implies_custom_routing() -> None:
-    config = ProducerConfig.from_settings(message_router=lambda message, n: 0)
+    config = producer_config(message_router=lambda message, n: 0)
     assert config.message_routing_mode == PartitionsRoutingMode.CustomPartition

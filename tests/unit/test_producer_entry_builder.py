@@ -11,7 +11,7 @@ import pytest
 from airflow_pulsar.client.exceptions import MessageTooBig
 from airflow_pulsar.client.producer.accumulator import MessageAccumulator
 from airflow_pulsar.client.producer.batch_container import BatchContainer
-from airflow_pulsar.client.producer.config import BatchingType, ProducerConfig
+from airflow_pulsar.client.producer.config import BatchingType
 from airflow_pulsar.client.producer.delivery import LOCAL_CLUSTER, Delivery
 from airflow_pulsar.client.producer.entry_builder import Entry, EntryBuilder
 from airflow_pulsar.client.producer.message import OutgoingMessage
@@ -23,6 +23,7 @@ from airflow_pulsar.client.protocol.compression import CompressionType, decompre
 from airflow_pulsar.client.protocol.frames import decode_frame, split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import BaseCommand, MessageMetadata
 from airflow_pulsar.client.protocol.wire import SendEncoder
+from tests.support.producer_config import producer_config
 
 NAME = "standalone-0-7"
 MAX_SIZE = 5 * 1024 * 1024
@@ -208,7 +209,7 @@ def test_connected_renames_later_entries() -> None:
 
 def _accumulator(**settings: Any) -> tuple[MessageAccumulator, list[OpSend]]:
     ops: list[OpSend] = []
-    accumulator = MessageAccumulator(ProducerConfig.from_settings(**settings), ProducerStats(), ops.append)
+    accumulator = MessageAccumulator(producer_config(**settings), ProducerStats(), ops.append)
     accumulator.connected(NAME, MAX_SIZE)
     return accumulator, ops
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_pulsar.client.producer import recommend_settings
-from airflow_pulsar.client.producer.config import ProducerConfig
+from tests.support.producer_config import producer_config
 
 
 def test_template_for_small_messages() -> None:
@@ -17,7 +17,7 @@ def test_template_for_small_messages() -> None:
     assert producer["batching_max_publish_delay_ms"] == 20
     assert producer["batching_partition_switch_frequency_by_publish_delay"] == 1
     assert tuning.client_settings["memory_limit_bytes"] == 64 * 1024 * 1024  # 16 MiB clamped up
-    ProducerConfig.from_settings(**producer)  # every recommendation is a valid setting
+    producer_config(**producer)  # every recommendation is a valid setting
 
 
 def test_memory_follows_the_formula_inside_the_range() -> None:
@@ -31,7 +31,7 @@ def test_large_messages_turn_batching_off_and_huge_ones_chunk() -> None:
     assert big.producer_settings["batching_enabled"] is False and big.notes
     huge = recommend_settings(message_size_bytes=20 * 1024 * 1024, partitions=1, latency_budget_ms=100)
     assert huge.producer_settings["chunking_enabled"] is True
-    ProducerConfig.from_settings(**huge.producer_settings)
+    producer_config(**huge.producer_settings)
 
 
 @pytest.mark.parametrize("bad", [{"message_size_bytes": 0}, {"partitions": 0}, {"latency_budget_ms": 0}])

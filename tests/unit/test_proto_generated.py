@@ -117,10 +117,10 @@ def test_ping_encodes_as_on_the_wire():
 
 
 def test_unmodelled_command_still_parses_and_round_trips():
-    # A NEW_TXN command with its body in field 50, which we do not model.
+    # An END_TXN_ON_PARTITION command with its body in field 58, which we do not model.
     body = b"\x08\x07"  # request_id = 7
-    wire = b"\x08\x32" + b"\x92\x03" + bytes([len(body)]) + body
+    wire = b"\x08\x3a" + b"\xd2\x03" + bytes([len(body)]) + body
     command = pb.BaseCommand.FromString(wire)
-    assert command.type == pb.BaseCommand.NEW_TXN
+    assert command.type == pb.BaseCommand.END_TXN_ON_PARTITION
     assert command.IsInitialized()
     assert command.SerializeToString() == wire

@@ -13,13 +13,13 @@ from airflow_pulsar.client import schema as our_schema
 from airflow_pulsar.client.consumer.message import Delivery, Message
 from airflow_pulsar.client.consumer.settings import ConsumerSettings
 from airflow_pulsar.client.producer.accumulator import MessageAccumulator
-from airflow_pulsar.client.producer.config import ProducerConfig
 from airflow_pulsar.client.producer.message import OutgoingMessage
 from airflow_pulsar.client.producer.pending import OpSend
 from airflow_pulsar.client.producer.stats import ProducerStats
 from airflow_pulsar.client.protocol.batch import parse_single, read_batch
 from airflow_pulsar.client.protocol.frames import split_entry
 from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata, Schema, SingleMessageMetadata
+from tests.support.producer_config import producer_config
 
 VERSION = struct.pack(">q", 3)
 KV_SEPARATED = our_schema.KeyValueSchema(
@@ -29,7 +29,7 @@ KV_SEPARATED = our_schema.KeyValueSchema(
 
 def _accumulator(**settings: Any) -> tuple[MessageAccumulator, list[OpSend]]:
     ops: list[OpSend] = []
-    accumulator = MessageAccumulator(ProducerConfig.from_settings(**settings), ProducerStats(), ops.append)
+    accumulator = MessageAccumulator(producer_config(**settings), ProducerStats(), ops.append)
     accumulator.connected("p", 5 << 20, VERSION)
     return accumulator, ops
 
@@ -51,7 +51,7 @@ def test_every_entry_carries_the_schema_version(batching: bool, keyed: bool) -> 
 
 def test_no_schema_version_without_one_from_the_broker() -> None:
     ops: list[OpSend] = []
-    accumulator = MessageAccumulator(ProducerConfig.from_settings(batching_enabled=False), ProducerStats(), ops.append)
+    accumulator = MessageAccumulator(producer_config(batching_enabled=False), ProducerStats(), ops.append)
     accumulator.connected("p", 5 << 20)
     accumulator.add(OutgoingMessage(b"v"), 0, None, True)
     assert not _metadata(ops[0])[0].HasField("schema_version")
@@ -71,14 +71,14 @@ def test_separated_key_value_keys_are_flagged_base64(batching: bool) -> None:
 
 
 def test_only_declared_types_reach_the_broker() -> None:
-    assert ProducerConfig.from_settings().declared_schema is None  # bytes: no schema, as the official client
-    declared = ProducerConfig.from_settings(schema=our_schema.JsonSchema(our_schema.Record)).declared_schema
+    assert producer_config().declared_schema is None  # bytes: no schema, as the official client
+    declared = producer_config(schema=our_schema.JsonSchema(our_schema.Record)).declared_schema
     assert declared is not None and declared.type == Schema.Type.Json
 
 
 def test_a_schema_that_is_no_schema_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="schema"):
-        ProducerConfig.from_settings(schema=our_schema.StringSchema)
+        producer_config(schema=our_schema.StringSchema)
     with pytest.raises(ValueError, match="schema"):
         ConsumerSettings("sub", schema="string")
 

@@ -183,6 +183,17 @@ def test_encode_send_matches_make(producer_id, sequence_id, num_messages, highes
     assert encode_send(producer_id, sequence_id, num_messages, highest, is_chunk) == expected.SerializeToString()
 
 
+@given(U64, U64, st.integers(min_value=1, max_value=2**31 - 1), st.one_of(st.none(), U64), st.booleans(), U64, U64)
+@example(2**64 - 1, 2**64 - 1, 2**31 - 1, 2**64 - 1, True, 2**64 - 1, 2**64 - 1)  # the longest SEND
+def test_a_send_in_a_transaction_matches_make(producer_id, sequence_id, num_messages, highest, is_chunk, most, least):
+    expected = commands.make(
+        T.SEND, producer_id=producer_id, sequence_id=sequence_id, num_messages=num_messages,
+        txnid_least_bits=least, txnid_most_bits=most, highest_sequence_id=highest, is_chunk=True if is_chunk else None,
+    )
+    encoded = SendEncoder(producer_id).encode(sequence_id, num_messages, highest, is_chunk, (most, least))
+    assert encoded == expected.SerializeToString()
+
+
 @given(U64, U64, st.one_of(I64, U64), st.one_of(I64, U64), U64)
 @example(1, 5, -1, -1, 5)  # a duplicate's receipt
 @example(1, 5, -(2**63), 2**63 - 1, 7)

@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from airflow_pulsar.client.consumer import Message, ReceivedEntry
+from airflow_pulsar.client import Message
+from airflow_pulsar.client.entries import ReceivedEntry
 
 from .entry_messages import EntryColumns, MessageColumns, message_columns
 from .spec import VALUE_BYTES, VALUE_JSON, VALUE_SCHEMA, VALUE_STRING, check_value_schema

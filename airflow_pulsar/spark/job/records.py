@@ -1,10 +1,13 @@
 """The records of the plan log, and how the Spark job appends its report to it.
 
 Every record is one JSON message: a batch's plan with its state, ``planned`` (written by the
-operator before the Spark job is submitted), ``committed`` (written by the job once the table
+operator before each submit of the Spark job), ``committed`` (written by the job once the table
 holds the batch, with rows and ends per partition) or ``acked`` (written by the operator after
-acknowledging). The operator's side of the log is
-:class:`~airflow_pulsar.spark.planning.plan_log.PlanLog`.
+acknowledging), and the attempt it is about. Each submit of a batch is a new attempt: the operator
+records ``planned`` with the next attempt number before it submits, and the job's ``committed``
+record names the attempt it ran as, so that the report of an attempt that was given up (a job
+that went on after its task died) is told from the current one's. The operator's side of the log
+is :class:`~airflow_pulsar.spark.planning.plan_log.PlanLog`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ class PlanRecord:
     state: str
     plan: IngestPlan
     outcome: BatchOutcome | None = None
+    #: Which submit of the batch the record is about: 1 for the first, one more for each one
+    #: after; 0 in records written before attempts were counted.
+    attempt: int = 0
 
     def __post_init__(self) -> None:
         if self.state not in _STATES:
@@ -43,7 +49,7 @@ class PlanRecord:
 
     def to_json(self) -> bytes:
         """The record as the message body."""
-        body: dict[str, Any] = {"state": self.state, "plan": self.plan.to_dict()}
+        body: dict[str, Any] = {"state": self.state, "plan": self.plan.to_dict(), "attempt": self.attempt}
         if self.outcome is not None:
             body["outcome"] = self.outcome.to_dict()
         return json.dumps(body, separators=(",", ":")).encode()
@@ -53,7 +59,19 @@ class PlanRecord:
         """Read a record from a message body."""
         body = json.loads(data)
         outcome = body.get("outcome")
-        return cls(body["state"], IngestPlan.from_dict(body["plan"]), BatchOutcome.from_dict(outcome) if outcome else None)
+        return cls(
+            body["state"],
+            IngestPlan.from_dict(body["plan"]),
+            BatchOutcome.from_dict(outcome) if outcome else None,
+            int(body.get("attempt", 0)),
+        )
+
+    def reports(self, planned: PlanRecord) -> bool:
+        """Whether this is the job's report of the attempt ``planned`` records."""
+        return (
+            self.state == COMMITTED and planned.state == PLANNED
+            and (self.batch_id, self.attempt) == (planned.batch_id, planned.attempt)
+        )
 
 
 def publish_record(client: Client, plan_topic: str, record: PlanRecord) -> None:

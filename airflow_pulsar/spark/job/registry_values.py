@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from airflow_pulsar.client.schema import SchemaType
-from airflow_pulsar.client.schema.base import SchemaSource, schema_version_number
+from airflow_pulsar.client.schema import SchemaSource, SchemaType, schema_version_number
 
 from .avro_decode import decode_datums, interleave
 from .avro_resolve import conform

@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from airflow_pulsar.client import Client, ConsumerBatchReceivePolicy
-from airflow_pulsar.client.consumer import ReceivedEntry, create_reader
+from airflow_pulsar.client.entries import ReceivedEntry, create_reader
 
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
 from .entry_messages import entry_columns
@@ -139,7 +139,7 @@ class PulsarRangesReader(DataSourceReader):
 
 
 def _client(spec: IngestJobSpec) -> Client:
-    key = json.dumps([spec.service_url, spec.client_settings], sort_keys=True)
+    key = json.dumps([spec.service_url, spec.client_settings, spec.auth.to_dict()], sort_keys=True)
     client = _clients.get(key)
     if client is None:
         client = _clients[key] = spec.client()

@@ -2,23 +2,22 @@
 
 The operator builds an :class:`IngestJobSpec` and passes it on the spark-submit command line; the
 driver parses it and hands it to the data source, whose executors read it too. Secrets are not
-part of it: a token travels in the :data:`TOKEN_ENV` environment variable.
+part of it: they travel in files shipped with the job, which :class:`~.credentials.JobAuth` names.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_pulsar.client import AuthenticationToken, Client
+from airflow_pulsar.client import Client
 
+from .credentials import JobAuth
 from .plan import IngestPlan
 from .topic_schema import TopicSchema
-
-TOKEN_ENV = "AIRFLOW_PULSAR_TOKEN"
 
 FILE_FORMATS = ("parquet", "orc", "json", "csv")
 # Table formats whose Spark integration comes in jars that must be on the cluster (see
@@ -49,10 +48,9 @@ ROW_COLUMNS = frozenset(
     }
 )
 
-# Client settings that may travel in the spec (no secrets, nothing machine-local but file paths).
+# Client settings that may travel in the spec (no secrets, no paths: files travel as JobAuth says).
 CLIENT_SETTINGS = (
     "use_tls",
-    "tls_trust_certs_file_path",
     "tls_allow_insecure_connection",
     "tls_validate_hostname",
     "operation_timeout_seconds",
@@ -72,14 +70,20 @@ class IngestJobSpec:
     value_schema: str | None = None
     read_timeout_seconds: float = 120.0
     client_settings: dict[str, Any] = field(default_factory=dict)
+    #: How the job authenticates, from files shipped with it (see :mod:`.credentials`).
+    auth: JobAuth = field(default_factory=JobAuth)
     topic_schema: TopicSchema | None = None
     #: The fewest Spark tasks to read with (the operator's ``min_partitions``): ranges are read
     #: several to a task only down to this many tasks (see :mod:`.read_tasks`).
     min_tasks: int = 1
+    #: Which submit of the batch this is (see :mod:`.records`): the job's report names it.
+    attempt: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.min_tasks, bool) or not isinstance(self.min_tasks, int) or self.min_tasks < 1:
             raise ValueError(f"min_tasks must be a positive int, got {self.min_tasks!r}")
+        if isinstance(self.attempt, bool) or not isinstance(self.attempt, int) or self.attempt < 1:
+            raise ValueError(f"attempt must be a positive int, got {self.attempt!r}")
         check_formats(self.table_format, self.value_format, self.value_schema)
         if (self.value_format == VALUE_SCHEMA) != (self.topic_schema is not None):
             raise ValueError("a job spec has topic_schema exactly when value_format is 'schema'")
@@ -101,8 +105,10 @@ class IngestJobSpec:
                 "value_schema": self.value_schema,
                 "read_timeout_seconds": self.read_timeout_seconds,
                 "client_settings": self.client_settings,
+                "auth": self.auth.to_dict(),
                 "topic_schema": self.topic_schema.to_dict() if self.topic_schema is not None else None,
                 "min_tasks": self.min_tasks,
+                "attempt": self.attempt,
             },
             separators=(",", ":"),
         )
@@ -119,15 +125,16 @@ class IngestJobSpec:
             value_schema=body.get("value_schema"),
             read_timeout_seconds=float(body["read_timeout_seconds"]),
             client_settings=dict(body.get("client_settings") or {}),
+            auth=JobAuth.from_dict(body.get("auth") or {}),
             topic_schema=TopicSchema.from_dict(body["topic_schema"]) if body.get("topic_schema") else None,
             min_tasks=int(body.get("min_tasks", 1)),
+            attempt=int(body.get("attempt", 1)),
         )
 
-    def client(self) -> Client:
-        """A client for the broker, with the token from :data:`TOKEN_ENV` when it is set."""
-        token = os.environ.get(TOKEN_ENV)
-        authentication = AuthenticationToken(token) if token else None
-        return Client(self.service_url, authentication=authentication, **self.client_settings)
+    def client(self, files_dirs: Sequence[str] = ()) -> Client:
+        """A client for the broker, authenticated from the files shipped with the job (looked for
+        in ``files_dirs`` too, see :func:`.credentials.shipped_file`)."""
+        return Client(self.service_url, **self.client_settings, **self.auth.client_kwargs(files_dirs))
 
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")

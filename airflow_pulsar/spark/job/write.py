@@ -1,11 +1,13 @@
 """The Spark job that writes one ingest batch to a table (run by :mod:`airflow_pulsar.spark.job.__main__`).
 
-The driver reads the batch's ranges through the ``pulsar_ranges`` data source, writes the rows to
-the table (created if missing, partitioned by ``batch_id``) with dynamic partition overwrite, so
-writing a batch again replaces what an earlier attempt wrote; a Delta or Iceberg table takes the
-batch as an append that the format keeps from happening twice (see :mod:`.lakehouse`). It then counts what the table holds
-for the batch, per topic partition, and appends a ``committed`` record with those counts and the
-ends reached to the plan log, which is how the operator learns the outcome wherever the driver ran.
+The driver reads the batch's ranges through the ``pulsar_ranges`` data source and writes the rows
+to the table (created if missing, partitioned by ``batch_id``) in a commit that lands once: a
+batch the table holds already is not written again, and a commit is refused when another attempt
+committed the batch since this one looked, so that a job that went on after its task died cannot
+change the batch (Delta and Iceberg: :mod:`.lakehouse`; parquet, orc, json and csv:
+:mod:`.file_tables`). It then counts what the table holds for the batch, per topic partition, and
+appends a ``committed`` record of its attempt with those counts and the ends reached to the plan
+log, which is how the operator learns the outcome wherever the driver ran.
 
 The session is Hive-enabled: the warehouse directory and the metastore (Derby for a local
 metastore, or a metastore service) come from the Spark configuration the job is submitted with.
@@ -24,14 +26,18 @@ from pyspark.sql import functions as F
 
 from .columns import BATCH_ID
 from .evolution import follow_rows
-from .faults import inject
+from .faults import fault_environment, inject
+from .file_tables import write_files
 from .lakehouse import read_table, write_delta, write_iceberg
 from .plan import BatchOutcome, Position
 from .records import COMMITTED, PlanRecord, publish_record
 from .source import PulsarRangesDataSource
-from .spec import TOKEN_ENV, IngestJobSpec, is_table_path
+from .spec import IngestJobSpec, is_table_path
 
 log = logging.getLogger("airflow_pulsar.spark.job")
+
+# The column the job's csv and json readers would put a line they cannot parse in: none of the table's.
+UNPARSED_LINE = "_airflow_pulsar_unparsed_line"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,27 +49,38 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated files the driver adds to the executors' Python path, where spark-submit did not ship them",
     )
+    parser.add_argument(
+        "--files-dir",
+        default=None,
+        help="where the files shipped with the job were written, for a driver there that Spark gives no copies (YARN client mode)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
     spec = IngestJobSpec.from_json(args.spec)
     inject("before-write")
-    with tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-") as hive_local:
+    files_dirs = [args.files_dir] if args.files_dir else []
+    hive_local_dir = tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-")
+    with hive_local_dir as hive_local, tempfile.TemporaryDirectory(prefix="pulsar-ingest-") as kept:
         spark = session(spec, hive_local)
         for path in filter(None, args.py_files.split(",")):
             spark.sparkContext.addPyFile(os.path.abspath(path))
         try:
             outcome = write_batch(spark, spec)
             inject("after-write")
+            # The session's copies of the shipped files go when it stops, and the report comes after.
+            spec.auth.keep_files(kept, files_dirs)
         finally:
             spark.stop()
-    with spec.client() as client:
-        publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome))
-    log.info("batch %s committed: %d rows; reported to %s", spec.plan.batch_id, outcome.total_rows, spec.plan_topic)
+        with spec.client([kept]) as client:
+            publish_record(client, spec.plan_topic, PlanRecord(COMMITTED, spec.plan, outcome, spec.attempt))
+    log.info(
+        "batch %s attempt %d committed: %d rows; reported to %s", spec.plan.batch_id, spec.attempt, outcome.total_rows, spec.plan_topic
+    )
     return 0
 
 
 def session(spec: IngestJobSpec, hive_local: str) -> SparkSession:
-    """The Hive-enabled session, overwriting partitions dynamically.
+    """The Hive-enabled session.
 
     Hive's session makes a directory for downloaded resources in the JVM's temp directory, named
     by the session's id, and Spark never closes the session, which would delete it: every run
@@ -72,12 +89,13 @@ def session(spec: IngestJobSpec, hive_local: str) -> SparkSession:
     """
     builder = (
         SparkSession.builder.enableHiveSupport()
-        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.hadoop.hive.downloaded.resources.dir", os.path.join(hive_local, "resources"))
+        # Spark's csv and json readers take a column named as this setting (by default the rows'
+        # ``_corrupt_record``) for one to fill themselves, so a csv table read back its files askew.
+        .config("spark.sql.columnNameOfCorruptRecord", UNPARSED_LINE)
     )
-    if os.environ.get(TOKEN_ENV):
-        # Executors on other machines need the token too; Spark redacts "token" keys in its UI.
-        builder = builder.config(f"spark.executorEnv.{TOKEN_ENV}", os.environ[TOKEN_ENV])
+    for name, value in fault_environment().items():
+        builder = builder.config(f"spark.executorEnv.{name}", value)
     spark = builder.getOrCreate()
     # Spark's INFO lines would bury the job's own progress in the task log.
     spark.sparkContext.setLogLevel("WARN")
@@ -91,14 +109,20 @@ def write_batch(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
     if not is_table_path(plan.table):
         ensure_table(spark, plan.table, rows, spec.table_format)
     rows, merge_schema = follow_rows(spark, spec, rows)
-    log.info("writing batch %s: %d ranges of %d partitions into %s", plan.batch_id, len(plan.ranges), len(plan.partitions), plan.table)
+    log.info(
+        "writing batch %s attempt %d: %d ranges of %d partitions into %s",
+        plan.batch_id, spec.attempt, len(plan.ranges), len(plan.partitions), plan.table,
+    )  # fmt: skip
     if spec.table_format == "delta":
         write_delta(rows, spec, merge_schema)
+        # Delta skips the write if it recorded this plan's version (its ends are the planned ones),
+        # or a later batch's, which only a job given up meets, whose report is passed over.
+        committed_here = True
     elif spec.table_format == "iceberg":
-        write_iceberg(spark, rows, spec)
+        committed_here = write_iceberg(spark, rows, spec)
     else:
-        rows.write.insertInto(plan.table, overwrite=True)
-    return stored_outcome(spark, spec)
+        committed_here = write_files(spark, rows, spec)
+    return stored_outcome(spark, spec, planned_ends=committed_here)
 
 
 def read_ranges(spark: SparkSession, spec: IngestJobSpec) -> DataFrame:
@@ -139,11 +163,12 @@ def ensure_table(spark: SparkSession, table: str, rows: DataFrame, table_format:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({ddl}) USING {table_format} PARTITIONED BY ({BATCH_ID})")
 
 
-def stored_outcome(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
+def stored_outcome(spark: SparkSession, spec: IngestJobSpec, planned_ends: bool = True) -> BatchOutcome:
     """Rows per partition topic as the table holds them for the batch, and where each ended.
 
-    A partition read to its planned last entry ends there; one stopped by its budget ends at
-    the newest entry written.
+    A partition this job read to its planned last entry ends there (``planned_ends``); one stopped
+    by its budget, or in a batch the table held already (written by an attempt whose plan may have
+    ended elsewhere: the plan log that held it lost), ends at the newest entry in the table.
     """
     plan = spec.plan
     flat = spec.table_format == "csv"
@@ -162,7 +187,7 @@ def stored_outcome(spark: SparkSession, spec: IngestJobSpec) -> BatchOutcome:
     for part in plan.partitions:
         row = found.get((part.source_topic, part.partition))
         rows[part.topic] = int(row["rows"]) if row else 0
-        if not part.budgeted:
+        if planned_ends and not part.budgeted:
             ends[part.topic] = part.last
         elif row is not None:
             ends[part.topic] = Position(int(row["end"]["l"]), int(row["end"]["e"]))

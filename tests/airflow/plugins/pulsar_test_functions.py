@@ -1,4 +1,5 @@
-"""User functions the test DAGs name by dotted path (this folder is on sys.path as the DAGs folder)."""
+"""User functions the test DAGs name by dotted path, in Airflow's plugins folder: every Airflow component (the
+triggerer too) puts that folder on its import path."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from airflow.sdk import DAG
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from jvm.lakehouse_jars import IVY_CACHE
-from lakehouse_tables import SMALL_TABLES
-from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA
+from tests.support.lakehouse_tables import SMALL_TABLES
+from tests.support.spark_ingest import LOCAL_SPARK_CONF, VALUE_SCHEMA
 
 # One Iceberg catalog, ``lake``, of the Hadoop type; Delta tables are locations.
 LAKE = {"type": "hadoop", "warehouse": "{{ dag_run.conf['lake'] }}"}

@@ -6,7 +6,7 @@ import pendulum
 from airflow.sdk import DAG, task
 
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
-from spark_helpers import LOCAL_SPARK_CONF, VALUE_SCHEMA
+from tests.support.spark_ingest import LOCAL_SPARK_CONF, VALUE_SCHEMA
 
 with DAG("pulsar_to_table", schedule=None, start_date=pendulum.datetime(2024, 1, 1, tz="UTC"), catchup=False) as dag:
     ingest = PulsarToTableOperator(

@@ -1,0 +1,1 @@
+"""The test suite. Its tiers are folders of test modules; ``tests.support`` is the helpers' package."""

@@ -1,0 +1,81 @@
+"""Two event-driven DAGs for tests/deployment/test_event_driven_deployed.py: one scheduled by a
+watcher that makes an asset event per batch of up to 10 messages, one by a backlog watcher that
+fires on 20 new messages, whose run drains the subscription as an ingestion would."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG, Asset, AssetWatcher, task
+
+from airflow_pulsar.triggers.backlog_event import PulsarBacklogEventTrigger
+from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
+
+BATCH_TOPIC = "persistent://public/default/deploy-order-batches"
+BACKLOG_TOPIC = "persistent://public/default/deploy-backlog"
+BATCH_SIZE = 10
+THRESHOLD = 20
+POLL_SECONDS = 1.0
+
+order_batches = Asset(
+    "deploy_order_batches",
+    watchers=[
+        AssetWatcher(
+            name="order_batches",
+            trigger=PulsarMessageEventTrigger(
+                topics=BATCH_TOPIC, subscription="batches", initial_position="Earliest",
+                batch_size=BATCH_SIZE, batch_timeout=2,
+            ),
+        )
+    ],
+)
+
+backlog = Asset(
+    "deploy_backlog",
+    watchers=[
+        AssetWatcher(
+            name="backlog",
+            trigger=PulsarBacklogEventTrigger(
+                topic=BACKLOG_TOPIC, subscription="ingest", threshold=THRESHOLD, poll_interval=POLL_SECONDS
+            ),
+        )
+    ],
+)
+
+with DAG("pulsar_order_batches", schedule=[order_batches], start_date=datetime(2025, 1, 1), catchup=False):
+
+    @task
+    def handle(triggering_asset_events=None) -> list:  # noqa: ANN001 - filled in by Airflow
+        """The values of every message of the batches that started this run."""
+        return [
+            item["message"]["value"]
+            for events in (triggering_asset_events or {}).values()
+            for event in events
+            for item in event.extra["payload"]["messages"]
+        ]
+
+    handle()
+
+with DAG("pulsar_ingest_on_backlog", schedule=[backlog], start_date=datetime(2025, 1, 1), catchup=False, max_active_runs=1):
+
+    @task
+    def ingest() -> int:
+        """Drain the subscription, acknowledging cumulatively as PulsarToTableOperator does."""
+        from airflow_pulsar.client import Timeout
+        from airflow_pulsar.hooks.pulsar import PulsarHook
+
+        consumer = PulsarHook().get_client().subscribe(BACKLOG_TOPIC, "ingest")
+        by_partition = {}
+        while True:
+            try:
+                message = consumer.receive(timeout_millis=2000)
+            except Timeout:  # drained
+                break
+            by_partition.setdefault(message.topic_name(), []).append(message)
+        # A cumulative acknowledgement covers one partition: one per partition.
+        for messages in by_partition.values():
+            consumer.acknowledge_cumulative(messages[-1])
+        consumer.close()
+        return sum(len(messages) for messages in by_partition.values())
+
+    ingest()

@@ -1,0 +1,20 @@
+"""The ingest's crash matrix on local Spark: at every crash point, each kind of process a death there
+can be is killed with SIGKILL, for the table formats
+:func:`~tests.support.crash_matrix.cells` gives (every format with CRASH_MATRIX=full), and a rerun leaves each message once and
+the backlog at 0 (tests/support/crash_matrix.py). ``make test-crashes`` runs it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.crash_matrix import LOCAL, CrashCell, cells
+from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT
+
+pytestmark = [pytest.mark.crash_matrix, pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]
+
+
+@pytest.mark.parametrize(("point", "kill", "kind"), cells(LOCAL))
+def test_a_rerun_after_a_process_died_at_a_crash_point_leaves_each_message_once(
+    point: str, kill: str, kind: str, crash_cell: CrashCell
+) -> None:
+    crash_cell.crash_then_rerun(LOCAL, kind, point, kill)
