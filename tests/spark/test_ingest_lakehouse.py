@@ -44,6 +44,8 @@ def admin(pulsar_default: BrokerProcess) -> Iterator[PulsarAdmin]:
         yield client
 
 
+# Four kills and reruns per format, 2 minutes each on a quiet machine: in the crash tier (`make test-crashes`).
+@pytest.mark.crash_matrix
 @pytest.mark.parametrize("kind", ["delta-location", "iceberg-hadoop"])
 def test_a_dag_run_again_after_a_crash_at_every_point_leaves_each_message_once(
     kind: str,
