@@ -26,7 +26,7 @@ from airflow_pulsar.client.entries import ReceivedEntry, create_reader
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
 from .entry_messages import entry_columns
 from .faults import inject
-from .plan import ReadRange
+from .plan import Position, ReadRange
 from .profiling import profiled
 from .read_tasks import task_ranges
 from .registry_values import registry_decoder
@@ -171,6 +171,9 @@ def read_range_batches(
         while not selection.done:
             entries = consumer.take_entries(selection.last)
             if not entries:
+                if Position.of(consumer.get_last_message_id()) <= selection.seen:
+                    # The rest of the range is never delivered (transaction markers, aborted messages).
+                    break
                 if time.monotonic() > deadline:
                     raise RangeReadError(
                         f"no message within {timeout_seconds:g} s reading {read_range.topic} after "
@@ -197,7 +200,9 @@ class RangeSelection:
     A reader started after a whole entry may still get that entry's batched messages (the
     standalone broker starts at the entry itself), so entries up to ``after`` are skipped; an
     entry past ``last``, or one that would overrun the message budget, ends the range, as does
-    the entry ``last`` itself. Entries with no message for the application are passed over.
+    the entry ``last`` itself. Entries with no message for the application are passed over. Brokers
+    never deliver transaction markers or aborted messages, so a range may end with entries that
+    never come: the reader stops once the broker's last deliverable entry is behind ``seen``.
     """
 
     def __init__(self, read_range: ReadRange) -> None:
@@ -208,6 +213,8 @@ class RangeSelection:
         self.taken = 0
         #: Whether the range is complete.
         self.done = False
+        #: The newest entry received, or the range's start before any.
+        self.seen = read_range.after
 
     def add(self, entries: list[ReceivedEntry], builder: RowBatchBuilder) -> ReceivedEntry | None:
         """Add the messages of the range's entries among ``entries`` to ``builder``; the last
@@ -216,6 +223,8 @@ class RangeSelection:
         rows = columns.rows.tolist()
         first = stop = 0  # entries[first:stop] are added: those skipped before, or without messages, add none
         budget = self.budget
+        if entries:
+            self.seen = max(self.seen, Position(entries[-1].ledger_id, entries[-1].entry_id))
         for index, entry in enumerate(entries):
             position = (entry.ledger_id, entry.entry_id)
             count = rows[index + 1] - rows[index]
