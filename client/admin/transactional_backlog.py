@@ -26,7 +26,8 @@ from ..message_count import CountError, CursorState, PartitionMessageBacklog, Po
 from ..topic_name import TopicName
 from .calls import AdminCall, Operation, UnexpectedResponse, concurrently, decode_document
 from .errors import AdminError
-from .paths import topic_path, transactions_path
+from .paths import topic_path
+from .transactions import transaction_buffer_stats
 
 # Above this many entries to look at on one partition, its count is estimated.
 DEFAULT_MAX_ENTRY_LOOKUPS = 1000
@@ -81,9 +82,7 @@ def transactional_messages(
     entries, size = int(subscription_stats.get("msgBacklog") or 0), int(subscription_stats.get("backlogSize") or 0)
     call = AdminCall("message_backlog", "GET", topic_path(part, "internalStats"), decode=decode_document)
     internal = yield call
-    buffer = yield AdminCall(
-        "message_backlog", "GET", transactions_path("transactionBufferStats", part), decode=decode_document
-    )
+    buffer = yield from transaction_buffer_stats(str(part))
     try:
         cursor = CursorState.from_internal_stats(internal, subscription)
         max_read = Position.parse(buffer.get("maxReadPosition"))

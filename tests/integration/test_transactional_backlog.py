@@ -69,3 +69,31 @@ def test_entry_headers_say_markers_aborted_and_uncommitted_as_pulsar(
         headers = httpx.head(f"{transaction_broker.web_url}{path}/ledger/{ledger}/entry/{entry_id}", timeout=10).headers
         seen.append(tuple(headers.get(f"X-Pulsar-{name}") for name in ("marker-type", "txn-aborted", "txn-uncommitted")))
     assert seen == TRANSACTIONAL_LOG
+
+
+def test_each_partition_counts_what_a_consumer_receives_of_it(client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+    admin.create_partitioned_topic(topic_name, 2)
+    client.subscribe(topic_name, "counted", initial_position=InitialPosition.Earliest).close()
+    producer = client.create_producer(topic_name, batching_enabled=False)
+    keys = ["k0", "k1", "k2", "k3"]  # spread over both partitions
+    committed, aborted, still_open = (client.new_transaction() for _ in range(3))
+    for key in keys:
+        producer.send(key.encode(), partition_key=key)
+        producer.send(b"committed-" + key.encode(), partition_key=key, transaction=committed)
+        producer.send(b"aborted-" + key.encode(), partition_key=key, transaction=aborted)
+    committed.commit()
+    aborted.abort()
+    producer.send(b"open", partition_key="k0", transaction=still_open)
+
+    counted = admin.message_backlog(topic_name, "counted")
+    consumer = client.subscribe(topic_name, "counted")
+    received = receive_all(consumer, 2 * len(keys))
+
+    assert sorted(message.data() for message in received) == sorted([k.encode() for k in keys] + [b"committed-" + k.encode() for k in keys])
+    assert nothing_more(consumer.receive, 1000)
+    assert counted.exact and counted.messages == 2 * len(keys)
+    by_partition = {part.topic: part.messages for part in counted.partitions}
+    for message in received:
+        by_partition[message.topic_name()] -= 1
+    assert set(by_partition.values()) == {0}
+    still_open.abort()

@@ -74,3 +74,7 @@ def transactional_topic(client: Client, topic: str) -> TransactionalTopic:
     producer.send(json_value(5))
     producer.close()
     return TransactionalTopic([0, 1, 2, 3], still_open, [4, 5])
+
+# The max read position of :func:`transactional_topic` while its transaction is open: the abort
+# marker just before the open transaction's message.
+MAX_READ_ENTRY = 8
