@@ -105,6 +105,9 @@ def test_a_partition_with_messages_is_planned_through_its_max_read_position() ->
     planned = [(p.partition, str(p.mark_delete), str(p.last)) for p in plan.partitions]
     assert planned == [(0, "1:-1", "1:8"), (2, "3:1", "3:9"), (3, "4:1", "4:2")]
     assert [str(r.last) for r in plan.ranges] == ["1:8", "3:9", "4:2"]
+    # Readers are given nothing after 1:6, so partition 0's range ends there.
+    assert [r.last_message for r in plan.ranges] == [P(1, 6), None, None]
+    assert ReadRange.from_dict(plan.ranges[0].to_dict()) == plan.ranges[0]
     # The batch id does not depend on where the batch ends.
     assert plan.batch_id == plan_batch(states, "sub", "events").batch_id  # type: ignore[union-attr]
 

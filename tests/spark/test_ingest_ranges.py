@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
@@ -21,27 +20,7 @@ from airflow_pulsar.spark.job.source import RangeReadError, arrow_schema, read_r
 from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog
 from airflow_pulsar.spark.planning.planner import plan_batch
-
-# The row schema of value_format "bytes", as the data source declares it (built without a JVM).
-BYTES_ROWS = StructType(
-    [
-        StructField("key", StringType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField(
-            "message_id",
-            StructType(
-                [StructField("ledger_id", LongType()), StructField("entry_id", LongType()), StructField("batch_index", IntegerType())]
-            ),
-        ),
-        StructField("publish_time", TimestampType()),
-        StructField("event_time", TimestampType()),
-        StructField("properties", MapType(StringType(), StringType())),
-        StructField("redelivery_count", IntegerType()),
-        StructField("batch_id", StringType()),
-    ]
-)
+from tests.support.spark_ingest import BYTES_ROWS
 
 
 @pytest.fixture

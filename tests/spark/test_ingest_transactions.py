@@ -15,8 +15,18 @@ import pytest
 from airflow_pulsar.client import Client
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from airflow_pulsar.spark.job.columns import RowBatchBuilder
+from airflow_pulsar.spark.job.plan import Position, ReadRange
+from airflow_pulsar.spark.job.source import arrow_schema, read_range_batches
 from tests.support.polling import wait_until
-from tests.support.spark_ingest import LOCAL_SPARK_CONF, SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once
+from tests.support.spark_ingest import (
+    BYTES_ROWS,
+    LOCAL_SPARK_CONF,
+    SEVERAL_JOBS_TIMEOUT,
+    VALUE_SCHEMA,
+    Catalog,
+    assert_exactly_once,
+)
 from tests.support.transactions import MAX_READ_ENTRY, TRANSACTIONAL_LOG, transactional_topic
 
 pytestmark = [SEVERAL_JOBS_TIMEOUT]
@@ -75,3 +85,27 @@ def test_ingest_stops_before_an_open_transaction_and_takes_it_once_committed(
         assert second["ranges"][0]["after"] == planned["through"]
         assert_exactly_once(catalog.rows("events"), range(len(topic.visible) + len(topic.after_commit)))
         assert_no_backlog(admin, topic_name)
+
+
+@pytest.mark.parametrize(
+    ("after", "last", "entries"),
+    [
+        (-1, MAX_READ_ENTRY, [0, 1, 3, 6]),  # ends with an aborted message and its marker
+        (1, 5, [3]),  # ends with two markers: the next message, 6, is past the range
+        (6, MAX_READ_ENTRY, []),  # nothing but an aborted message and its marker
+    ],
+)
+def test_a_range_ending_with_entries_no_reader_is_given_still_ends(
+    transaction_broker: Any, topic_name: str, after: int, last: int, entries: list[int]
+) -> None:
+    with Client(transaction_broker.service_url, enable_transaction=True) as client:
+        transactional_topic(client, topic_name)
+        (partition_last,) = (ids[0] for ids in client.subscribe(topic_name, "look").get_last_message_ids().values())
+        ledger, last_message = partition_last.ledger_id(), Position.of(partition_last)
+        assert last_message == Position(ledger, 6)  # both brokers: the last message a reader is given
+        read_range = ReadRange(topic_name, -1, Position(ledger, after), Position(ledger, last), None, last_message)
+        builder = RowBatchBuilder(arrow_schema(BYTES_ROWS), "bytes", topic_name, -1, "b")
+        # A short timeout: a range that waited for entries never given would fail.
+        batches = list(read_range_batches(client, read_range, builder, 2))
+    read = [row["message_id"]["entry_id"] for batch in batches for row in batch.to_pylist()]
+    assert read == entries

@@ -26,7 +26,7 @@ from airflow_pulsar.client.entries import ReceivedEntry, create_reader
 from .columns import RowBatchBuilder, ValueDecoder, row_ddl, value_fields
 from .entry_messages import entry_columns
 from .faults import inject
-from .plan import Position, ReadRange
+from .plan import ReadRange
 from .profiling import profiled
 from .read_tasks import task_ranges
 from .registry_values import registry_decoder
@@ -169,11 +169,8 @@ def read_range_batches(
     try:
         deadline = time.monotonic() + timeout_seconds
         while not selection.done:
-            entries = consumer.take_entries(selection.last)
+            entries = consumer.take_entries(selection.until)
             if not entries:
-                if Position.of(consumer.get_last_message_id()) <= selection.seen:
-                    # The rest of the range is never delivered (transaction markers, aborted messages).
-                    break
                 if time.monotonic() > deadline:
                     raise RangeReadError(
                         f"no message within {timeout_seconds:g} s reading {read_range.topic} after "
@@ -201,8 +198,8 @@ class RangeSelection:
     standalone broker starts at the entry itself), so entries up to ``after`` are skipped; an
     entry past ``last``, or one that would overrun the message budget, ends the range, as does
     the entry ``last`` itself. Entries with no message for the application are passed over. Brokers
-    never deliver transaction markers or aborted messages, so a range may end with entries that
-    never come: the reader stops once the broker's last deliverable entry is behind ``seen``.
+    never deliver transaction markers or aborted messages: a range that ends with such entries
+    ends at its ``last_message`` instead (at once, when that lies before the range).
     """
 
     def __init__(self, read_range: ReadRange) -> None:
@@ -211,10 +208,14 @@ class RangeSelection:
         self.budget = read_range.message_budget
         #: Messages of the range taken so far.
         self.taken = 0
+        # The entries that complete the range: its last, and the newest a reader is given where the
+        # range ends with entries it never is.
+        last_message = read_range.last_message
+        self.ends = {self.last} | ({(last_message.ledger_id, last_message.entry_id)} if last_message is not None else set())
+        #: The first of them a take may end at, as soon as it is in.
+        self.until = min(self.ends)
         #: Whether the range is complete.
-        self.done = False
-        #: The newest entry received, or the range's start before any.
-        self.seen = read_range.after
+        self.done = last_message is not None and last_message <= read_range.after
 
     def add(self, entries: list[ReceivedEntry], builder: RowBatchBuilder) -> ReceivedEntry | None:
         """Add the messages of the range's entries among ``entries`` to ``builder``; the last
@@ -223,8 +224,6 @@ class RangeSelection:
         rows = columns.rows.tolist()
         first = stop = 0  # entries[first:stop] are added: those skipped before, or without messages, add none
         budget = self.budget
-        if entries:
-            self.seen = max(self.seen, Position(entries[-1].ledger_id, entries[-1].entry_id))
         for index, entry in enumerate(entries):
             position = (entry.ledger_id, entry.entry_id)
             count = rows[index + 1] - rows[index]
@@ -241,7 +240,7 @@ class RangeSelection:
                 break
             self.taken += count
             stop = index + 1
-            if position == self.last and (
+            if position in self.ends and (
                 entry.batch_size == 0 or columns.messages.indexes[rows[index + 1] - 1] >= entry.batch_size - 1
             ):
                 self.done = True

@@ -63,11 +63,11 @@ def plan_batch(
 
 def _through_max_read(state: PartitionState, max_read: Position | None) -> PartitionState:
     """The partition taken through its max read position, where that lies past its last message."""
-    return state if max_read is None or max_read <= state.last else replace(state, last=max_read)
+    return state if max_read is None or max_read <= state.last else replace(state, last=max_read, last_message=state.last)
 
 
 def _capped(state: PartitionState, budget: int) -> PartitionPlan:
-    read = ReadRange(state.topic, state.partition, state.mark_delete, state.last, budget)
+    read = ReadRange(state.topic, state.partition, state.mark_delete, state.last, budget, state.last_message)
     return PartitionPlan(state.topic, state.source_topic, state.partition, state.mark_delete, state.last, (read,), budget)
 
 
@@ -86,6 +86,6 @@ def _split(states: Sequence[PartitionState], min_partitions: int, ledgers_of: Le
             cuts = [(state.mark_delete, state.last)]
         else:
             cuts = split_segments(state.mark_delete, segments, count)
-        ranges = tuple(ReadRange(state.topic, state.partition, after, last) for after, last in cuts)
+        ranges = tuple(ReadRange(state.topic, state.partition, after, last, None, state.last_message) for after, last in cuts)
         partitions.append(PartitionPlan(state.topic, state.source_topic, state.partition, state.mark_delete, state.last, ranges))
     return partitions
