@@ -52,6 +52,10 @@ TRANSACTIONAL_LOG = [
 ]
 
 
+# How long the open transaction of :func:`transactional_topic` stays open unless ended.
+OPEN_FOR_MS = 15 * 60 * 1000
+
+
 def transactional_topic(client: Client, topic: str) -> TransactionalTopic:
     """``topic`` holding, one entry per message, plain and committed messages, an aborted
     transaction's messages, markers, then (before an open transaction) an aborted transaction's
@@ -69,7 +73,8 @@ def transactional_topic(client: Client, topic: str) -> TransactionalTopic:
     tail = client.new_transaction()
     producer.send(json_value(101), transaction=tail)
     tail.abort()
-    still_open = client.new_transaction()
+    # Open through a Spark run or two: the default timeout (60 s) would abort it on a busy machine.
+    still_open = client.new_transaction(transaction_timeout_ms=OPEN_FOR_MS)
     producer.send(json_value(4), transaction=still_open)
     producer.send(json_value(5))
     producer.close()
