@@ -18,6 +18,7 @@ from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.job.columns import RowBatchBuilder
 from airflow_pulsar.spark.job.plan import Position, ReadRange
 from airflow_pulsar.spark.job.source import arrow_schema, read_range_batches
+from airflow_pulsar.spark.planning.read_limits import max_read_positions
 from tests.support.polling import wait_until
 from tests.support.spark_ingest import (
     BYTES_ROWS,
@@ -103,6 +104,9 @@ def test_a_range_ending_with_entries_no_reader_is_given_still_ends(
         (partition_last,) = (ids[0] for ids in client.subscribe(topic_name, "look").get_last_message_ids().values())
         ledger, last_message = partition_last.ledger_id(), Position.of(partition_last)
         assert last_message == Position(ledger, 6)  # both brokers: the last message a reader is given
+        with PulsarAdmin(transaction_broker.web_url) as admin:
+            partition = f"persistent://public/default/{topic_name}"
+            assert max_read_positions(admin, [partition]) == {partition: Position(ledger, MAX_READ_ENTRY)}
         read_range = ReadRange(topic_name, -1, Position(ledger, after), Position(ledger, last), None, last_message)
         builder = RowBatchBuilder(arrow_schema(BYTES_ROWS), "bytes", topic_name, -1, "b")
         # A short timeout: a range that waited for entries never given would fail.
