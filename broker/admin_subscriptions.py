@@ -183,7 +183,7 @@ class Subscriptions(AdminResource):
 
     def _entry_response(self, topic: Topic, entry: StoredEntry) -> web.Response:
         index = topic.ledger.entry_index(entry.entry_id) if self.service.config.entry_index else None
-        return entry_response(topic.ledger.ledger_id, entry, index)
+        return entry_response(topic.ledger.ledger_id, entry, index, topic.transactions)
 
     @requires(OnTopic(TopicOperation.PEEK_MESSAGES))
     async def message_by_id(self, request: web.Request) -> web.Response:

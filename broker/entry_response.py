@@ -2,8 +2,10 @@
 
 Peek-messages, get-message-by-id and examine-message all answer this way. The headers are the
 ones Apache Pulsar 4.2.4 sends (the message id, properties as one JSON object, the broker entry
-index when enabled, publish, event and delivery times, batch size, producer and sequence ids, one
-header per cluster the entry is replicated to); the body is the entry's payload decompressed: a
+index when enabled, publish, event and delivery times, batch size, producer and sequence ids, a
+marker's type, the transaction an entry was sent in and whether it aborted, whether the entry lies
+past the max read position (``txn-uncommitted``), one header per cluster the entry is replicated
+to); the body is the entry's payload decompressed: a
 whole batch, with its per-message headers, when the entry is a batch.
 """
 
@@ -20,6 +22,7 @@ from airflow_pulsar.client.protocol.PulsarApi_pb2 import MessageMetadata
 
 from .ledger import stored_size
 from .storage import StoredEntry
+from .transactions.buffer import TransactionBuffer
 
 
 def _time(millis: int) -> str:
@@ -36,8 +39,29 @@ def _batch_size(entry: StoredEntry, payload: memoryview, index: int | None) -> i
     return stored_size(len(entry.data), index) - metadata_bytes
 
 
+def _transaction_headers(entry: StoredEntry, metadata: MessageMetadata, transactions: TransactionBuffer) -> dict[str, str]:
+    """Pulsar's transaction headers: the marker type, the transaction's id and whether it aborted
+    (for an entry sent in one, or its marker), and whether the entry lies past the max read position."""
+    headers = {}
+    if metadata.HasField("marker_type"):
+        headers["X-Pulsar-marker-type"] = str(metadata.marker_type)
+    sent_in = transactions.transaction_of(entry.entry_id)
+    if sent_in is not None:
+        txn, aborted = sent_in
+        headers["X-Pulsar-txnid-least-bits"] = str(txn.least_bits)
+        headers["X-Pulsar-txnid-most-bits"] = str(txn.most_bits)
+        headers["X-Pulsar-txn-aborted"] = "true" if aborted else "false"
+    headers["X-Pulsar-txn-uncommitted"] = "true" if entry.entry_id > transactions.max_read_entry() else "false"
+    return headers
+
+
 def _headers(
-    ledger_id: int, entry: StoredEntry, metadata: MessageMetadata, payload: memoryview, index: int | None
+    ledger_id: int,
+    entry: StoredEntry,
+    metadata: MessageMetadata,
+    payload: memoryview,
+    index: int | None,
+    transactions: TransactionBuffer,
 ) -> list[tuple[str, str]]:
     """The ``X-Pulsar-*`` headers of an entry whose metadata and (stored) payload are given."""
     properties = {kv.key: kv.value for kv in metadata.properties}
@@ -62,17 +86,18 @@ def _headers(
     headers["X-Pulsar-sequence-id"] = str(metadata.sequence_id)
     if metadata.HasField("highest_sequence_id"):
         headers["X-Pulsar-highest-sequence-id"] = str(metadata.highest_sequence_id)
-    headers["X-Pulsar-txn-uncommitted"] = "false"
+    headers.update(_transaction_headers(entry, metadata, transactions))
     # One header per cluster, as Pulsar writes a repeated field.
     return [*headers.items(), *(("X-Pulsar-replicated-to", cluster) for cluster in metadata.replicate_to)]
 
 
-def entry_response(ledger_id: int, entry: StoredEntry, index: int | None) -> web.Response:
+def entry_response(ledger_id: int, entry: StoredEntry, index: int | None, transactions: TransactionBuffer) -> web.Response:
     """The HTTP answer for one entry: its headers, and its payload decompressed as the body.
 
-    ``index`` is the entry's broker entry index, or None where the broker appends none.
+    ``index`` is the entry's broker entry index, or None where the broker appends none;
+    ``transactions`` the topic's transaction buffer.
     """
     metadata, payload = split_entry(entry.data)
-    headers = _headers(ledger_id, entry, metadata, payload, index)
+    headers = _headers(ledger_id, entry, metadata, payload, index, transactions)
     body = bytes(decompress(metadata.compression, payload, metadata.uncompressed_size))
     return web.Response(body=body, headers=headers, content_type="application/octet-stream")

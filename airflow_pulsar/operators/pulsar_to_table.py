@@ -52,6 +52,7 @@ from airflow_pulsar.spark.job.topic_schema import TopicSchema, registered_schema
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
 from airflow_pulsar.spark.planning.planner import plan_batch
+from airflow_pulsar.spark.planning.read_limits import max_read_positions
 from airflow_pulsar.spark.submit import JobSubmit
 from airflow_pulsar.spark.table_formats import (
     catalog_conf,
@@ -263,6 +264,7 @@ class PulsarToTableOperator(TemplatedArguments):
     def _run(self, context: Context, hook: PulsarHook, hold: SubscriptionHold, plan_log: PlanLog) -> dict[str, Any]:
         latest = plan_log.latest()
         settled = self._settle(context, hook, hold, plan_log, latest)
+        max_reads = max_read_positions(hook.get_admin(), hold.topics)  # before the states: see read_limits
         plan = plan_batch(
             hold.states(),
             self.subscription,
@@ -271,6 +273,7 @@ class PulsarToTableOperator(TemplatedArguments):
             max_messages=self.max_messages,
             ledgers_of=lambda topic: self._ledger_layout(hook, topic),
             previous=latest.plan if latest is not None else None,
+            max_reads=max_reads,
         )
         if plan is None:
             self.log.info(

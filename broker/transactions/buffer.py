@@ -25,9 +25,10 @@ from ..commit import Commit
 from ..ledger import Ledger
 from ..storage import StoredEntry
 
-# Pulsar's MarkerType values of a transaction's end, and the producer name its markers carry.
-TXN_COMMIT_MARKER = 20
-TXN_ABORT_MARKER = 21
+# Pulsar's MarkerType values of a transaction's end (TXN_COMMIT, TXN_ABORT; 20 is TXN_COMMITTING,
+# which Pulsar never writes), and the producer name its markers carry.
+TXN_COMMIT_MARKER = 21
+TXN_ABORT_MARKER = 22
 MARKER_PRODUCER = "pulsar.txn.marker"
 
 
@@ -56,6 +57,8 @@ class TransactionBuffer:
         self._open: dict[TxnId, list[int]] = {}
         # Markers, and entries of aborted transactions: never delivered.
         self._hidden: set[int] = set()
+        # The transaction of each entry sent in one, and of each marker (the admin API's headers name it).
+        self._txn_of: dict[int, TxnId] = {}
         # Transactions whose marker is stored here, True if committed: a second end (a restart
         # finishing one) adds none.
         self._ended: dict[TxnId, bool] = {}
@@ -66,7 +69,7 @@ class TransactionBuffer:
         # Called when an end moved the max read position or hid entries: dispatch may go on.
         self.on_end: list[Callable[[], None]] = []
         for entry_id, most, least, marker in stored:
-            txn = TxnId(most, least)
+            txn = self._txn_of[entry_id] = TxnId(most, least)
             if marker is None:
                 self._open.setdefault(txn, []).append(entry_id)
             else:
@@ -74,6 +77,7 @@ class TransactionBuffer:
 
     def add(self, txn: TxnId, entry_id: int) -> None:
         """A committed entry sent in ``txn``."""
+        self._txn_of[entry_id] = txn
         self._open.setdefault(txn, []).append(entry_id)
 
     def open_transactions(self) -> set[TxnId]:
@@ -89,6 +93,11 @@ class TransactionBuffer:
     def hides(self, entry_id: int) -> bool:
         """Whether the entry is a marker or was sent in an aborted transaction."""
         return entry_id in self._hidden
+
+    def transaction_of(self, entry_id: int) -> tuple[TxnId, bool] | None:
+        """The transaction an entry was sent in (or whose marker it is), and whether it aborted; None for others."""
+        txn = self._txn_of.get(entry_id)
+        return None if txn is None else (txn, self._ended.get(txn) is False)
 
     def last_dispatchable_entry(self) -> int:
         """The last entry a reader may be given (Pulsar's last dispatchable position); -1 if none."""
@@ -117,6 +126,7 @@ class TransactionBuffer:
         return appended
 
     def _settle(self, txn: TxnId, commit: bool, marker_entry_id: int, count: bool) -> None:
+        self._txn_of[marker_entry_id] = txn
         entries = self._open.pop(txn, [])
         self._ended[txn] = commit
         if not commit:

@@ -25,6 +25,7 @@ from .calls import AdminCall, Operation, concurrently, decode_document, decode_e
 from .errors import AdminError, AdminNotFoundError, AdminServerError
 from .operations import non_negative_int, partitioned_stats_call, partitions_of, stats_call
 from .paths import topic_name, topic_path
+from .transactional_backlog import holds_transactions, transactional_messages
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ def message_backlog(
     backlog cost one internal-stats call and a few header-only lookups each, the partitions
     counted side by side (``max_concurrent_requests`` calls in flight at most); more than
     ``max_range_lookups`` individually acknowledged ranges on a partition make its count an
-    estimate. A missing subscription raises AdminNotFoundError. The entries come from the stats
+    estimate. On a partition with transactions only what a consumer receives counts (see
+    ``transactional_backlog``). A missing subscription raises AdminNotFoundError. The entries come from the stats
     read before the count, so an entry written between the two reads is in ``messages`` but not
     yet in ``entries``.
     """
@@ -146,6 +148,8 @@ def _partition_messages(
     entries, size = _sub_figures(stats, subscription) or (0, 0)
     if entries == 0:  # nothing to look up
         return PartitionMessageBacklog(str(part), 0, 0, size, exact=True)
+    if holds_transactions(stats):  # markers, aborted and open transactions are not received
+        return (yield from transactional_messages(part, subscription, stats))
     call = AdminCall("message_backlog", "GET", topic_path(part, "internalStats"), decode=decode_document)
     internal = yield call
     try:

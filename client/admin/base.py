@@ -12,7 +12,7 @@ from ..auth import Authentication, AuthenticationDisabled, load_client_certifica
 from ..exceptions import AlreadyClosed, InvalidConfiguration
 from ..forks import reset_after_fork
 from . import backlog as backlog_operations
-from . import lookups, operations, permissions, schemas
+from . import lookups, operations, permissions, schemas, transactions
 from .calls import NO_BODY, AdminCall, Operation, T
 from .exchange import display_url
 from .method import AdminMethod
@@ -145,6 +145,7 @@ class AdminBase:
     topic_stats = AdminMethod(operations.topic_stats)
     internal_stats = AdminMethod(operations.internal_stats)
     partitioned_stats = AdminMethod(operations.partitioned_stats)
+    transaction_buffer_stats = AdminMethod(transactions.transaction_buffer_stats)
 
     # ---- compaction ----
     trigger_compaction = AdminMethod(operations.trigger_compaction)

@@ -46,3 +46,8 @@ def namespace_policy_path(namespace: str, *suffix: str) -> str:
 def schema_path(name: TopicName, *suffix: str) -> str:
     """``/admin/v2/schemas/{tenant}/{namespace}/{topic}/...``: the topic's schema registry entry."""
     return "/admin/v2/schemas/" + _segments((name.tenant, name.namespace, name.local_name, *suffix))
+
+
+def transactions_path(resource: str, name: TopicName, *suffix: str) -> str:
+    """``/admin/v3/transactions/{resource}/{tenant}/{namespace}/{topic}/...``: a topic's part in transactions."""
+    return f"/admin/v3/transactions/{resource}/" + _segments((name.tenant, name.namespace, name.local_name, *suffix))

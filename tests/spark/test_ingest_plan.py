@@ -94,6 +94,24 @@ def test_plan_with_a_cap_shares_it_evenly_and_keeps_one_reader_per_partition() -
         plan_batch(states, "sub", "events", max_messages=0)
 
 
+def test_a_partition_with_messages_is_planned_through_its_max_read_position() -> None:
+    # Partition 0's last message 1:6 is followed by an aborted message and its marker (max read
+    # position 1:8); partition 1 holds only markers past its mark-delete; partition 2's max read
+    # position lags its last message (read first); partition 3 has no transactions to report.
+    states = [state(0, P(1, -1), P(1, 6)), state(1, P(2, 4), P(2, 4)), state(2, P(3, 1), P(3, 9)), state(3, P(4, 1), P(4, 2))]
+    max_reads = {states[0].topic: P(1, 8), states[1].topic: P(2, 7), states[2].topic: P(3, 5)}
+    plan = plan_batch(states, "sub", "events", max_reads=max_reads)
+    assert plan is not None
+    planned = [(p.partition, str(p.mark_delete), str(p.last)) for p in plan.partitions]
+    assert planned == [(0, "1:-1", "1:8"), (2, "3:1", "3:9"), (3, "4:1", "4:2")]
+    assert [str(r.last) for r in plan.ranges] == ["1:8", "3:9", "4:2"]
+    # Readers are given nothing after 1:6, so partition 0's range ends there.
+    assert [r.last_message for r in plan.ranges] == [P(1, 6), None, None]
+    assert ReadRange.from_dict(plan.ranges[0].to_dict()) == plan.ranges[0]
+    # The batch id does not depend on where the batch ends.
+    assert plan.batch_id == plan_batch(states, "sub", "events").batch_id  # type: ignore[union-attr]
+
+
 def test_the_batch_id_depends_on_where_the_batch_starts_only() -> None:
     starts = {"a": P(1, 5), "b": P(2, -1)}
     assert batch_id_for("sub", "t", starts) == batch_id_for("sub", "t", dict(reversed(starts.items())))

@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client import Client
@@ -21,27 +20,8 @@ from airflow_pulsar.spark.job.source import RangeReadError, arrow_schema, read_r
 from airflow_pulsar.spark.planning.hold import SubscriptionBusy, SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog
 from airflow_pulsar.spark.planning.planner import plan_batch
-
-# The row schema of value_format "bytes", as the data source declares it (built without a JVM).
-BYTES_ROWS = StructType(
-    [
-        StructField("key", StringType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField(
-            "message_id",
-            StructType(
-                [StructField("ledger_id", LongType()), StructField("entry_id", LongType()), StructField("batch_index", IntegerType())]
-            ),
-        ),
-        StructField("publish_time", TimestampType()),
-        StructField("event_time", TimestampType()),
-        StructField("properties", MapType(StringType(), StringType())),
-        StructField("redelivery_count", IntegerType()),
-        StructField("batch_id", StringType()),
-    ]
-)
+from airflow_pulsar.spark.planning.read_limits import max_read_positions
+from tests.support.spark_ingest import BYTES_ROWS
 
 
 @pytest.fixture
@@ -107,6 +87,11 @@ def test_the_hold_reports_positions_acknowledges_and_excludes_others(our_client:
         assert hold.states()[0].empty
     with SubscriptionHold(our_client, [topic_name], "hold") as again:  # released on close
         assert again.states()[0].mark_delete == first.last
+
+
+def test_a_broker_without_transactions_gives_no_max_read_positions(our_client: Client, admin: PulsarAdmin, topic_name: str) -> None:
+    produce(our_client, topic_name, 3, 1)
+    assert max_read_positions(admin, [f"persistent://public/default/{topic_name}"]) == {}
 
 
 def test_the_plan_log_keeps_the_newest_record_for_the_next_run(our_client: Client, admin: PulsarAdmin, topic_name: str) -> None:

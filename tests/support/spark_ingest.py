@@ -15,9 +15,30 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+from pyspark.sql.types import BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType, TimestampType
 
 from airflow_pulsar.client import Client
 
+# The row schema of value_format "bytes", as the data source declares it (built without a JVM).
+BYTES_ROWS = StructType(
+    [
+        StructField("key", StringType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField(
+            "message_id",
+            StructType(
+                [StructField("ledger_id", LongType()), StructField("entry_id", LongType()), StructField("batch_index", IntegerType())]
+            ),
+        ),
+        StructField("publish_time", TimestampType()),
+        StructField("event_time", TimestampType()),
+        StructField("properties", MapType(StringType(), StringType())),
+        StructField("redelivery_count", IntegerType()),
+        StructField("batch_id", StringType()),
+    ]
+)
 VALUE_SCHEMA = "id BIGINT, name STRING, amount DOUBLE, at TIMESTAMP"
 # The guard against a hang of a module whose tests run several Spark jobs: each takes 20-40 s on a
 # busy 2-core machine, and a crash-point test runs five, too close to the suite's 300 s.

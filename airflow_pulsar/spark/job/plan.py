@@ -1,8 +1,10 @@
 """The ingest plan: which entries of which topic partitions one batch takes, fixed before Spark runs.
 
 Positions are whole entries (``ledger:entry``). A partition's part of the plan starts after the
-subscription's mark-delete position and ends at the partition's newest entry when it was planned,
-or earlier when a message budget stops its reader (the job then reports where it stopped). The
+subscription's mark-delete position and ends at the partition's newest entry a reader can be given
+when it was planned (on a topic written in transactions, at its max read position, past the
+markers and aborted messages that follow that entry), or earlier when a message budget stops its
+reader (the job then reports where it stopped). The
 plan travels as JSON: in the plan log on the broker, and as the Spark job's argument.
 """
 
@@ -52,7 +54,9 @@ class ReadRange:
     """The entries one reader reads from one topic partition: after ``after`` up to ``last``.
 
     ``message_budget`` (when set) stops the reader earlier, before the first entry that would
-    take it past the budget; at least one entry is always read.
+    take it past the budget; at least one entry is always read. ``last_message`` (when set) is the
+    partition's newest entry a reader can be given: the entries after it up to ``last`` are
+    transaction markers and aborted messages, which no reader is given, so the range ends there.
     """
 
     topic: str
@@ -60,6 +64,7 @@ class ReadRange:
     after: Position
     last: Position
     message_budget: int | None = None
+    last_message: Position | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,16 +73,19 @@ class ReadRange:
             "after": str(self.after),
             "last": str(self.last),
             "message_budget": self.message_budget,
+            "last_message": None if self.last_message is None else str(self.last_message),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReadRange:
+        last_message = data.get("last_message")
         return cls(
             data["topic"],
             int(data["partition"]),
             Position.parse(data["after"]),
             Position.parse(data["last"]),
             data.get("message_budget"),
+            None if last_message is None else Position.parse(last_message),
         )
 
 

@@ -169,7 +169,7 @@ def read_range_batches(
     try:
         deadline = time.monotonic() + timeout_seconds
         while not selection.done:
-            entries = consumer.take_entries(selection.last)
+            entries = consumer.take_entries(selection.until)
             if not entries:
                 if time.monotonic() > deadline:
                     raise RangeReadError(
@@ -197,7 +197,9 @@ class RangeSelection:
     A reader started after a whole entry may still get that entry's batched messages (the
     standalone broker starts at the entry itself), so entries up to ``after`` are skipped; an
     entry past ``last``, or one that would overrun the message budget, ends the range, as does
-    the entry ``last`` itself. Entries with no message for the application are passed over.
+    the entry ``last`` itself. Entries with no message for the application are passed over. Brokers
+    never deliver transaction markers or aborted messages: a range that ends with such entries
+    ends at its ``last_message`` instead (at once, when that lies before the range).
     """
 
     def __init__(self, read_range: ReadRange) -> None:
@@ -206,8 +208,14 @@ class RangeSelection:
         self.budget = read_range.message_budget
         #: Messages of the range taken so far.
         self.taken = 0
+        # The entries that complete the range: its last, and the newest a reader is given where the
+        # range ends with entries it never is.
+        last_message = read_range.last_message
+        self.ends = {self.last} | ({(last_message.ledger_id, last_message.entry_id)} if last_message is not None else set())
+        #: The first of them a take may end at, as soon as it is in.
+        self.until = min(self.ends)
         #: Whether the range is complete.
-        self.done = False
+        self.done = last_message is not None and last_message <= read_range.after
 
     def add(self, entries: list[ReceivedEntry], builder: RowBatchBuilder) -> ReceivedEntry | None:
         """Add the messages of the range's entries among ``entries`` to ``builder``; the last
@@ -232,7 +240,7 @@ class RangeSelection:
                 break
             self.taken += count
             stop = index + 1
-            if position == self.last and (
+            if position in self.ends and (
                 entry.batch_size == 0 or columns.messages.indexes[rows[index + 1] - 1] >= entry.batch_size - 1
             ):
                 self.done = True

@@ -27,13 +27,16 @@ class SubscriptionBusy(RuntimeError):
 @dataclass(frozen=True)
 class PartitionState:
     """Where a partition stands for the subscription: acknowledged up to ``mark_delete``, and
-    holding entries up to ``last``. Empty when ``last <= mark_delete``."""
+    holding entries up to ``last``. Empty when ``last <= mark_delete``. ``last_message``, when set,
+    is the newest entry a reader can be given, before ``last`` (transaction markers and aborted
+    messages follow it)."""
 
     topic: str
     source_topic: str
     partition: int
     mark_delete: Position
     last: Position
+    last_message: Position | None = None
 
     @property
     def empty(self) -> bool:

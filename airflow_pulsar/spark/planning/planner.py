@@ -6,6 +6,10 @@ entry) is taken whole and cut into sub-ranges so at least ``min_partitions`` Spa
 with a backlog and each partition is read by one reader that stops at its share: where a share
 ends is only known while reading, so a capped partition is not cut.
 
+On a topic written in transactions, a partition with messages to read is taken up to its max read
+position where that lies past its last message (see :mod:`.read_limits`): the batch's cumulative
+acknowledgement then also covers the transaction markers and aborted messages that follow it.
+
 A batch's sequence number is the time it was planned, in microseconds, and always above the
 previous batch's: it grows from batch to batch even when the plan log that held the previous one
 was lost (a Delta table skips a write whose transaction version is not above the last one).
@@ -14,10 +18,11 @@ was lost (a Delta table skips a write whose transaction version is not above the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 
-from ..job.plan import IngestPlan, PartitionPlan, ReadRange, batch_id_for
+from ..job.plan import IngestPlan, PartitionPlan, Position, ReadRange, batch_id_for
 from .allocation import average_shares, backlog_segments, pieces_per_partition, split_segments
 from .hold import PartitionState
 
@@ -34,14 +39,15 @@ def plan_batch(
     max_messages: int | None = None,
     ledgers_of: LedgerLayout | None = None,
     previous: IngestPlan | None = None,
+    max_reads: Mapping[str, Position] | None = None,
 ) -> IngestPlan | None:
     """The next batch after ``previous`` (the newest one planned, if any), or None when no
-    partition has a backlog."""
+    partition has a backlog. ``max_reads``: partitions' max read positions, read before ``states``."""
     if min_partitions < 1:
         raise ValueError(f"min_partitions must be >= 1, got {min_partitions}")
     if max_messages is not None and max_messages < 1:
         raise ValueError(f"max_messages must be >= 1 or None, got {max_messages}")
-    pending = [state for state in states if not state.empty]
+    pending = [_through_max_read(state, (max_reads or {}).get(state.topic)) for state in states if not state.empty]
     if not pending:
         return None
     batch_id = batch_id_for(subscription, table, {state.topic: state.mark_delete for state in pending})
@@ -55,8 +61,13 @@ def plan_batch(
     return IngestPlan(batch_id, subscription, table, tuple(partitions), planned_at, sequence)
 
 
+def _through_max_read(state: PartitionState, max_read: Position | None) -> PartitionState:
+    """The partition taken through its max read position, where that lies past its last message."""
+    return state if max_read is None or max_read <= state.last else replace(state, last=max_read, last_message=state.last)
+
+
 def _capped(state: PartitionState, budget: int) -> PartitionPlan:
-    read = ReadRange(state.topic, state.partition, state.mark_delete, state.last, budget)
+    read = ReadRange(state.topic, state.partition, state.mark_delete, state.last, budget, state.last_message)
     return PartitionPlan(state.topic, state.source_topic, state.partition, state.mark_delete, state.last, (read,), budget)
 
 
@@ -75,6 +86,6 @@ def _split(states: Sequence[PartitionState], min_partitions: int, ledgers_of: Le
             cuts = [(state.mark_delete, state.last)]
         else:
             cuts = split_segments(state.mark_delete, segments, count)
-        ranges = tuple(ReadRange(state.topic, state.partition, after, last) for after, last in cuts)
+        ranges = tuple(ReadRange(state.topic, state.partition, after, last, None, state.last_message) for after, last in cuts)
         partitions.append(PartitionPlan(state.topic, state.source_topic, state.partition, state.mark_delete, state.last, ranges))
     return partitions
