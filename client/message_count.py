@@ -169,7 +169,8 @@ def estimate_messages(entries: int, messages_in: int, entries_added: int, sample
 class PartitionMessageBacklog:
     """One partition's backlog for a subscription, in messages and in entries.
 
-    ``exact`` is False when ``messages`` is an estimate (see the module docstring).
+    ``exact`` is False when ``messages`` is an estimate (see the module docstring), or a lower
+    bound (``lower_bound``: the entries, when the count stopped because they settled a threshold).
     """
 
     topic: str
@@ -177,6 +178,7 @@ class PartitionMessageBacklog:
     entries: int
     backlog_size: int
     exact: bool
+    lower_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,10 @@ class MessageBacklog:
     """A subscription's backlog in messages and entries, totalled and per partition.
 
     ``entries`` is Pulsar's ``msgBacklog``; ``messages`` counts each message of a batch. ``exact``
-    is True only when every partition's count is. ``partitions`` is empty for a non-partitioned
-    topic (the totals are then the topic's own).
+    is True only when every partition's count is. ``lower_bound`` is True when the messages were
+    not counted because the entries already showed enough of them (every entry holds at least one
+    message): ``messages`` is then the entries, and the backlog holds at least that many.
+    ``partitions`` is empty for a non-partitioned topic (the totals are then the topic's own).
     """
 
     topic: str
@@ -195,3 +199,4 @@ class MessageBacklog:
     backlog_size: int
     exact: bool
     partitions: tuple[PartitionMessageBacklog, ...] = ()
+    lower_bound: bool = False

@@ -21,9 +21,16 @@ from ..message_count import (
     lookup_position,
 )
 from ..topic_name import TopicName
-from .calls import AdminCall, Operation, concurrently, decode_document, decode_entry_index_headers
+from .calls import AdminCall, Operation, concurrently, decode_entry_index_headers
 from .errors import AdminError, AdminNotFoundError, AdminServerError
-from .operations import non_negative_int, partitioned_stats_call, partitions_of, stats_call
+from .operations import (
+    internal_stats_call,
+    non_negative_int,
+    partitioned_internal_stats_call,
+    partitioned_stats_call,
+    partitions_of,
+    stats_call,
+)
 from .paths import topic_name, topic_path
 
 
@@ -105,28 +112,54 @@ def backlog(topic: str, subscription: str, precise_backlog: bool = False) -> Ope
 
 
 def message_backlog(
-    topic: str, subscription: str, max_range_lookups: int = DEFAULT_MAX_RANGE_LOOKUPS
+    topic: str, subscription: str, max_range_lookups: int = DEFAULT_MAX_RANGE_LOOKUPS, at_least: int | None = None
 ) -> Operation[MessageBacklog]:
     """The subscription's backlog in messages (each message of a batch counted) and in entries
     (Pulsar's ``msgBacklog``), totalled and per partition.
 
     Exact where the broker appends the broker entry index (Pulsar with
     ``AppendIndexMetadataInterceptor``; the embedded broker by default), else estimated; each
-    figure says which (``exact``). A batch acknowledged in part counts whole. Partitions with a
-    backlog cost one internal-stats call and a few header-only lookups each, the partitions
-    counted side by side (``max_concurrent_requests`` calls in flight at most); more than
+    figure says which (``exact``). A batch acknowledged in part counts whole. The internal stats
+    of every partition come in one call; partitions with a backlog cost a few header-only lookups
+    each, the partitions counted side by side (``max_concurrent_requests`` calls in flight at most); more than
     ``max_range_lookups`` individually acknowledged ranges on a partition make its count an
     estimate. A missing subscription raises AdminNotFoundError. The entries come from the stats
     read before the count, so an entry written between the two reads is in ``messages`` but not
     yet in ``entries``.
+
+    With ``at_least``, the messages are not counted when the entries alone show that the backlog
+    holds that many (every entry holds at least one message): ``messages`` is then the entries,
+    a lower bound (``lower_bound`` True, ``exact`` False), read from the stats alone.
     """
     name = topic_name(topic)
     max_range_lookups = non_negative_int(max_range_lookups, "max_range_lookups")
+    if at_least is not None:
+        at_least = non_negative_int(at_least, "at_least")
     stats, parts = yield from _subscription_stats(name, subscription, False, "message_backlog")
+    if at_least is not None and (_sub_figures(stats, subscription) or (0, 0))[0] >= at_least:
+        return _entries_as_messages(name, subscription, stats, parts)
+    internals = yield from _partitions_internal_stats(name, subscription, parts)
     counted = yield from concurrently(
-        _partition_messages(TopicName.parse(part_name), subscription, part_stats, max_range_lookups)
+        _partition_messages(TopicName.parse(part_name), subscription, part_stats, internals.get(part_name), max_range_lookups)
         for part_name, part_stats in parts or [(str(name), stats)]
     )
+    return _totalled(name, subscription, counted, bool(parts))
+
+
+def _entries_as_messages(
+    name: TopicName, subscription: str, stats: dict[str, Any], parts: list[tuple[str, dict[str, Any]]]
+) -> MessageBacklog:
+    """The backlog with its entries as a lower bound of its messages, totalled and per partition."""
+    counted = [
+        PartitionMessageBacklog(part, entries, entries, size, exact=entries == 0, lower_bound=entries > 0)
+        for part, part_stats in parts or [(str(name), stats)]
+        for entries, size in [_sub_figures(part_stats, subscription) or (0, 0)]
+    ]
+    return _totalled(name, subscription, counted, bool(parts))
+
+
+def _totalled(name: TopicName, subscription: str, counted: list[PartitionMessageBacklog], partitioned: bool) -> MessageBacklog:
+    """The partitions' figures summed (``counted`` holds the topic's own when not ``partitioned``)."""
     return MessageBacklog(
         topic=str(name),
         subscription=subscription,
@@ -134,20 +167,41 @@ def message_backlog(
         entries=sum(part.entries for part in counted),
         backlog_size=sum(part.backlog_size for part in counted),
         exact=all(part.exact for part in counted),
-        partitions=tuple(counted) if parts else (),
+        partitions=tuple(counted) if partitioned else (),
+        lower_bound=any(part.lower_bound for part in counted),
     )
 
 
+# A partition's internal stats and the call that read them (named when they cannot be read).
+InternalStats = tuple[AdminCall, Mapping[str, Any]]
+
+
+def _partitions_internal_stats(
+    name: TopicName, subscription: str, parts: list[tuple[str, dict[str, Any]]]
+) -> Operation[dict[str, InternalStats]]:
+    """The internal stats of every partition of a partitioned topic, in one call (Pulsar's
+    partitioned-internalStats), when one of them has a backlog; else (or for a non-partitioned
+    topic) none, each partition then reading its own if it needs them."""
+    if not any((_sub_figures(part_stats, subscription) or (0, 0))[0] for _, part_stats in parts):
+        return {}
+    call = partitioned_internal_stats_call(name, "message_backlog")
+    document = yield call
+    return {part: (call, internal) for part, internal in (document.get("partitions") or {}).items()}
+
+
 def _partition_messages(
-    part: TopicName, subscription: str, stats: Mapping[str, Any], max_range_lookups: int
+    part: TopicName, subscription: str, stats: Mapping[str, Any], read: InternalStats | None, max_range_lookups: int
 ) -> Operation[PartitionMessageBacklog]:
     """One partition's (or a non-partitioned topic's) backlog in messages: exact from the broker
-    entry index where every entry looked up has one, else estimated (see message_count)."""
+    entry index where every entry looked up has one, else estimated (see message_count). Its
+    internal stats are ``read`` already, or read here."""
     entries, size = _sub_figures(stats, subscription) or (0, 0)
     if entries == 0:  # nothing to look up
         return PartitionMessageBacklog(str(part), 0, 0, size, exact=True)
-    call = AdminCall("message_backlog", "GET", topic_path(part, "internalStats"), decode=decode_document)
-    internal = yield call
+    if read is None:  # a non-partitioned topic, or a partition added since the stats were read
+        call = internal_stats_call(part, "message_backlog")
+        read = call, (yield call)
+    call, internal = read
     try:
         cursor = CursorState.from_internal_stats(internal, subscription)
     except CountError as exc:

@@ -144,6 +144,7 @@ class AdminBase:
     # ---- stats ----
     topic_stats = AdminMethod(operations.topic_stats)
     internal_stats = AdminMethod(operations.internal_stats)
+    partitioned_internal_stats = AdminMethod(operations.partitioned_internal_stats)
     partitioned_stats = AdminMethod(operations.partitioned_stats)
 
     # ---- compaction ----
