@@ -144,12 +144,15 @@ class BacklogCondition:
         read_at = time.time()
         ages: dict[str, float] = {}
         if self.max_message_age is not None:
-            parts = [(part.topic, part.entries) for part in backlog.partitions] or [(backlog.topic, backlog.entries)]
-            waiting = [name for name, entries in parts if entries > 0]
+            parts = [(part.topic, part.entries, part.oldest_publish_ms) for part in backlog.partitions] or [
+                (backlog.topic, backlog.entries, backlog.oldest_publish_ms)
+            ]
+            # The count looked up the oldest unacknowledged entry of most partitions; the rest are peeked.
+            known = {name: published for name, entries, published in parts if entries > 0 and published is not None}
+            waiting = [name for name, entries, published in parts if entries > 0 and published is None]
             peeked = await asyncio.gather(*(_oldest_publish_ms(admin, part, subscription) for part in waiting))
-            ages = {
-                part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in zip(waiting, peeked, strict=True) if publish_ms
-            }
+            published_at = known | dict(zip(waiting, peeked, strict=True))
+            ages = {part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in published_at.items() if publish_ms}
         return BacklogReading(backlog, ages, read_at)
 
 

@@ -125,7 +125,8 @@ def message_backlog(
     ``max_range_lookups`` individually acknowledged ranges on a partition make its count an
     estimate. A missing subscription raises AdminNotFoundError. The entries come from the stats
     read before the count, so an entry written between the two reads is in ``messages`` but not
-    yet in ``entries``.
+    yet in ``entries``. ``oldest_publish_ms`` is the oldest unacknowledged entry's publish time,
+    where the lookups read it (the entry after the mark-delete, in the last ledger).
 
     With ``at_least``, the messages are not counted when the entries alone show that the backlog
     holds that many (every entry holds at least one message): ``messages`` is then the entries,
@@ -169,7 +170,15 @@ def _totalled(name: TopicName, subscription: str, counted: list[PartitionMessage
         exact=all(part.exact for part in counted),
         partitions=tuple(counted) if partitioned else (),
         lower_bound=any(part.lower_bound for part in counted),
+        oldest_publish_ms=_oldest_of(counted),
     )
+
+
+def _oldest_of(counted: list[PartitionMessageBacklog]) -> int | None:
+    """The oldest publish time among the partitions holding a backlog, if each of them has one."""
+    times = [part.oldest_publish_ms for part in counted if part.entries > 0]
+    known = [time for time in times if time is not None]
+    return min(known) if known and len(known) == len(times) else None
 
 
 # A partition's internal stats and the call that read them (named when they cannot be read).
@@ -213,7 +222,7 @@ def _partition_messages(
     if cursor is not None and len(cursor.deleted) <= max_range_lookups:
         indexes: dict[Position, int] = {}
         for position in cursor.positions_needed():
-            target = lookup_position(position)
+            target = lookup_position(position, cursor.last_confirmed)
             if target not in sampled:
                 path = topic_path(part, "ledger", str(target.ledger_id), "entry", str(target.entry_id))
                 try:
@@ -221,12 +230,20 @@ def _partition_messages(
                     sampled[target] = yield AdminCall("message_backlog", "HEAD", path, decode=decode_entry_index_headers)
                 except (AdminNotFoundError, AdminServerError):  # e.g. a ledger trimmed meanwhile
                     break
-            value = index_at(position, sampled[target])
+            value = index_at(position, sampled[target], target)
             if value is None:
                 break
             indexes[position] = value
         else:
-            return PartitionMessageBacklog(str(part), cursor.exact_messages(indexes), entries, size, exact=True)
+            messages = cursor.exact_messages(indexes)
+            return PartitionMessageBacklog(str(part), messages, entries, size, True, oldest_publish_ms=_oldest_publish_ms(cursor, sampled))
     entries_added = cursor.entries_added if cursor is not None else int(internal.get("entriesAddedCounter") or 0)
     estimate = estimate_messages(entries, int(stats.get("msgInCounter") or 0), entries_added, sampled.values())
-    return PartitionMessageBacklog(str(part), estimate, entries, size, exact=False)
+    return PartitionMessageBacklog(str(part), estimate, entries, size, exact=False, oldest_publish_ms=_oldest_publish_ms(cursor, sampled))
+
+
+def _oldest_publish_ms(cursor: CursorState | None, sampled: Mapping[Position, EntryIndex]) -> int | None:
+    """The publish time of the oldest unacknowledged entry, if the count looked that entry up."""
+    first = cursor.first_unacknowledged() if cursor is not None else None
+    entry = sampled.get(first) if first is not None else None
+    return entry.publish_time_ms if entry is not None else None

@@ -159,6 +159,29 @@ def test_count_is_exact_after_cumulative_acks(admin: PulsarAdmin, our_client: Cl
     consumer.close()
 
 
+def test_the_count_reads_the_oldest_unacknowledged_entrys_publish_time(
+    admin: PulsarAdmin, our_client: Client, topic_name: str
+) -> None:
+    """The count looks up the entry after the mark-delete, the one a peek shows, so its publish
+    time comes with the count (the backlog sensor's age then needs no peek)."""
+    consumer = our_client.subscribe(topic_name, SUB, initial_position=InitialPosition.Earliest)
+    produce_batches(our_client, topic_name)
+    entries = by_entry(consumer, TOTAL)
+    first = min(entries)
+    assert admin.message_backlog(topic_name, SUB).oldest_publish_ms == admin.peek_message(topic_name, SUB).publish_time_ms
+
+    consumer.acknowledge_cumulative(entries[first + 3][-1])  # entries 0..3 whole: entry 4 is the oldest left
+    assert settled(lambda: figures(admin, topic_name), (61, 7, True)) == (61, 7, True)
+    counted = admin.message_backlog(topic_name, SUB)
+    peeked = admin.peek_message(topic_name, SUB)
+    assert peeked.message_id.endswith(f":{first + 4}")
+    assert counted.oldest_publish_ms == peeked.publish_time_ms == entries[first + 4][0].publish_timestamp()
+    consumer.acknowledge_cumulative(entries[first + 9][-1])  # one entry left: one lookup serves the count
+    assert settled(lambda: figures(admin, topic_name), (1, 1, True)) == (1, 1, True)
+    assert admin.message_backlog(topic_name, SUB).oldest_publish_ms == admin.peek_message(topic_name, SUB).publish_time_ms
+    consumer.close()
+
+
 def test_async_admin_counts_the_same(admin: PulsarAdmin, our_client: Client, broker: Any, topic_name: str) -> None:
     admin.create_partitioned_topic(topic_name, 3)
     admin.create_subscription(topic_name, SUB, InitialPosition.Earliest)
