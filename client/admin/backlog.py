@@ -189,9 +189,12 @@ def _partitions_internal_stats(
     name: TopicName, subscription: str, parts: list[tuple[str, dict[str, Any]]]
 ) -> Operation[dict[str, InternalStats]]:
     """The internal stats of every partition of a partitioned topic, in one call (Pulsar's
-    partitioned-internalStats), when one of them has a backlog; else (or for a non-partitioned
-    topic) none, each partition then reading its own if it needs them."""
-    if not any((_sub_figures(part_stats, subscription) or (0, 0))[0] for _, part_stats in parts):
+    partitioned-internalStats), when more than one of them has a backlog; else (or for a
+    non-partitioned topic) none, the partition with a backlog then reading its own."""
+    backlogged = sum(1 for _, part_stats in parts if (_sub_figures(part_stats, subscription) or (0, 0))[0])
+    # Apache Pulsar gathers the partitioned document by asking each partition in turn: for one
+    # partition that is slower than asking it directly (measured: 107 ms against 33 ms a poke).
+    if backlogged < 2:
         return {}
     call = partitioned_internal_stats_call(name, "message_backlog")
     document = yield call
