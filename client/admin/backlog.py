@@ -192,8 +192,8 @@ def _partitions_internal_stats(
     partitioned-internalStats), when more than one of them has a backlog; else (or for a
     non-partitioned topic) none, the partition with a backlog then reading its own."""
     backlogged = sum(1 for _, part_stats in parts if (_sub_figures(part_stats, subscription) or (0, 0))[0])
-    # Apache Pulsar gathers the partitioned document by asking each partition in turn: for one
-    # partition that is slower than asking it directly (measured: 107 ms against 33 ms a poke).
+    # Apache Pulsar gathers the partitioned document by asking each partition: for one partition
+    # that is slower than asking it directly (measured on 4.2.4: a median 27-35 ms against 12-15 ms).
     if backlogged < 2:
         return {}
     call = partitioned_internal_stats_call(name, "message_backlog")
