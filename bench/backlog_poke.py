@@ -1,6 +1,7 @@
 """The backlog sensor's poke against partition count: one ``AsyncPulsarAdmin.message_backlog``
-reading (what the trigger and the sensor do each poke) of a topic of 1, 16, 64, 256 and 1,024
-partitions with a message waiting on every partition, on our broker and on Apache Pulsar.
+reading (what the trigger and the sensor do each poke while the entries are below the threshold:
+a full count) of a topic of 1, 16, 64, 256 and 1,024 partitions with a message waiting on every
+partition, on our broker and on Apache Pulsar.
 
 Each reading runs in a fresh interpreter that imports the project from a checkout (this one, or
 ``--baseline DIR``, e.g. an export of main, to compare), on one admin client: one reading to warm

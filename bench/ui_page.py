@@ -1,7 +1,7 @@
 """The Pulsar page's data (airflow_pulsar/ui/overview.py) for many topics: one refresh of a
 namespace of ``topics`` partitioned topics of ``partitions`` partitions, each with a subscription
-holding a backlog (so that every subscription's messages are counted and its oldest message
-peeked), read over the admin API as the page reads it, on our broker and on Apache Pulsar.
+holding a backlog (so that every subscription's messages are counted and its oldest message's
+age read), read over the admin API as the page reads it, on our broker and on Apache Pulsar.
 
 Two figures, each the best of ``repeat`` wall times after one unmeasured refresh, without the
 page's 5-second cache: a cold refresh, which counts every subscription's messages, and a steady

@@ -14,6 +14,7 @@ from .admin_authorization import LOOKUP, OnNamespace, OnTopic, TopicPolicy, requ
 from .admin_resource import BAD_TOPIC, TOPIC_PATH, AdminResource, error, policy_response, query_flag
 from .authorization import NamespaceOperation, TopicOperation
 from .policies import DEDUPLICATION
+from .topic import Topic
 
 _SUMMED = (
     "msgRateIn",
@@ -89,6 +90,7 @@ class PersistentTopics(AdminResource):
             web.get(TOPIC_PATH + "/stats", self.stats),
             web.get(TOPIC_PATH + "/partitioned-stats", self.partitioned_stats),
             web.get(TOPIC_PATH + "/internalStats", self.internal_stats),
+            web.get(TOPIC_PATH + "/partitioned-internalStats", self.partitioned_internal_stats),
         ]
 
     # ---- lifecycle ----
@@ -220,38 +222,50 @@ class PersistentTopics(AdminResource):
 
     @requires(OnTopic(TopicOperation.GET_STATS))
     async def internal_stats(self, request: web.Request) -> web.Response:
-        """Pulsar's internal stats (a subset): the ledger layout and each cursor's positions.
-
-        As in Pulsar, the open ledger is listed with 0 entries; its count is ``currentLedgerEntries``.
-        """
+        """Pulsar's internal stats of one topic or partition (see :func:`internal_stats_document`)."""
         name = self.topic_name(request)
         if self.service.partitions_of(name) and name.partition < 0:
             return error(404, f"Topic {name} not found")  # Pulsar's answer: ask one partition
-        topic = await self.existing(name)
-        ledger = topic.ledger
-        ledger_id = ledger.ledger_id
-        cursors = {
-            sub_name: {
-                "markDeletePosition": f"{ledger_id}:{sub.cursor.mark_delete}",
-                "readPosition": f"{ledger_id}:{sub.read_position}",
-                "individuallyDeletedMessages": _deleted_ranges(ledger_id, sub.cursor.acked),
-                "state": "Open",
-            }
-            for sub_name, sub in topic.subscriptions.items()
+        return web.json_response(internal_stats_document(await self.existing(name)))
+
+    @requires(OnTopic(TopicOperation.GET_STATS))
+    async def partitioned_internal_stats(self, request: web.Request) -> web.Response:
+        """Pulsar's partitioned-internalStats: every partition's internal stats in one answer
+        (``{"metadata": {"partitions": N, ...}, "partitions": {name: internal stats}}``)."""
+        name = self.topic_name(request)
+        count = self.service.partitions_of(name)
+        if not count or name.partition >= 0:
+            return error(404, f"Partitioned Topic {name} not found")
+        parts = {str(part): internal_stats_document(await self.service.get_topic(part)) for part in self.partitions(name)}
+        return web.json_response({"metadata": {"partitions": count, "deleted": False}, "partitions": parts})
+
+
+def internal_stats_document(topic: Topic) -> dict[str, Any]:
+    """Pulsar's internal stats of one topic or partition (a subset): the ledger layout and each
+    cursor's positions. As in Pulsar, the open ledger is listed with 0 entries; its count is
+    ``currentLedgerEntries``."""
+    ledger = topic.ledger
+    ledger_id = ledger.ledger_id
+    cursors = {
+        sub_name: {
+            "markDeletePosition": f"{ledger_id}:{sub.cursor.mark_delete}",
+            "readPosition": f"{ledger_id}:{sub.read_position}",
+            "individuallyDeletedMessages": _deleted_ranges(ledger_id, sub.cursor.acked),
+            "state": "Open",
         }
-        return web.json_response(
-            {
-                "entriesAddedCounter": topic.entries_added,
-                "numberOfEntries": ledger.last_entry_id + 1,
-                "totalSize": ledger.total_bytes,
-                "currentLedgerEntries": ledger.last_entry_id + 1,
-                "currentLedgerSize": ledger.total_bytes,
-                "lastConfirmedEntry": f"{ledger_id}:{ledger.last_entry_id}",
-                "state": "LedgerOpened",
-                "ledgers": [{"ledgerId": ledger_id, "entries": 0, "size": 0, "offloaded": False, "underReplicated": False}],
-                "cursors": cursors,
-            }
-        )
+        for sub_name, sub in topic.subscriptions.items()
+    }
+    return {
+        "entriesAddedCounter": topic.entries_added,
+        "numberOfEntries": ledger.last_entry_id + 1,
+        "totalSize": ledger.total_bytes,
+        "currentLedgerEntries": ledger.last_entry_id + 1,
+        "currentLedgerSize": ledger.total_bytes,
+        "lastConfirmedEntry": f"{ledger_id}:{ledger.last_entry_id}",
+        "state": "LedgerOpened",
+        "ledgers": [{"ledgerId": ledger_id, "entries": 0, "size": 0, "offloaded": False, "underReplicated": False}],
+        "cursors": cursors,
+    }
 
 
 def _deleted_ranges(ledger_id: int, acked: set[int]) -> str:

@@ -85,6 +85,7 @@ class EntryIndex:
 
     index: int | None  # the broker entry index; None when the broker appended none
     messages: int  # messages in the entry (1 unless a batch)
+    publish_time_ms: int | None = None  # when the entry was published, if the headers say
 
 
 def decode_entry_index(response: httpx.Response) -> EntryIndex:
@@ -129,6 +130,12 @@ class CursorState:
             needed += [upper, lower]
         return list(dict.fromkeys(needed))
 
+    def first_unacknowledged(self) -> Position | None:
+        """The oldest unacknowledged entry where it is known to exist without a look at the ledgers:
+        the entry after the mark-delete, in the last confirmed entry's ledger; else None."""
+        first = lookup_position(self.mark_delete, self.last_confirmed)
+        return first if first != self.mark_delete and first.ledger_id == self.last_confirmed.ledger_id else None
+
     def exact_messages(self, index_at: Mapping[Position, int]) -> int:
         """The message count, given ``index(p)`` for every position of :meth:`positions_needed`."""
         messages = index_at[self.last_confirmed] - index_at[self.mark_delete]
@@ -138,17 +145,27 @@ class CursorState:
         return max(messages, 0)
 
 
-def lookup_position(position: Position) -> Position:
-    """The entry to look up for ``index(position)``: the position itself, or entry 0 of its ledger
-    for ``L:-1`` (whose index is then entry 0's less its messages)."""
-    return position if position.entry_id >= 0 else Position(position.ledger_id, 0)
+def lookup_position(position: Position, last_confirmed: Position | None = None) -> Position:
+    """The entry to look up for ``index(position)``: the position itself, or the entry after it
+    (whose index less its messages is then ``index(position)``): always for ``L:-1``, and, given
+    the last confirmed entry, wherever that next entry is known to exist (in the last confirmed
+    entry's ledger, not after it). The entry after a mark-delete is the oldest unacknowledged one,
+    and often the last confirmed entry, which the count looks up anyway."""
+    after = Position(position.ledger_id, position.entry_id + 1)
+    if position.entry_id < 0 or (
+        last_confirmed is not None and position.ledger_id == last_confirmed.ledger_id and after <= last_confirmed
+    ):
+        return after
+    return position
 
 
-def index_at(position: Position, entry: EntryIndex) -> int | None:
-    """``index(position)`` from the looked-up entry (see :func:`lookup_position`); None without an index."""
+def index_at(position: Position, entry: EntryIndex, looked_up: Position | None = None) -> int | None:
+    """``index(position)`` from the entry ``looked_up`` for it (by default
+    :func:`lookup_position`'s); None without an index."""
     if entry.index is None:
         return None
-    return entry.index if position.entry_id >= 0 else entry.index - entry.messages
+    looked_up = looked_up or lookup_position(position)
+    return entry.index if looked_up == position else entry.index - entry.messages
 
 
 def estimate_messages(entries: int, messages_in: int, entries_added: int, sampled: Iterable[EntryIndex]) -> int:
@@ -169,7 +186,8 @@ def estimate_messages(entries: int, messages_in: int, entries_added: int, sample
 class PartitionMessageBacklog:
     """One partition's backlog for a subscription, in messages and in entries.
 
-    ``exact`` is False when ``messages`` is an estimate (see the module docstring).
+    ``exact`` is False when ``messages`` is an estimate (see the module docstring), or a lower
+    bound (``lower_bound``: the entries, when the count stopped because they settled a threshold).
     """
 
     topic: str
@@ -177,6 +195,8 @@ class PartitionMessageBacklog:
     entries: int
     backlog_size: int
     exact: bool
+    lower_bound: bool = False
+    oldest_publish_ms: int | None = None  # the oldest unacknowledged entry's publish time, if the count looked it up
 
 
 @dataclass(frozen=True)
@@ -184,8 +204,10 @@ class MessageBacklog:
     """A subscription's backlog in messages and entries, totalled and per partition.
 
     ``entries`` is Pulsar's ``msgBacklog``; ``messages`` counts each message of a batch. ``exact``
-    is True only when every partition's count is. ``partitions`` is empty for a non-partitioned
-    topic (the totals are then the topic's own).
+    is True only when every partition's count is. ``lower_bound`` is True when the messages were
+    not counted because the entries already showed enough of them (every entry holds at least one
+    message): ``messages`` is then the entries, and the backlog holds at least that many.
+    ``partitions`` is empty for a non-partitioned topic (the totals are then the topic's own).
     """
 
     topic: str
@@ -195,3 +217,6 @@ class MessageBacklog:
     backlog_size: int
     exact: bool
     partitions: tuple[PartitionMessageBacklog, ...] = ()
+    lower_bound: bool = False
+    # The oldest unacknowledged entry's publish time, when the count looked up every partition's.
+    oldest_publish_ms: int | None = None

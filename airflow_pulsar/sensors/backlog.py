@@ -18,7 +18,7 @@ from airflow_pulsar.client.admin import DEFAULT_MAX_CONCURRENT_REQUESTS, AdminNo
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.templated_arguments import TemplatedArguments
 from airflow_pulsar.triggers.backlog import TRANSIENT_ADMIN_ERRORS, PulsarBacklogTrigger, missing_subscription
-from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
+from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading, counted_as
 from airflow_pulsar.ui.history import record_reading
 
 
@@ -36,7 +36,9 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
     a batch as one). The count is exact where the broker appends the broker entry index (Pulsar
     with ``brokerEntryMetadataInterceptors=org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor``,
     and the embedded broker), else an estimate from the average messages per entry. A batch
-    acknowledged in part counts whole.
+    acknowledged in part counts whole. Every entry holds at least one message, so where Pulsar's
+    entry backlog already reaches ``threshold`` the messages are not counted: the figures then
+    say ``lower_bound`` (``messages`` is the entries, and the backlog holds at least that many).
 
     With ``deferrable=True`` the sensor defers to :class:`PulsarBacklogTrigger`, which polls
     every ``poke_interval`` seconds inside the triggerer and holds no worker slot (a deferred task
@@ -51,9 +53,10 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
     backlog; an existing one is left where it is.
 
     Returns the figures to XCom: ``{"topic", "subscription", "messages", "entries", "exact",
-    "backlog_size", "oldest_message_age", "partitions": {partition: {"messages", "entries",
-    "exact", "backlog_size", "oldest_message_age"}}, "read_at", "read_time",
-    "oldest_publish_time"}``: ``exact`` is False where ``messages`` is an estimate; ``partitions``
+    "lower_bound", "backlog_size", "oldest_message_age", "partitions": {partition: {"messages",
+    "entries", "exact", "lower_bound", "backlog_size", "oldest_message_age"}}, "read_at",
+    "read_time", "oldest_publish_time"}``: ``exact`` is False where ``messages`` is an estimate
+    or a lower bound (``lower_bound`` True: the entries, not counted further); ``partitions``
     is empty for a non-partitioned topic; ages (seconds) and the oldest message's publish time are
     only read when ``max_message_age`` is set; ``read_at`` is epoch seconds, the ``*_time`` values
     ISO 8601 UTC text (``pendulum.parse`` reads them back).
@@ -165,7 +168,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
 
         async def read() -> BacklogReading:
             async with hook.get_async_admin(self.max_concurrent_requests) as admin:
-                return await condition.read(admin, topic, subscription)
+                return await condition.read(admin, topic, subscription, settle_early=True)
 
         try:
             reading = asyncio.run(read())
@@ -183,7 +186,7 @@ class PulsarBacklogSensor(TemplatedArguments, BaseSensorOperator):
         status = event.get("status")
         if status == "success":
             backlog = event["backlog"]
-            counted = "exact" if backlog["exact"] else "estimated"
+            counted = counted_as(backlog["exact"], backlog.get("lower_bound", False))
             self.log.info(
                 "Backlog ready: %d messages (%s) in %d entries, %d bytes",
                 backlog["messages"], counted, backlog["entries"], backlog["backlog_size"],

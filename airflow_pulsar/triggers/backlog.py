@@ -43,7 +43,8 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
     holds at least ``threshold`` messages (and ``min_backlog_bytes`` bytes, if set), or when its
     oldest message has waited ``max_message_age`` seconds (if set). Messages are counted one by
     one, also inside batches: exactly where the broker appends the broker entry index, else
-    estimated (the event says which). Unreachable or failing admin
+    estimated (the event says which); where the entries already reach ``threshold`` they are not
+    counted, and the event says ``lower_bound`` (every entry holds at least one message). Unreachable or failing admin
     service: it logs and polls again. The event payload is ``{"status": "success", "backlog":
     {...}}``, ``{"status": "timeout", ...}`` once ``deadline`` passed, or ``{"status": "error",
     "message": ...}`` (e.g. no such topic or subscription: the message then names the sensor's
@@ -123,7 +124,7 @@ class PulsarBacklogTrigger(ClosesOnCleanup, BaseTrigger):
             while True:
                 reading: BacklogReading | None = None
                 try:
-                    reading = await condition.read(admin, self.topic, self.subscription)
+                    reading = await condition.read(admin, self.topic, self.subscription, settle_early=True)
                     await arecord_reading(self.pulsar_conn_id, self.topic, self.subscription, reading)
                 except TRANSIENT_ADMIN_ERRORS as exc:
                     self.log.warning("Cannot read the backlog now, polling again: %s", exc)

@@ -19,6 +19,11 @@ from airflow_pulsar import times
 from airflow_pulsar.client.admin import AdminNotFoundError, AsyncPulsarAdmin, MessageBacklog
 
 
+def counted_as(exact: bool, lower_bound: bool) -> str:
+    """How a figure of messages was had, in words: exact, estimated, or at least (a lower bound)."""
+    return "at least" if lower_bound else "exact" if exact else "estimated"
+
+
 @dataclass(frozen=True)
 class BacklogReading:
     """One look at the backlog: figures in total and per partition, and when they were read.
@@ -42,8 +47,14 @@ class BacklogReading:
 
     @property
     def exact(self) -> bool:
-        """Whether ``messages`` is exact on every partition (else estimated somewhere)."""
+        """Whether ``messages`` is exact on every partition (else estimated, or a lower bound, somewhere)."""
         return self.backlog.exact
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether ``messages`` is the entries, a lower bound: the entries already met the threshold,
+        so the messages were not counted."""
+        return self.backlog.lower_bound
 
     @property
     def backlog_size(self) -> int:
@@ -55,10 +66,14 @@ class BacklogReading:
         """Seconds the oldest unacknowledged message has waited, when read."""
         return max(self.oldest_ages.values()) if self.oldest_ages else None
 
+    @property
+    def counted(self) -> str:
+        """How ``messages`` was had, in words (see :func:`counted_as`)."""
+        return counted_as(self.exact, self.lower_bound)
+
     def describe(self) -> str:
         """The figures in words, for logs."""
-        counted = "exact" if self.exact else "estimated"
-        return f"{self.messages} messages ({counted}) in {self.entries} entries, {self.backlog_size} bytes"
+        return f"{self.messages} messages ({self.counted}) in {self.entries} entries, {self.backlog_size} bytes"
 
     def as_xcom(self) -> dict[str, Any]:
         """Plain JSON: totals, and per partition (empty for a non-partitioned topic)."""
@@ -69,6 +84,7 @@ class BacklogReading:
             "messages": self.messages,
             "entries": self.entries,
             "exact": self.exact,
+            "lower_bound": self.lower_bound,
             "backlog_size": self.backlog_size,
             "oldest_message_age": age,
             "partitions": {
@@ -76,6 +92,7 @@ class BacklogReading:
                     "messages": part.messages,
                     "entries": part.entries,
                     "exact": part.exact,
+                    "lower_bound": part.lower_bound,
                     "backlog_size": part.backlog_size,
                     "oldest_message_age": self.oldest_ages.get(part.topic),
                 }
@@ -116,18 +133,26 @@ class BacklogCondition:
             text += f", or the oldest message >= {self.max_message_age:g} s old"
         return text
 
-    async def read(self, admin: AsyncPulsarAdmin, topic: str, subscription: str) -> BacklogReading:
-        """Read the backlog figures (and the oldest message's age when the condition needs it)."""
-        backlog = await admin.message_backlog(topic, subscription)
+    async def read(self, admin: AsyncPulsarAdmin, topic: str, subscription: str, settle_early: bool = False) -> BacklogReading:
+        """Read the backlog figures (and the oldest message's age when the condition needs it).
+
+        With ``settle_early`` the messages are counted only when the count can decide: where the
+        entries already reach the threshold (every entry holds at least one message), the
+        reading's messages are the entries, a lower bound (``lower_bound``).
+        """
+        backlog = await admin.message_backlog(topic, subscription, at_least=self.threshold if settle_early else None)
         read_at = time.time()
         ages: dict[str, float] = {}
         if self.max_message_age is not None:
-            parts = [(part.topic, part.entries) for part in backlog.partitions] or [(backlog.topic, backlog.entries)]
-            waiting = [name for name, entries in parts if entries > 0]
+            parts = [(part.topic, part.entries, part.oldest_publish_ms) for part in backlog.partitions] or [
+                (backlog.topic, backlog.entries, backlog.oldest_publish_ms)
+            ]
+            # The count looked up the oldest unacknowledged entry of most partitions; the rest are peeked.
+            known = {name: published for name, entries, published in parts if entries > 0 and published is not None}
+            waiting = [name for name, entries, published in parts if entries > 0 and published is None]
             peeked = await asyncio.gather(*(_oldest_publish_ms(admin, part, subscription) for part in waiting))
-            ages = {
-                part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in zip(waiting, peeked, strict=True) if publish_ms
-            }
+            published_at = known | dict(zip(waiting, peeked, strict=True))
+            ages = {part: max(read_at - publish_ms / 1000, 0.0) for part, publish_ms in published_at.items() if publish_ms}
         return BacklogReading(backlog, ages, read_at)
 
 

@@ -4,9 +4,10 @@ messages (exact or estimated), the age of the oldest message and the consumers, 
 topics, and the ingest batches of the plan logs found among the topics.
 
 The calls of a refresh run concurrently, at most :data:`CONCURRENT_READS` at a time: one stats
-call per topic, a message count for each subscription that has a backlog (a few calls per
-partition holding one; reused while the stats say nothing moved, see :mod:`.recount`), an
-internal-stats call per dead-letter partition and the plan logs' newest records. A failure stays
+call per topic, a message count for each subscription that has a backlog (three calls, and one
+or two entry lookups per partition holding one, which also give the oldest message's publish
+time; reused while the stats say nothing moved, see :mod:`.recount`), an internal-stats call
+per dead-letter topic and the plan logs' newest records. A failure stays
 where it happened: an unreachable admin URL marks its connection, a topic that cannot be read
 marks its row.
 """
@@ -159,10 +160,7 @@ async def _topic(admin: AsyncPulsarAdmin, name: str, partitioned: bool, memo: Co
     )
     stored = None
     if name.endswith(DEAD_LETTER_SUFFIX):
-        parts = [str(TopicName.parse(name).partition_name(i)) for i in range(partitions)] or [name]
-        internal = await asyncio.gather(*(bounded(admin.internal_stats(part)) for part in parts), return_exceptions=True)
-        counts = [int(stats.get("numberOfEntries") or 0) for stats in internal if isinstance(stats, dict)]
-        stored = sum(counts) if len(counts) == len(parts) else None
+        stored = await _stored_entries(admin, name, partitions, bounded)
     return TopicFigures(
         name,
         partitions,
@@ -172,6 +170,21 @@ async def _topic(admin: AsyncPulsarAdmin, name: str, partitioned: bool, memo: Co
         tuple(subscriptions),
         stored,
     )
+
+
+async def _stored_entries(admin: AsyncPulsarAdmin, name: str, partitions: int, bounded: Any) -> int | None:
+    """The entries a (dead-letter) topic holds, from its internal stats (every partition's in one
+    call); None when they cannot be read."""
+    try:
+        if partitions:
+            internal = (await bounded(admin.partitioned_internal_stats(name))).get("partitions") or {}
+        else:
+            internal = {name: await bounded(admin.internal_stats(name))}
+    except AdminError:
+        return None
+    if len(internal) != max(partitions, 1):
+        return None
+    return sum(int(stats.get("numberOfEntries") or 0) for stats in internal.values())
 
 
 async def _subscription(

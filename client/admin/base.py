@@ -113,7 +113,8 @@ class AdminBase:
         extra: dict[str, Any] = {} if call.body is NO_BODY else {"json": call.body}
         if url is not None:  # a redirect target already carries the query
             return self._http.build_request(call.method, url, headers=headers, **extra)
-        return self._http.build_request(call.method, call.path, params=dict(call.params), headers=headers, **extra)
+        # No params, no query merge: httpx would parse the URL once more for an empty one.
+        return self._http.build_request(call.method, call.path, params=dict(call.params) or None, headers=headers, **extra)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.web_service_url!r})"
@@ -144,6 +145,7 @@ class AdminBase:
     # ---- stats ----
     topic_stats = AdminMethod(operations.topic_stats)
     internal_stats = AdminMethod(operations.internal_stats)
+    partitioned_internal_stats = AdminMethod(operations.partitioned_internal_stats)
     partitioned_stats = AdminMethod(operations.partitioned_stats)
     transaction_buffer_stats = AdminMethod(transactions.transaction_buffer_stats)
 

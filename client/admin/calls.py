@@ -10,7 +10,7 @@ path returns.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -78,11 +78,16 @@ def decode_policy_flag(response: httpx.Response) -> bool | None:
 
 
 def decode_entry_index_headers(response: httpx.Response) -> EntryIndex:
-    """The broker entry index headers of a get-message-by-id answer."""
+    """The broker entry index headers of a get-message-by-id answer, with the entry's publish time."""
     try:
-        return decode_entry_index(response)
+        entry = decode_entry_index(response)
     except CountError as exc:
         raise UnexpectedResponse(str(exc)) from None
+    published = response.headers.get("X-Pulsar-publish-time")
+    try:
+        return replace(entry, publish_time_ms=_publish_time_ms(published)) if published else entry
+    except ValueError:  # the count does without it
+        return entry
 
 
 @dataclass(frozen=True)

@@ -205,8 +205,24 @@ def internal_stats(topic: str) -> Operation[dict[str, Any]]:
     """Pulsar's internal stats of a non-partitioned topic or one partition: its ledgers
     (``ledgerId``, ``entries``; the open ledger's count is ``currentLedgerEntries``),
     ``lastConfirmedEntry`` and each cursor's ``markDeletePosition`` as ``"ledger:entry"``."""
-    path = topic_path(topic_name(topic), "internalStats")
-    return (yield AdminCall("internal_stats", "GET", path, decode=decode_document))
+    return (yield internal_stats_call(topic_name(topic), "internal_stats"))
+
+
+def internal_stats_call(name: TopicName, operation: str) -> AdminCall:
+    """The internal-stats request of a non-partitioned topic or one partition, on behalf of ``operation``."""
+    return AdminCall(operation, "GET", topic_path(name, "internalStats"), decode=decode_document)
+
+
+def partitioned_internal_stats_call(name: TopicName, operation: str) -> AdminCall:
+    """The partitioned-internalStats request of a partitioned topic, on behalf of ``operation``."""
+    return AdminCall(operation, "GET", topic_path(name, "partitioned-internalStats"), decode=decode_document)
+
+
+def partitioned_internal_stats(topic: str) -> Operation[dict[str, Any]]:
+    """Pulsar's internal stats of every partition of a partitioned topic in one call:
+    ``{"metadata": {"partitions": N, ...}, "partitions": {partition: internal stats}}`` (see
+    :func:`internal_stats`); a non-partitioned topic gives 404 (AdminNotFoundError)."""
+    return (yield partitioned_internal_stats_call(topic_name(topic), "partitioned_internal_stats"))
 
 
 def partitioned_stats(topic: str, per_partition: bool = True, precise_backlog: bool = False) -> Operation[dict[str, Any]]:

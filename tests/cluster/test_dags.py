@@ -72,8 +72,8 @@ def test_backlog_sensor_counts_messages_on_partitions_of_both_brokers(
     first_reading = threading.Event()
     read = BacklogCondition.read
 
-    async def recording_read(self: BacklogCondition, admin, topic: str, subscription: str) -> BacklogReading:
-        reading = await read(self, admin, topic, subscription)
+    async def recording_read(self: BacklogCondition, admin, topic: str, subscription: str, **options: Any) -> BacklogReading:
+        reading = await read(self, admin, topic, subscription, **options)
         readings.append(reading)
         first_reading.set()
         return reading

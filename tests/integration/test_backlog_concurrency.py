@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from airflow_pulsar.client.admin import AsyncPulsarAdmin, MessageBacklog, PulsarAdmin
-from airflow_pulsar.triggers.backlog_condition import BacklogCondition
+from airflow_pulsar.triggers.backlog_condition import BacklogCondition, BacklogReading
 from bench.backlog_poke import SUB, backlogged_topic
 from bench.delay_proxy import DelayProxy
 
@@ -49,8 +49,9 @@ def assert_counted(backlog: MessageBacklog) -> None:
 def test_blocking_count_keeps_calls_in_flight_within_the_bound(many_partitions: str, proxy: DelayProxy) -> None:
     with PulsarAdmin(proxy.url, timeout_seconds=30, max_concurrent_requests=BOUND) as admin:
         assert_counted(admin.message_backlog(many_partitions, SUB))
-    # partitions and stats, then per partition internal stats and at least one entry lookup
-    assert proxy.requests >= 2 + 2 * PARTITIONS
+    # partitions and stats, then every partition's internal stats in one call, then the entry
+    # lookups: two per partition (its last entry and the one after its mark-delete)
+    assert 2 + 2 * PARTITIONS <= proxy.requests <= 3 + 2 * PARTITIONS
     assert 1 < proxy.peak_in_flight <= BOUND
 
 
@@ -103,3 +104,26 @@ def test_the_triggers_read_leaves_the_event_loop_free(many_partitions: str, brok
     # A blocking call on the loop would stop the heartbeat for the whole read.
     assert beats >= 10
     assert longest_gap < took / 4, (longest_gap, took)
+
+
+def test_a_threshold_the_entries_reach_is_settled_without_counting(many_partitions: str, proxy: DelayProxy) -> None:
+    """Every entry holds a message at least, so entries >= N settles "messages >= N": the poke
+    reads the stats alone and says its figure is a lower bound; one more than the entries needs the count."""
+    entries = PARTITIONS * PER_PARTITION
+
+    async def read(threshold: int) -> BacklogReading:
+        async with AsyncPulsarAdmin(proxy.url, timeout_seconds=30, max_concurrent_requests=BOUND) as admin:
+            return await BacklogCondition(threshold).read(admin, many_partitions, SUB, settle_early=True)
+
+    settled = asyncio.run(read(entries))
+    assert (settled.messages, settled.entries, settled.exact, settled.lower_bound) == (entries, entries, False, True)
+    assert all(part.lower_bound and not part.exact for part in settled.backlog.partitions)
+    assert settled.as_xcom()["lower_bound"] and "at least" in settled.describe()
+    assert BacklogCondition(entries).met(settled)
+    assert proxy.requests == 2  # partition count and stats: no internal stats, no entry lookups
+
+    proxy.reset()
+    counted = asyncio.run(read(entries + 1))
+    assert_counted(counted.backlog)
+    assert not counted.lower_bound and not BacklogCondition(entries + 1).met(counted)
+    assert proxy.requests >= 2 + 2 * PARTITIONS

@@ -159,6 +159,29 @@ def test_count_is_exact_after_cumulative_acks(admin: PulsarAdmin, our_client: Cl
     consumer.close()
 
 
+def test_the_count_reads_the_oldest_unacknowledged_entrys_publish_time(
+    admin: PulsarAdmin, our_client: Client, topic_name: str
+) -> None:
+    """The count looks up the entry after the mark-delete, the one a peek shows, so its publish
+    time comes with the count (the backlog sensor's age then needs no peek)."""
+    consumer = our_client.subscribe(topic_name, SUB, initial_position=InitialPosition.Earliest)
+    produce_batches(our_client, topic_name)
+    entries = by_entry(consumer, TOTAL)
+    first = min(entries)
+    assert admin.message_backlog(topic_name, SUB).oldest_publish_ms == admin.peek_message(topic_name, SUB).publish_time_ms
+
+    consumer.acknowledge_cumulative(entries[first + 3][-1])  # entries 0..3 whole: entry 4 is the oldest left
+    assert settled(lambda: figures(admin, topic_name), (61, 7, True)) == (61, 7, True)
+    counted = admin.message_backlog(topic_name, SUB)
+    peeked = admin.peek_message(topic_name, SUB)
+    assert peeked.message_id.endswith(f":{first + 4}")
+    assert counted.oldest_publish_ms == peeked.publish_time_ms == entries[first + 4][0].publish_timestamp()
+    consumer.acknowledge_cumulative(entries[first + 9][-1])  # one entry left: one lookup serves the count
+    assert settled(lambda: figures(admin, topic_name), (1, 1, True)) == (1, 1, True)
+    assert admin.message_backlog(topic_name, SUB).oldest_publish_ms == admin.peek_message(topic_name, SUB).publish_time_ms
+    consumer.close()
+
+
 def test_async_admin_counts_the_same(admin: PulsarAdmin, our_client: Client, broker: Any, topic_name: str) -> None:
     admin.create_partitioned_topic(topic_name, 3)
     admin.create_subscription(topic_name, SUB, InitialPosition.Earliest)
@@ -172,6 +195,58 @@ def test_async_admin_counts_the_same(admin: PulsarAdmin, our_client: Client, bro
     assert counted == admin.message_backlog(topic_name, SUB)
     assert (counted.messages, counted.entries, counted.exact) == (31, 4, True)
     assert [(p.messages, p.entries) for p in counted.partitions] == [(0, 0), (31, 4), (0, 0)]
+
+
+def test_partitioned_internal_stats_hold_every_partitions_internal_stats(
+    admin: PulsarAdmin, our_client: Client, topic_name: str
+) -> None:
+    """Pulsar's partitioned-internalStats: ``{"metadata": {"partitions": N, ...}, "partitions":
+    {name: internal stats}}``, each partition's the document its own internalStats gives."""
+    admin.create_partitioned_topic(topic_name, 2)
+    admin.create_subscription(topic_name, SUB, InitialPosition.Earliest)
+    produce_batches(our_client, f"{topic_name}-partition-1", batches=2, single=False)
+
+    document = admin.partitioned_internal_stats(topic_name)
+    assert set(document) == {"metadata", "partitions"}
+    assert (document["metadata"]["partitions"], document["metadata"]["deleted"]) == (2, False)
+    names = [f"persistent://public/default/{topic_name}-partition-{i}" for i in range(2)]
+    assert sorted(document["partitions"]) == names
+    for name in names:
+        own = admin.internal_stats(name)
+        together = document["partitions"][name]
+        assert set(together) == set(own)
+        for field in ("entriesAddedCounter", "numberOfEntries", "currentLedgerEntries", "lastConfirmedEntry", "state"):
+            assert together[field] == own[field], field
+        cursor, own_cursor = together["cursors"][SUB], own["cursors"][SUB]
+        for field in ("markDeletePosition", "individuallyDeletedMessages"):
+            assert cursor[field] == own_cursor[field], field
+    assert document["partitions"][names[1]]["entriesAddedCounter"] == 2
+    assert int(document["partitions"][names[1]]["lastConfirmedEntry"].split(":")[1]) == 1
+
+    with pytest.raises(AdminNotFoundError, match="Partitioned Topic .* not found"):
+        admin.partitioned_internal_stats(f"{topic_name}-partition-0")
+    admin.create_topic(f"{topic_name}-plain")
+    with pytest.raises(AdminNotFoundError, match="Partitioned Topic .* not found"):
+        admin.partitioned_internal_stats(f"{topic_name}-plain")
+    with pytest.raises(AdminNotFoundError, match="Partitioned Topic .* not found"):
+        admin.partitioned_internal_stats(f"{topic_name}-missing")
+
+
+def test_a_count_stops_where_the_entries_settle_the_threshold(admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:
+    """``at_least``: entries >= N says messages >= N, so the entries are returned as a lower bound;
+    below it the messages (10 a batch here) are counted exactly."""
+    admin.create_partitioned_topic(topic_name, 2)
+    admin.create_subscription(topic_name, SUB, InitialPosition.Earliest)
+    produce_batches(our_client, f"{topic_name}-partition-0", batches=3, single=True)  # 4 entries, 31 messages
+
+    bound = admin.message_backlog(topic_name, SUB, at_least=4)
+    assert (bound.messages, bound.entries, bound.exact, bound.lower_bound) == (4, 4, False, True)
+    assert [(p.messages, p.entries, p.exact, p.lower_bound) for p in bound.partitions] == [(4, 4, False, True), (0, 0, True, False)]
+    for at_least in (5, 31, None):
+        counted = admin.message_backlog(topic_name, SUB, at_least=at_least)
+        assert (counted.messages, counted.entries, counted.exact, counted.lower_bound) == (31, 4, True, False)
+    with pytest.raises(ValueError, match="at_least"):
+        admin.message_backlog(topic_name, SUB, at_least=-1)
 
 
 def test_entries_carry_the_broker_entry_index(broker: Any, admin: PulsarAdmin, our_client: Client, topic_name: str) -> None:

@@ -75,6 +75,30 @@ def test_exact_count_from_indexes() -> None:
     assert cursor.exact_messages(values) == 101 - 30 - 10
 
 
+def test_the_entry_after_a_position_stands_in_for_it_where_it_exists() -> None:
+    """index(p) = index(p + 1) - messages(p + 1): the entry after a mark-delete is the oldest
+    unacknowledged one, and where it is the last confirmed entry one lookup serves both."""
+    last = Position(3, 10)
+    assert lookup_position(Position(3, 9), last) == last
+    assert lookup_position(Position(3, 4), last) == Position(3, 5)
+    assert lookup_position(last, last) == last
+    assert lookup_position(Position(2, 7), last) == Position(2, 7)  # an older ledger may end there
+    assert lookup_position(Position(2, -1), last) == Position(2, 0)
+    index = {Position(3, e): 10 * e + 9 for e in range(10)} | {Position(3, 10): 100}
+    cursor = CursorState.from_internal_stats(internal_stats("3:10", "3:-1", "[(3:1..3:4],(3:6..3:7]]"), "s")
+    assert cursor is not None and cursor.first_unacknowledged() == Position(3, 0)
+    values = {}
+    for position in cursor.positions_needed():
+        target = lookup_position(position, cursor.last_confirmed)
+        values[position] = index_at(position, EntryIndex(index[target], 10 if target.entry_id < 10 else 1), target)
+    assert cursor.exact_messages(values) == 101 - 30 - 10  # as with each position looked up itself
+    one_left = CursorState.from_internal_stats(internal_stats("3:10", "3:9"), "s")
+    assert one_left is not None and one_left.first_unacknowledged() == last
+    assert {lookup_position(p, last) for p in one_left.positions_needed()} == {last}
+    older = CursorState.from_internal_stats(internal_stats("3:10", "2:7"), "s")
+    assert older is not None and older.first_unacknowledged() is None
+
+
 def test_no_cursor_for_the_subscription() -> None:
     assert CursorState.from_internal_stats(internal_stats("3:10", "3:-1"), "other") is None
 
