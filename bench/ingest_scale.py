@@ -245,7 +245,13 @@ def ingest_case(pulsar: PulsarCluster, spark: StandaloneCluster, messages: int, 
         **plan_log_sizes(pulsar.service_url, topic),
         "memory": memory_by_role(peaks),
         "processes": [
-            {"pid": pid, "role": role(tree, command, pid in peaks.roots), "rss_mib": round(rss, 1), "pss_mib": round(pss, 1)}
+            {
+                "pid": pid,
+                "role": role(tree, command, pid in peaks.roots),
+                "command": " ".join(command)[-160:],
+                "rss_mib": round(rss, 1),
+                "pss_mib": round(pss, 1),
+            }
             for pid, (tree, command, rss, pss) in sorted(peaks.peaks.items())
         ],
     }
@@ -292,6 +298,44 @@ def run_operator(case_dir: Path) -> None:
     request = json.loads((case_dir / "request.json").read_text())
     result = PulsarToTableOperator(task_id="ingest", **request).execute(context={})  # type: ignore[arg-type]
     (case_dir / "result.json").write_text(json.dumps(result))
+
+
+# Goals: a plan of 1,024 partitions well within a task's time; every plan log record within
+# Pulsar's default maxMessageSize (5 MiB); rows/s that holds or rises with the backlog (linear
+# time); memory per process, plan log records and XCom flat in the backlog (within 10% for sizes,
+# 25% for memory, which a shared machine's page cache and JIT moves).
+PLAN_BUDGET_SECONDS = 10
+RECORD_BUDGET_BYTES = 5 * 1024 * 1024
+
+
+def rows(backlogs: Sequence[int], partitions: int, plan_partitions: Sequence[int]) -> list[dict[str, Any]]:
+    """``make bench`` rows: planning on both brokers against its budgets, then each ingest beside
+    the smallest backlog's (the "official" column), so that a ratio reads off what grows."""
+    result = measure(backlogs, partitions, plan_partitions, KINDS)
+    table: list[dict[str, Any]] = []
+    for case in result["planning"]:
+        where = "" if case["broker"] == "embedded" else ", on Apache Pulsar"
+        label = f"ingest at scale: planning {case['topic_partitions']:,} partition(s){where}"
+        seconds = case["hold_seconds"] + case["plan_seconds"]
+        table.append({"figure": f"{label}, s", "official": seconds, "ours": seconds, "budget": PLAN_BUDGET_SECONDS, "detail": case})
+        for key in ("planned_record_bytes", "committed_record_bytes"):
+            figure = f"{label}, {key.replace('_', ' ')}"
+            table.append({"figure": figure, "official": case[key], "ours": case[key], "budget": RECORD_BUDGET_BYTES})
+    first, *rest = result["ingest"]
+    for case in rest:
+        label = f"ingest at scale: {case['messages']:.0e} messages over {partitions} partitions"
+        column = f"official column: {first['messages']:.0e}"
+        rate = {"official": first["rows_per_s"], "ours": case["rows_per_s"], "min_ratio": 0.8, "detail": case}
+        table.append({"figure": f"{label}, rows/s ({column})", **rate})
+        for key in ("xcom_bytes", "planned_record_bytes", "committed_record_bytes"):
+            figure = f"{label}, {key.replace('_', ' ')} ({column})"
+            table.append({"figure": figure, "official": first[key], "ours": case[key], "max_ratio": 1.1})
+        for name, memory in case["memory"].items():
+            if name in first["memory"] and name != "other":
+                figure = f"{label}, {name} peak PSS of one, MiB ({column})"
+                peaks = {"official": first["memory"][name]["max_pss_mib"], "ours": memory["max_pss_mib"]}
+                table.append({"figure": figure, **peaks, "max_ratio": 1.25})
+    return table
 
 
 def _counts(text: str) -> list[int]:
