@@ -357,7 +357,7 @@ class PulsarToTableOperator(TemplatedArguments):
             "Submitting the Spark job for batch %s attempt %d (%d ranges) to write %s.",
             plan.batch_id, planned.attempt, len(plan.ranges), plan.table,
         )  # fmt: skip
-        self._submit(context, spec.to_json(), credentials)
+        self._submit(context, spec.to_argument(), credentials)
         try:
             record = plan_log.wait_for_report(planned, self.report_timeout_seconds)
         except TimeoutError as exc:
@@ -395,7 +395,7 @@ class PulsarToTableOperator(TemplatedArguments):
 
     # ---- one submit ----
 
-    def _submit(self, context: Context, spec_json: str, credentials: ShippedCredentials) -> None:
+    def _submit(self, context: Context, spec_argument: str, credentials: ShippedCredentials) -> None:
         """Run spark-submit for one batch with a hook of its own; returns once the job succeeded."""
         arguments: dict[str, Any] = {
             **self.spark_options,
@@ -404,7 +404,7 @@ class PulsarToTableOperator(TemplatedArguments):
             "conn_id": self.conn_id,
             "conf": self._job_conf(context),
         }
-        submit = JobSubmit(arguments, spec_json, credentials)
+        submit = JobSubmit(arguments, spec_argument, credentials)
         self._running = submit
         try:
             submit.run()
