@@ -67,6 +67,10 @@ MIN_PARTITIONS = 2
 # Messages each partition holds when planning is measured: a backlog everywhere, one entry each.
 PLANNED_PER_PARTITION = 2
 PRODUCERS = 2
+# The brokers' ZooKeeper session: the longest ZooKeeper grants (20 ticks). A broker whose session
+# expires shuts down, and on a loaded machine the cluster's 6 s (short, for the failover tests)
+# ran out in a 1e7 ingest: both brokers went.
+LONGEST_SESSION_MS = 20_000
 
 
 def batch_sizes(plan: IngestPlan, outcome: BatchOutcome) -> dict[str, int]:
@@ -236,7 +240,8 @@ def ingest_case(pulsar: PulsarCluster, spark: StandaloneCluster, messages: int, 
             code = task.wait()
         seconds = time.perf_counter() - started
     if code != 0:
-        raise RuntimeError(f"the ingest task failed ({code}):\n{(case_dir / 'task.log').read_text()[-4000:]}")
+        brokers = "\n".join(f"{broker.name}:\n{broker.jvm.log_tail(3000)}" for broker in pulsar.brokers if broker.jvm is not None)
+        raise RuntimeError(f"the ingest task failed ({code}):\n{(case_dir / 'task.log').read_text()[-4000:]}\n{brokers}")
     xcom = (case_dir / "result.json").read_text()
     written = ds.dataset(case_dir / "warehouse" / request["table"], format="parquet", partitioning="hive").count_rows()
     assert json.loads(xcom)["total_rows"] == written == messages, f"the ingest wrote {written} rows, expected {messages}"
@@ -267,7 +272,7 @@ def ingest(backlogs: Sequence[int], partitions: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="bench-ingest-scale-") as directory:
         workdir = Path(directory)
         (workdir / "spark").mkdir()
-        pulsar = PulsarCluster(workdir / "pulsar")
+        pulsar = PulsarCluster(workdir / "pulsar", session_timeout_ms=LONGEST_SESSION_MS)
         spark = StandaloneCluster(workdir / "spark")
         try:
             pulsar.start()
