@@ -21,6 +21,7 @@ import os
 import threading
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 MIB = 1024 * 1024
 
@@ -89,28 +90,16 @@ def _memory(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-class PeakMemory:
-    """Samples ``root`` and its descendants every ``interval`` seconds inside a ``with`` block
-    (those still running the root's own program, about to start another, are left out).
+class Sampler:
+    """Calls ``_sample`` on entering a ``with`` block, every ``interval`` seconds inside it on a
+    background thread, and once more on leaving it."""
 
-    After the block: ``root_mib`` and ``children_mib`` are the peaks of the root's PSS and of its
-    descendants' summed PSS, ``total_mib`` the peak of both together (taken in the same sample),
-    ``total_rss_mib`` the peak of the tree's summed RSS. ``children_at_peak`` and
-    ``largest_child_mib`` tell a peak of the descendants' sum apart: how many processes it was
-    summed over, and the PSS of the largest of them then.
-    """
-
-    def __init__(self, root: int, interval: float = 0.1):
-        self.root = root
+    def __init__(self, interval: float):
         self.interval = interval
-        self.root_mib = self.children_mib = self.total_mib = self.total_rss_mib = 0.0
-        self.children_at_peak = 0
-        self.largest_child_mib = 0.0
-        self._root_image = _image(root)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
 
-    def __enter__(self) -> PeakMemory:
+    def __enter__(self) -> Self:
         self._sample()
         self._thread.start()
         return self
@@ -123,6 +112,29 @@ class PeakMemory:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._sample()
+
+    def _sample(self) -> None:
+        raise NotImplementedError
+
+
+class PeakMemory(Sampler):
+    """Samples ``root`` and its descendants every ``interval`` seconds inside a ``with`` block
+    (those still running the root's own program, about to start another, are left out).
+
+    After the block: ``root_mib`` and ``children_mib`` are the peaks of the root's PSS and of its
+    descendants' summed PSS, ``total_mib`` the peak of both together (taken in the same sample),
+    ``total_rss_mib`` the peak of the tree's summed RSS. ``children_at_peak`` and
+    ``largest_child_mib`` tell a peak of the descendants' sum apart: how many processes it was
+    summed over, and the PSS of the largest of them then.
+    """
+
+    def __init__(self, root: int, interval: float = 0.1):
+        super().__init__(interval)
+        self.root = root
+        self.root_mib = self.children_mib = self.total_mib = self.total_rss_mib = 0.0
+        self.children_at_peak = 0
+        self.largest_child_mib = 0.0
+        self._root_image = _image(root)
 
     def _sample(self) -> None:
         root_rss, root_pss = _memory(self.root)
@@ -138,3 +150,41 @@ class PeakMemory:
             self.largest_child_mib = max(pss for _, pss in children) / MIB
         self.total_mib = max(self.total_mib, root_pss / MIB + children_pss)
         self.total_rss_mib = max(self.total_rss_mib, (root_rss + sum(rss for rss, _ in children)) / MIB)
+
+
+def command_line(pid: int) -> list[str]:
+    """A process's arguments, [] for one that ended."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+    except OSError:
+        return []
+
+
+class ProcessPeaks(Sampler):
+    """The peak RSS and PSS of every process in named trees, each process on its own, sampled
+    every ``interval`` seconds inside a ``with`` block.
+
+    ``roots`` names the root of each tree (a broker's JVM, a Spark worker, the task process);
+    every process under a root is sampled too and keeps the root's name, with its own pid. After
+    the block, ``peaks`` maps each pid seen to ``(tree name, command line, peak RSS MiB, peak PSS
+    MiB)``; a process that started and ended between two samples is missed.
+    """
+
+    def __init__(self, roots: dict[int, str], interval: float = 0.2):
+        super().__init__(interval)
+        self.roots = roots
+        self.peaks: dict[int, tuple[str, list[str], float, float]] = {}
+
+    def _sample(self) -> None:
+        for root, name in list(self.roots.items()):  # roots may be added while it samples
+            for pid in [root, *descendants(root)]:
+                rss, pss = _memory(pid)
+                command = command_line(pid)
+                if not rss or not command:
+                    continue
+                _, seen, peak_rss, peak_pss = self.peaks.get(pid, (name, command, 0.0, 0.0))
+                if seen != command:
+                    # A child forked by a JVM maps the JVM's memory until it execs its own program:
+                    # only what it holds as that program counts.
+                    peak_rss = peak_pss = 0.0
+                self.peaks[pid] = (name, command, max(peak_rss, rss / MIB), max(peak_pss, pss / MIB))

@@ -13,14 +13,18 @@ sensor's poke of a 1,024-partition topic beside that of a 1-partition one (the "
 on both brokers (``bench/backlog_poke.py``); the ``topics`` section, the embedded broker with
 10,000 topics and 1,000 consumers against its budget (``bench/many_topics.py``). The ``ui`` section
 times a refresh of the Pulsar page's data for 100 topics of 4 partitions on our broker and on
-Apache Pulsar (the "official" column). The ``cpu`` section gives each client's CPU per message (all
+Apache Pulsar (the "official" column). The ``scale`` section plans batches of 1, 64 and 1,024
+partitions on both brokers against a time budget and Pulsar's message size, and ingests two
+backlogs over 64 partitions from the 2-broker Pulsar cluster on the 2-worker Spark cluster, the
+larger beside the smaller (the "official" column) for rows/s, record and XCom sizes and each
+process's memory (``bench/ingest_scale.py``). The ``cpu`` section gives each client's CPU per message (all
 its threads) for produce and receive plus acknowledge, on both brokers, the least a Python client
 can spend beside them (``bench/per_message.py``). Usage::
 
     python bench/suite.py [--full] [--only SECTION,...]
 
 where the sections are producer, consumer, latency, broker, memory, spark, connector, reader,
-pulsar, brokers, backlog, topics, ui and cpu.
+pulsar, brokers, backlog, topics, ui, scale and cpu.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import backlog_poke
 import broker_compare
 import broker_publish
 import consumer
+import ingest_scale
 import latency
 import many_topics
 import memory
@@ -155,6 +160,10 @@ SECTIONS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[], list[
     "backlog": (lambda: backlog_poke.measure([1, 1024], 1), lambda: backlog_poke.measure([1, 1024], 3)),
     "topics": (lambda: many_topics.suite_rows(10_000, 1_000, 200), lambda: many_topics.suite_rows(10_000, 1_000, 1_000)),
     "ui": (lambda: ui_page.rows(100, 4, 3), lambda: ui_page.rows(100, 4, 10)),
+    "scale": (
+        lambda: ingest_scale.rows([100_000, 1_000_000], 64, [1, 64, 1024]),
+        lambda: ingest_scale.rows([1_000_000, 10_000_000], 64, [1, 64, 1024]),
+    ),
     "cpu": (lambda: per_message.suite_rows(30_000, 3), lambda: per_message.suite_rows(100_000, 5)),
 }
 
@@ -181,6 +190,10 @@ def target(row: dict[str, Any]) -> tuple[str, bool] | None:
         return ">= 1.2x the connector", ours >= 1.2 * row["official"]
     if "cpu_bound" in row:
         return f"<= {row['cpu_bound']}x official", ours <= row["cpu_bound"] * row["official"]
+    if "min_ratio" in row:
+        return f">= {row['min_ratio']}x the official column", ours >= row["min_ratio"] * row["official"]
+    if "max_ratio" in row:
+        return f"<= {row['max_ratio']}x the official column", ours <= row["max_ratio"] * row["official"]
     if "budget" in row:
         return f"<= {row['budget']:g}", ours <= row["budget"]
     if "p99" in figure:

@@ -77,6 +77,8 @@ INTERNAL_TYPES = [
     "CoordinatorClient",
     "Timer",
     "airflow_pulsar.client.transaction.transaction.CumulativeAcker",
+    "airflow_pulsar.spark.job.plan.IngestPlan",
+    "airflow_pulsar.spark.job.plan.BatchOutcome",
 ]
 nitpick_ignore = [(role, name) for name in INTERNAL_TYPES for role in ("py:class", "py:obj")]
 

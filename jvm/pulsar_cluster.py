@@ -15,8 +15,8 @@ their open ledgers.
 
 The brokers keep Pulsar's default load manager, so bundles are spread over both brokers and a
 lookup on one broker can be redirected to the other; load shedding is off, so a bundle moves only
-when a test moves it (``PulsarCluster.place``). Brokers hold a short ZooKeeper session (6 s), so
-the survivor takes over a killed broker's topics within seconds.
+when a test moves it (``PulsarCluster.place``). Brokers hold a short ZooKeeper session (6 s by default, ``session_timeout_ms``),
+so the survivor takes over a killed broker's topics within seconds.
 
 ``python -m jvm.pulsar_cluster`` runs one in the foreground and prints its URLs.
 """
@@ -143,8 +143,9 @@ class PulsarCluster(AdminRest):
 
     name = "pulsar-cluster"
 
-    def __init__(self, work_dir: Path, brokers: int = 2):
+    def __init__(self, work_dir: Path, brokers: int = 2, session_timeout_ms: int = SESSION_TIMEOUT_MS):
         self.work_dir = work_dir
+        self.session_timeout_ms = session_timeout_ms
         self.zookeeper = ZooKeeper(work_dir / "zookeeper")
         self.bookies = [Bookie(f"bookie-{i}", work_dir / f"bookie-{i}", self.zookeeper) for i in range(BOOKIES)]
         self.brokers = [ClusterBroker(i, work_dir / "brokers") for i in range(brokers)]
@@ -166,7 +167,7 @@ class PulsarCluster(AdminRest):
             "clusterName": CLUSTER_NAME,
             "metadataStoreUrl": self.zookeeper.metadata_url,
             "configurationMetadataStoreUrl": self.zookeeper.metadata_url,
-            "metadataStoreSessionTimeoutMillis": str(SESSION_TIMEOUT_MS),
+            "metadataStoreSessionTimeoutMillis": str(self.session_timeout_ms),
             "loadBalancerSheddingEnabled": "false",  # bundles move only when a test moves them
             "managedLedgerDefaultEnsembleSize": str(REPLICAS),
             "managedLedgerDefaultWriteQuorum": str(REPLICAS),

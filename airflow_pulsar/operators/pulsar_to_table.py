@@ -35,7 +35,6 @@ from airflow.providers.common.compat.openlineage.utils.spark import (
 from airflow.sdk import conf
 
 from airflow_pulsar import arguments
-from airflow_pulsar.client.admin import AdminError
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.spark.credentials import ShippedCredentials
 from airflow_pulsar.spark.job.faults import inject
@@ -51,7 +50,7 @@ from airflow_pulsar.spark.job.spec import (
 from airflow_pulsar.spark.job.topic_schema import TopicSchema, registered_schema
 from airflow_pulsar.spark.planning.hold import SubscriptionHold
 from airflow_pulsar.spark.planning.plan_log import PlanLog, default_plan_topic
-from airflow_pulsar.spark.planning.planner import plan_batch
+from airflow_pulsar.spark.planning.planner import ledger_layout, plan_batch
 from airflow_pulsar.spark.planning.read_limits import max_read_positions
 from airflow_pulsar.spark.submit import JobSubmit
 from airflow_pulsar.spark.table_formats import (
@@ -271,7 +270,7 @@ class PulsarToTableOperator(TemplatedArguments):
             self.table,
             min_partitions=self.min_partitions,
             max_messages=self.max_messages,
-            ledgers_of=lambda topic: self._ledger_layout(hook, topic),
+            ledgers_of=lambda topic: ledger_layout(hook.get_admin(), topic),
             previous=latest.plan if latest is not None else None,
             max_reads=max_reads,
         )
@@ -296,7 +295,7 @@ class PulsarToTableOperator(TemplatedArguments):
         self._acknowledge(hold, plan_log, report)
         outcome = report.outcome
         assert outcome is not None
-        self._run_summary = {**_summary(plan, outcome), "skipped": False, "settled": settled}
+        self._run_summary = {**batch_summary(plan, outcome), "skipped": False, "settled": settled}
         if self.value_format == VALUE_SCHEMA:
             self._run_summary["value_columns"] = self._value_columns
         return self._run_summary
@@ -334,7 +333,7 @@ class PulsarToTableOperator(TemplatedArguments):
             report = record
         self._acknowledge(hold, plan_log, report)
         assert report.outcome is not None
-        return {**_summary(plan, report.outcome), "was": record.state}
+        return {**batch_summary(plan, report.outcome), "was": record.state}
 
     def _write(self, context: Context, hook: PulsarHook, planned: PlanRecord, plan_log: PlanLog) -> PlanRecord:
         """Record the attempt ``planned``, submit the Spark job for it and return its report."""
@@ -361,7 +360,7 @@ class PulsarToTableOperator(TemplatedArguments):
             "Submitting the Spark job for batch %s attempt %d (%d ranges) to write %s.",
             plan.batch_id, planned.attempt, len(plan.ranges), plan.table,
         )  # fmt: skip
-        self._submit(context, spec.to_json(), credentials)
+        self._submit(context, spec.to_argument(), credentials)
         try:
             record = plan_log.wait_for_report(planned, self.report_timeout_seconds)
         except TimeoutError as exc:
@@ -399,7 +398,7 @@ class PulsarToTableOperator(TemplatedArguments):
 
     # ---- one submit ----
 
-    def _submit(self, context: Context, spec_json: str, credentials: ShippedCredentials) -> None:
+    def _submit(self, context: Context, spec_argument: str, credentials: ShippedCredentials) -> None:
         """Run spark-submit for one batch with a hook of its own; returns once the job succeeded."""
         arguments: dict[str, Any] = {
             **self.spark_options,
@@ -408,7 +407,7 @@ class PulsarToTableOperator(TemplatedArguments):
             "conn_id": self.conn_id,
             "conf": self._job_conf(context),
         }
-        submit = JobSubmit(arguments, spec_json, credentials)
+        submit = JobSubmit(arguments, spec_argument, credentials)
         self._running = submit
         try:
             submit.run()
@@ -424,15 +423,6 @@ class PulsarToTableOperator(TemplatedArguments):
         for part in plan.partitions:
             budget = f", at most {part.message_budget} messages" if part.budgeted else ""
             self.log.info("  %s: after %s through %s in %d range(s)%s", part.topic, part.mark_delete, part.last, len(part.ranges), budget)
-
-    def _ledger_layout(self, hook: PulsarHook, topic: str) -> list[tuple[int, int]]:
-        """A partition's ledgers from the admin API's internal stats; empty if unavailable."""
-        try:
-            stats = hook.get_admin().internal_stats(topic)
-        except AdminError as exc:
-            self.log.warning("No ledger layout of %s (%s): its range is read by one task.", topic, exc)
-            return []
-        return [(int(ledger["ledgerId"]), int(ledger["entries"])) for ledger in stats.get("ledgers", [])]
 
     def _job_conf(self, context: Context) -> dict[str, Any]:
         conf = session_conf(self.table_format, dict(self.conf or {}))
@@ -471,7 +461,8 @@ def _setting(value: bool | None, key: str) -> bool:
     return conf.getboolean("openlineage", key, fallback=False) if value is None else value
 
 
-def _summary(plan: IngestPlan, outcome: BatchOutcome) -> dict[str, Any]:
+def batch_summary(plan: IngestPlan, outcome: BatchOutcome) -> dict[str, Any]:
+    """The XCom of a written batch: its id, table and rows, and each partition's range and rows."""
     return {
         "batch_id": plan.batch_id,
         "table": plan.table,

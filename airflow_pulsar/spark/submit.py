@@ -111,16 +111,16 @@ class SparkTarget:
 
 
 class JobSubmit:
-    """One submit of the job with ``spec_json`` as its argument.
+    """One submit of the job with ``spec_argument`` (``IngestJobSpec.to_argument``) as its argument.
 
     ``hook_arguments`` are SparkSubmitHook's arguments but what to run (the application, its
     arguments and class). ``credentials`` are shipped with the job as files.
     """
 
-    def __init__(self, hook_arguments: dict[str, Any], spec_json: str, credentials: ShippedCredentials) -> None:
+    def __init__(self, hook_arguments: dict[str, Any], spec_argument: str, credentials: ShippedCredentials) -> None:
         self.arguments = dict(hook_arguments)
         self.arguments["conf"] = dict(self.arguments.get("conf") or {})
-        self.spec_json = spec_json
+        self.spec_argument = spec_argument
         self.target = SparkTarget.of(self.arguments.get("conn_id", "spark_default"), self.arguments.get("deploy_mode"))
         self.credentials = credentials
         self.env = dict(self.arguments.get("env_vars") or {})
@@ -146,7 +146,7 @@ class JobSubmit:
                 self.arguments.update(
                     java_class=_PYTHON_RUNNER,
                     py_files=None,
-                    application_args=[_STANDALONE_ARCHIVE, python_path, "--spec", self.spec_json, "--py-files", python_path],
+                    application_args=[_STANDALONE_ARCHIVE, python_path, "--spec", self.spec_argument, "--py-files", python_path],
                     # The hook refuses env_vars here; the standalone client hands the driver its own environment.
                     env_vars=None,
                 )
@@ -163,7 +163,7 @@ class JobSubmit:
                 files_dir = ["--files-dir", workdir] if shipped else []
                 self.arguments.update(
                     py_files=",".join([archive, *py_files]),
-                    application_args=["--spec", self.spec_json, *files_dir],
+                    application_args=["--spec", self.spec_argument, *files_dir],
                     env_vars=self.env or None,
                 )
             with _local_master_if_undefined(self.arguments.get("conn_id", "spark_default")):

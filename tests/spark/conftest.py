@@ -19,10 +19,10 @@ from airflow_pulsar.broker.process import BrokerProcess
 
 # Sets AIRFLOW_HOME and friends before anything imports airflow.
 from airflow_pulsar.client.admin import PulsarAdmin
+from jvm.spark_cluster import StandaloneCluster
 from tests.support.airflow_env import AIRFLOW_HOME
 from tests.support.crash_matrix import CrashCell
 from tests.support.ingest_task import IngestTasks
-from tests.support.spark_cluster import StandaloneCluster
 from tests.support.spark_ingest import Catalog
 
 VENV_BIN = str(Path(sys.executable).parent)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from jvm.spark_cluster import StandaloneCluster
 from tests.support.crash_matrix import CLUSTER_MODE, CrashCell, cells
-from tests.support.spark_cluster import StandaloneCluster
 from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT
 
 pytestmark = [pytest.mark.crash_matrix, pytest.mark.one_broker, SEVERAL_JOBS_TIMEOUT]

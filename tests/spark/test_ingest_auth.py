@@ -34,10 +34,10 @@ from airflow_pulsar.client import AuthenticationBasic
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
 from airflow_pulsar.spark.job.credentials import CREDENTIALS_FILE, PRIVATE_KEY_FILE, SHIPPED_FILES, TRUST_FILE
+from jvm.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from tests.support.oauth2_issuer import TOKEN_PATH, Oauth2Issuer, RunningIssuer
 from tests.support.process_watch import SeenProcesses, watch
 from tests.support.security import Pki, SecuredBroker, every_method_broker
-from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from tests.support.spark_ingest import (
     LOCAL_SPARK_CONF,
     SEVERAL_JOBS_TIMEOUT,

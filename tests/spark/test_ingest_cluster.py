@@ -12,8 +12,8 @@ import pytest
 from airflow_pulsar.broker.process import BrokerProcess
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from jvm.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from tests.support.ingest_task import DRIVER_JVM, IngestTasks, crash
-from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from tests.support.spark_ingest import SEVERAL_JOBS_TIMEOUT, VALUE_SCHEMA, Catalog, assert_exactly_once, produce_json
 
 # Spark's deploy modes, not the broker, are the subject here (see conftest.py).

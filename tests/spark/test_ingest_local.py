@@ -1,5 +1,6 @@
 """PulsarToTableOperator on local Spark against the broker process: a 100 000-message ingest, the
-next run appending only new messages, an empty backlog, and a crash at each crash point.
+next run appending only new messages, an empty backlog, a topic of 512 partitions, and a crash at
+each crash point.
 
 A crashing run is a task process of its own that holds at a crash point (AIRFLOW_PULSAR_INGEST_FAULT,
 airflow_pulsar.spark.job.faults) while the test kills a process of the run with SIGKILL: the
@@ -16,6 +17,7 @@ tier's DAG test here and the rest of this tier twice more in the range tiers.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -247,6 +249,28 @@ def test_a_csv_table_takes_each_batch_in_its_column_order_and_options(
     pairs = sorted((fields[0], fields[2]) for fields in (line.split(",") for line in lines))
     assert pairs == sorted((f"k{i}", f"n{i}") for i in range(700))
     assert not list(directory.glob("_ingest_staging/*"))
+    assert admin.backlog(topic_name, "to-table").msg_backlog == 0
+
+
+def test_a_topic_of_512_partitions_is_ingested(
+    pulsar_default: BrokerProcess, admin: PulsarAdmin, catalog: Catalog, topic_name: str
+) -> None:
+    # The job's spec names every partition: as plain JSON on spark-submit's command line, 512 of
+    # them (about 190 KB) were over Linux's 128 KiB limit on one argument, and spark-submit could not start.
+    admin.create_partitioned_topic(topic_name, 512)
+    with Client(pulsar_default.service_url) as client:
+        # Unbatched and unkeyed, the messages go round robin: two on every partition.
+        producer = client.create_producer(topic_name, batching_enabled=False)
+        for i in range(1024):
+            value = {"id": i, "name": f"n{i}", "amount": i / 4, "at": "2024-05-01T12:00:00Z"}
+            producer.send_async(json.dumps(value).encode(), None)
+        producer.flush()
+
+    result = ingest(catalog, topic_name, "wide")
+
+    assert result["total_rows"] == 1024 and len(result["ranges"]) == 512
+    assert set(result["rows"].values()) == {2}
+    assert_exactly_once(catalog.rows("wide"), range(1024))
     assert admin.backlog(topic_name, "to-table").msg_backlog == 0
 
 

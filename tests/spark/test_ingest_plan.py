@@ -159,6 +159,22 @@ def test_plans_and_records_survive_their_json_form() -> None:
         PlanRecord("done", plan)
 
 
+def test_a_plan_of_1024_partitions_reaches_the_job_on_its_command_line() -> None:
+    # Linux refuses a command-line argument over 128 KiB; this spec's JSON is about 390 KB.
+    topic = "persistent://public/default/ingest-scale-10000000"
+    states = [PartitionState(f"{topic}-partition-{i}", topic, i, P(100 + i, -1), P(100 + i, 10_000 + i)) for i in range(1024)]
+    plan = plan_batch(states, "sub", "db.t", min_partitions=2)
+    assert plan is not None
+    spec = IngestJobSpec(plan, "plans", "pulsar://h:6650", "parquet", "json", "a INT", 30.0)
+    assert len(spec.to_json()) > 128 * 1024
+    code = "import sys\nfrom airflow_pulsar.spark.job.spec import IngestJobSpec\nprint(IngestJobSpec.from_argument(sys.argv[1]).to_json())"
+    result = subprocess.run([sys.executable, "-c", code, spec.to_argument()], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert IngestJobSpec.from_json(result.stdout) == spec
+    # The job still takes the spec as plain JSON, as it took it before.
+    assert IngestJobSpec.from_argument(spec.to_json()) == spec
+
+
 def spans(*entries: int) -> list[ReadRange]:
     """One range per partition, the n-th spanning ``entries[n]`` entries of one ledger."""
     return [ReadRange(f"t-partition-{n}", n, P(1, -1), P(1, count - 1)) for n, count in enumerate(entries)]

@@ -17,9 +17,9 @@ from typing import Any
 
 from airflow_pulsar.client.admin import PulsarAdmin
 from airflow_pulsar.operators.pulsar_to_table import PulsarToTableOperator
+from jvm.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from tests.support.ingest_task import KILLABLE, PYTHON_WORKER, SUBMIT_AND_TASK, IngestTasks, crash
 from tests.support.lakehouse_tables import LakehouseTable
-from tests.support.spark_cluster import CLUSTER_SPARK, REPORT_TIMEOUT_SECONDS, StandaloneCluster
 from tests.support.spark_ingest import Catalog, assert_exactly_once, produce_json
 
 MESSAGES = 1_000

@@ -1,7 +1,8 @@
-"""The job's entry point: ``spark-submit .../airflow_pulsar/spark/job/__main__.py --spec JSON``.
+"""The job's entry point: ``spark-submit .../airflow_pulsar/spark/job/__main__.py --spec SPEC``
+(``IngestJobSpec.to_argument``, or plain JSON).
 
 The job archive holds this file as its own ``__main__.py`` too, so that ``python
-airflow_pulsar_job.zip --spec JSON`` runs the job from the archive alone (how a driver launched
+airflow_pulsar_job.zip --spec SPEC`` runs the job from the archive alone (how a driver launched
 on a standalone cluster's worker runs it).
 """
 

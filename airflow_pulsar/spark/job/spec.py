@@ -1,14 +1,17 @@
 """What the ingest job is asked to do: its single argument, as JSON.
 
-The operator builds an :class:`IngestJobSpec` and passes it on the spark-submit command line; the
-driver parses it and hands it to the data source, whose executors read it too. Secrets are not
-part of it: they travel in files shipped with the job, which :class:`~.credentials.JobAuth` names.
+The operator builds an :class:`IngestJobSpec` and passes it on the spark-submit command line,
+compressed (:meth:`IngestJobSpec.to_argument`); the driver parses it and hands it to the data
+source, whose executors read it too. Secrets are not part of it: they travel in files shipped
+with the job, which :class:`~.credentials.JobAuth` names.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +58,10 @@ CLIENT_SETTINGS = (
     "tls_validate_hostname",
     "operation_timeout_seconds",
 )
+
+
+# Marks the compressed form of the job's argument (JSON starts with a brace).
+ARGUMENT_PREFIX = "zlib:"
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,22 @@ class IngestJobSpec:
             },
             separators=(",", ":"),
         )
+
+    def to_argument(self) -> str:
+        """The spec as the job's command-line argument: its JSON compressed (zlib, base64).
+
+        The plan names every partition, about 380 bytes of JSON each, and Linux refuses a
+        command-line argument over 128 KiB: as JSON, a plan of some 340 partitions or more could
+        not be submitted. Compressed, a plan of 1,024 partitions takes about 31 KB.
+        """
+        return ARGUMENT_PREFIX + base64.b64encode(zlib.compress(self.to_json().encode(), 9)).decode("ascii")
+
+    @classmethod
+    def from_argument(cls, text: str) -> IngestJobSpec:
+        """Read the job's argument: as :meth:`to_argument` writes it, or plain JSON."""
+        if text.startswith(ARGUMENT_PREFIX):
+            text = zlib.decompress(base64.b64decode(text[len(ARGUMENT_PREFIX) :])).decode()
+        return cls.from_json(text)
 
     @classmethod
     def from_json(cls, text: str) -> IngestJobSpec:

@@ -43,7 +43,7 @@ UNPARSED_LINE = "_airflow_pulsar_unparsed_line"
 def main(argv: list[str] | None = None) -> int:
     """Run the job described by ``--spec``; the exit status is 0 once the batch is committed."""
     parser = argparse.ArgumentParser(prog="airflow-pulsar-ingest", description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", required=True, help="the IngestJobSpec, as JSON")
+    parser.add_argument("--spec", required=True, help="the IngestJobSpec, as JSON or compressed (IngestJobSpec.to_argument)")
     parser.add_argument(
         "--py-files",
         default="",
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout)
-    spec = IngestJobSpec.from_json(args.spec)
+    spec = IngestJobSpec.from_argument(args.spec)
     inject("before-write")
     files_dirs = [args.files_dir] if args.files_dir else []
     hive_local_dir = tempfile.TemporaryDirectory(prefix="pulsar-ingest-hive-")

@@ -17,10 +17,13 @@ was lost (a Delta table skips a write whose transaction version is not above the
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
+
+from airflow_pulsar.client.admin import AdminError, PulsarAdmin
 
 from ..job.plan import IngestPlan, PartitionPlan, Position, ReadRange, batch_id_for
 from .allocation import average_shares, backlog_segments, pieces_per_partition, split_segments
@@ -28,6 +31,18 @@ from .hold import PartitionState
 
 # (ledger id, entries) of a partition topic's ledgers, in log order (from Pulsar's internal stats).
 LedgerLayout = Callable[[str], Sequence[tuple[int, int]]]
+
+log = logging.getLogger(__name__)
+
+
+def ledger_layout(admin: PulsarAdmin, topic: str) -> list[tuple[int, int]]:
+    """A partition topic's ledgers from the admin API's internal stats; empty if unavailable."""
+    try:
+        stats = admin.internal_stats(topic)
+    except AdminError as exc:
+        log.warning("No ledger layout of %s (%s): its range is read by one task.", topic, exc)
+        return []
+    return [(int(ledger["ledgerId"]), int(ledger["entries"])) for ledger in stats.get("ledgers", [])]
 
 
 def plan_batch(

@@ -1,6 +1,7 @@
-"""A Spark standalone cluster for the ingest tests: a master and two workers started from the
-pip-installed pyspark with spark-class, on 127.0.0.1 and free ports, reached through an Airflow
-Spark connection, and the Spark arguments of jobs submitted to it."""
+"""A Spark standalone cluster on one machine: a master and two workers started from the
+pip-installed pyspark with spark-class, on 127.0.0.1 and free ports, each stopped by its pid.
+The ingest tests and the ingest benchmark submit jobs to it through an Airflow Spark connection
+(:data:`CLUSTER_SPARK` gives the operator's Spark arguments)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from typing import Any
 
 import httpx
 
+from jvm.apache_pulsar import free_port
 from jvm.spark_cds import QUICK_JVM_OPTIONS
-from tests.support.ports import free_port
 
 SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
 
