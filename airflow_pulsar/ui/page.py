@@ -176,7 +176,9 @@ def _batch(batch: IngestBatch) -> str:
         for r in batch.ranges
     )
     rows = "" if batch.rows is None else batch.rows
-    run = '<td class="run muted">not finished yet</td>'
+    # The link comes from the task's XCom once it finished; an acknowledged batch without one was
+    # written outside Airflow, or its run was deleted.
+    run = f'<td class="run muted">{"no task found" if batch.state == "acked" else "not finished yet"}</td>'
     if batch.run is not None:
         link = batch.run
         base = f"/dags/{quote(link.dag_id, safe='')}/runs/{quote(link.run_id, safe='')}"

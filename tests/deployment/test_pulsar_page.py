@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,26 +30,28 @@ from tests.support.ports import free_port
 pytestmark = pytest.mark.timeout(900)
 
 DAGS = Path(__file__).resolve().parent / "pulsar_page" / "dags"
-DAG_ID = "pulsar_page_backlog_watch"
-INGEST_DAG_ID = "pulsar_page_ingest"
+DAG_ID = "watch_orders_backlog"
+INGEST_DAG_ID = "ingest_orders"
 PARTITIONS = 4
 MESSAGES = 120
 # Published while the sensor watches, so that the chart rises: the page's figures include them.
 MORE = 30
 DEAD_LETTERS = 3
-TABLE = "page_orders"
+TABLE = "lake.orders"
+# The plan log's two batches, as the page shows their ids.
+FIRST_BATCH, SECOND_BATCH = "5be0c31a9d27f468", "c7a94e0f1b3d2856"
 SCREENSHOTS = Path(os.environ.get("UI_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "build" / "ui-screenshots")
 
 
 class Scenario:
-    """The topics of one module's run, named afresh (the session's Apache Pulsar is shared)."""
+    """The topics of the module's run, named as a user's would be (the screenshots are the docs'):
+    no other module uses them on the session's brokers."""
 
     def __init__(self) -> None:
-        suffix = uuid.uuid4().hex[:8]
-        self.subscription = f"page-ingest-{suffix}"
+        self.subscription = "orders-to-lake"
         # What the ingest DAG reads (the plan log of ``subscription`` is written by the test).
-        self.lake_subscription = f"page-lake-{suffix}"
-        self.topic = f"persistent://public/default/page-orders-{suffix}"
+        self.lake_subscription = "orders-to-parquet"
+        self.topic = "persistent://public/default/shop-orders"
         self.dead_letter = f"{self.topic}-{self.subscription}-DLQ"
         self.plan_log = f"persistent://public/default/{self.subscription}-ingest-plans"
 
@@ -89,7 +90,7 @@ class Scenario:
             )  # fmt: skip
             return IngestPlan(batch_id, self.subscription, TABLE, parts, sequence=sequence)
 
-        first, second = plan("batch-one", 1, 0), plan("batch-two", 2, 5)
+        first, second = plan(FIRST_BATCH, 1, 0), plan(SECOND_BATCH, 2, 5)
         outcome = BatchOutcome(rows={part.topic: 11 * (part.partition + 1) for part in first.partitions})
         return [
             PlanRecord(PLANNED, first, attempt=1),
@@ -116,7 +117,7 @@ def deployment(broker: Any, scenario: Scenario, tmp_path_factory: pytest.TempPat
     )
     home = tmp_path_factory.mktemp("airflow-pulsar-page")
     with airflow_deployment(
-        broker, home, DAGS, users={"viewer": "viewer"}, extra_env={"AIRFLOW_CONN_PULSAR_UNREACHABLE": unreachable}
+        broker, home, DAGS, users={"viewer": "viewer"}, extra_env={"AIRFLOW_CONN_PULSAR_STAGING": unreachable}
     ) as airflow:
         airflow.unpause(INGEST_DAG_ID)
         ingest = airflow.trigger(INGEST_DAG_ID, {"topic": scenario.topic, "subscription": scenario.lake_subscription})
@@ -209,18 +210,20 @@ def test_the_chart_draws_the_readings_the_trigger_recorded(ui: Any, scenario: Sc
 
 
 def test_the_plan_log_batches_are_listed_with_their_states(ui: Any) -> None:
-    first = ui.locator("table.batches tr[data-batch-id='batch-one']")
-    second = ui.locator("table.batches tr[data-batch-id='batch-two']")
+    first = ui.locator(f"table.batches tr[data-batch-id='{FIRST_BATCH}']")
+    second = ui.locator(f"table.batches tr[data-batch-id='{SECOND_BATCH}']")
     assert first.locator("td.state").inner_text() == "acknowledged"
     assert first.locator("td.rows").inner_text() == str(11 + 22)
     assert first.locator("td.planned").inner_text() and first.locator("td.acked").inner_text()
     assert second.locator("td.state").inner_text() == "planned"
     assert second.locator("td.rows").inner_text() == ""
     assert second.locator("td.ranges").inner_text().splitlines() == ["partition 0: 7:5 .. 7:10", "partition 1: 7:5 .. 7:10"]
+    # Written by the test, not by a task: no run to link.
+    assert (first.locator("td.run").inner_text(), second.locator("td.run").inner_text()) == ("no task found", "not finished yet")
 
 
 def test_an_unreachable_admin_url_is_marked_and_the_rest_of_the_page_works(ui: Any, scenario: Scenario) -> None:
-    unreachable = ui.locator("section[data-conn-id='pulsar_unreachable']")
+    unreachable = ui.locator("section[data-conn-id='pulsar_staging']")
     assert "Cannot read the admin API" in unreachable.locator(".unreachable").inner_text()
     assert unreachable.locator("table").count() == 0
     assert ui.locator(f"section[data-conn-id='pulsar_default'] tr[data-subscription='{scenario.subscription}']").count() == 1

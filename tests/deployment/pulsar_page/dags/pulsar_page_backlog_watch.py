@@ -10,8 +10,8 @@ from airflow.sdk import dag
 from airflow_pulsar.sensors.backlog import PulsarBacklogSensor
 
 
-@dag(dag_id="pulsar_page_backlog_watch", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False)
-def pulsar_page_backlog_watch() -> None:
+@dag(dag_id="watch_orders_backlog", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False)
+def watch_orders_backlog() -> None:
     PulsarBacklogSensor(
         task_id="wait_for_backlog",
         topic="{{ dag_run.conf['topic'] }}",
@@ -23,4 +23,4 @@ def pulsar_page_backlog_watch() -> None:
     )
 
 
-pulsar_page_backlog_watch()
+watch_orders_backlog()
