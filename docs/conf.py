@@ -74,6 +74,7 @@ INTERNAL_TYPES = [
     "SyncProducer",
     "SyncReader",
     "SyncTransaction",
+    "AsyncConsumer",
     "CoordinatorClient",
     "Timer",
     "airflow_pulsar.client.transaction.transaction.CumulativeAcker",

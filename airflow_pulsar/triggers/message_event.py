@@ -13,6 +13,7 @@ from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome
 from airflow_pulsar import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import MessageSourceSettings, dead_letter_arguments
+from airflow_pulsar.triggers import run_settlement
 from airflow_pulsar.triggers.message_batch import DEFAULT_MAX_EVENT_BYTES, BatchLimits, MessageBatch, split_by_bytes
 from airflow_pulsar.triggers.message_matching import MessageMatcher
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
@@ -30,6 +31,9 @@ _STREAM_ARGUMENTS = (
     "max_redeliver_count",
     "batch_size",
     "batch_timeout",
+    "acknowledge",
+    "settle_topic",
+    "ack_timeout",
 )
 
 
@@ -82,6 +86,16 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     :param batch_size: Messages per batch (default 1: an event per message, as above).
     :param batch_timeout: Seconds a batch waits for more messages after its first (default 5).
     :param batch_max_bytes: Bytes of JSON an event of a batch may hold (default 1 MiB, >= 1024).
+    :param acknowledge: ``on_fire`` (default): acknowledge a message once its event is stored.
+        ``on_success``: acknowledge it once the DAG run it started has succeeded, as the run's
+        :class:`~airflow_pulsar.operators.run_messages.PulsarAcknowledgeRunMessagesOperator`
+        says; a failed run's
+        :class:`~airflow_pulsar.operators.run_messages.PulsarReleaseRunMessagesOperator` has
+        them delivered again in a later event. Events then carry ``settle_topic``.
+    :param settle_topic: Where runs settle their messages (``on_success``); None (default):
+        ``<first topic>-<subscription>-settle``.
+    :param ack_timeout: Seconds after which a message no run settled is delivered again
+        (required with ``on_success``, >= 10): longer than the DAG's ``dagrun_timeout``.
 
     Example::
 
@@ -113,6 +127,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
         batch_size: int = 1,
         batch_timeout: float = 5.0,
         batch_max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        acknowledge: str = run_settlement.ON_FIRE,
+        settle_topic: str | None = None,
+        ack_timeout: float | None = None,
     ) -> None:
         super().__init__()
         self._set_message_source(
@@ -130,6 +147,17 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
             dead_letter_topic, max_redeliver_count, self.subscription_type
         )
         self.batch_limits = BatchLimits.checked(batch_size, batch_timeout, batch_max_bytes)
+        self.acknowledge = run_settlement.acknowledge_mode(acknowledge)
+        self.settle_topic, self.ack_timeout = None, None
+        if self.acknowledge == run_settlement.ON_SUCCESS:
+            self.settle_topic = arguments.topic_name(
+                settle_topic or run_settlement.default_settle_topic(self.topics, self.subscription), "settle_topic"
+            )
+            self.ack_timeout = arguments.seconds(ack_timeout, "ack_timeout")
+            if self.ack_timeout < 10:
+                raise ValueError(f"ack_timeout must be at least 10 seconds (Pulsar's minimum), got {ack_timeout!r}")
+        elif settle_topic is not None or ack_timeout is not None:
+            raise ValueError('settle_topic and ack_timeout need acknowledge="on_success"')
         arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=False)
         self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
 
@@ -152,6 +180,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
                 "batch_size": self.batch_limits.size,
                 "batch_timeout": self.batch_limits.timeout,
                 "batch_max_bytes": self.batch_limits.max_event_bytes,
+                "acknowledge": self.acknowledge,
+                "settle_topic": self.settle_topic,
+                "ack_timeout": self.ack_timeout,
             },
         )
 
@@ -179,6 +210,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
             self.max_redeliver_count,
             self.batch_limits.size,
             self.batch_limits.timeout,
+            self.acknowledge,
+            self.settle_topic,
+            self.ack_timeout,
         )
 
     @classmethod
@@ -228,6 +262,8 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
                 continue
             if payload is not None:
                 accepted.append(payload)
-        if self.batch_limits.size == 1:
-            return accepted
-        return [{"messages": group} for group in split_by_bytes(accepted, self.batch_limits.max_event_bytes)]
+        if self.batch_limits.size > 1:
+            accepted = [{"messages": group} for group in split_by_bytes(accepted, self.batch_limits.max_event_bytes)]
+        if self.settle_topic is not None:
+            accepted = [{**payload, run_settlement.SETTLE_TOPIC_KEY: self.settle_topic} for payload in accepted]
+        return accepted

@@ -10,15 +10,22 @@ crash before that leaves it unacknowledged and Pulsar delivers it again.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Hashable, Sequence
 
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
 from airflow_pulsar import arguments, message_source
+from airflow_pulsar.client import MessageId
 from airflow_pulsar.client.asyncio import Client as AsyncClient
 from airflow_pulsar.client.asyncio import Consumer as AsyncConsumer
+from airflow_pulsar.client.asyncio import Reader as AsyncReader
 from airflow_pulsar.hooks.pulsar import PulsarHook
+from airflow_pulsar.triggers import run_settlement
 from airflow_pulsar.triggers.message_batch import BatchLimits, MessageBatch, receive_batch
+
+log = logging.getLogger(__name__)
 
 
 class PulsarSharedStreamProducer(SharedStreamProducer):
@@ -33,7 +40,10 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
     those, and every message of a batch with any other outcome, a trigger's reject
     (``reject_shared_stream_event``, a terminal refusal), a failure (ack timeout, overflow) or a
     broadcast with no trigger listening, it negatively acknowledges, so Pulsar redelivers them
-    after ``redelivery_delay`` seconds and counts the redelivery. With ``max_redeliver_count``,
+    after ``redelivery_delay`` seconds and counts the redelivery. With ``acknowledge="on_success"``
+    it acknowledges nothing when the events are stored: it holds the messages until the run they
+    started publishes a settle notice on ``settle_topic`` (see :mod:`.run_settlement`), and
+    ``ack_timeout`` brings back those no notice settles. With ``max_redeliver_count``,
     a message negatively acknowledged once more after that many redeliveries is published to
     the dead-letter topic (properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` name its origin)
     and acknowledged here: the client's dead-letter policy, as Pulsar's clients implement it.
@@ -51,6 +61,11 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         topic; None: no dead-letter policy, rejected messages come back forever.
     :param batch_size: Messages per raw event (>= 1).
     :param batch_timeout: Seconds a batch waits for more messages after its first.
+    :param acknowledge: ``on_fire`` (acknowledge once the events are stored) or ``on_success``
+        (hold until the run settles them).
+    :param settle_topic: Where runs publish their settle notices (``on_success`` only).
+    :param ack_timeout: Seconds after which a held message nobody settled is delivered again
+        (``on_success`` only).
     """
 
     def __init__(
@@ -66,6 +81,9 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         max_redeliver_count: int | None = None,
         batch_size: int = 1,
         batch_timeout: float = 5.0,
+        acknowledge: str = run_settlement.ON_FIRE,
+        settle_topic: str | None = None,
+        ack_timeout: float | None = None,
     ) -> None:
         self.topics = list(topics)
         self.subscription = subscription
@@ -75,8 +93,12 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         self.pulsar_conn_id = pulsar_conn_id
         self.dead_letter_policy = message_source.dead_letter_policy(dead_letter_topic, max_redeliver_count)
         self.limits = BatchLimits(batch_size, batch_timeout)
+        self.settle_topic = settle_topic if acknowledge == run_settlement.ON_SUCCESS else None
+        self.ack_timeout = ack_timeout
+        self._held: run_settlement.HeldMessages | None = None
         self._client: AsyncClient | None = None
         self._consumer: AsyncConsumer | None = None
+        self._settling: asyncio.Task[None] | None = None
 
     async def open_stream(self) -> AsyncIterator[tuple[MessageBatch, MessageBatch]]:
         """Subscribe (here, not before: the group owns the connection) and yield each batch twice:
@@ -84,6 +106,11 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
         await hook.aget_config()
         self._client = hook.get_async_client()
+        settle_notices = None
+        if self.settle_topic is not None:
+            # From the latest notice, opened before the consumer: every notice about a message
+            # this consumer receives comes after it.
+            settle_notices = await self._client.create_reader(self.settle_topic, MessageId.latest)
         self._consumer = await self._client.subscribe(
             self.topics[0] if len(self.topics) == 1 else self.topics,
             self.subscription,
@@ -94,7 +121,11 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
             ack_receipt_enabled=True,
             # Messages of a producer batch are settled one by one.
             batch_index_ack_enabled=True,
+            unacked_messages_timeout_ms=int(self.ack_timeout * 1000) if self.ack_timeout else None,
         )
+        if settle_notices is not None:
+            self._held = run_settlement.HeldMessages(self._consumer, remember=self.ack_timeout or 0.0)
+            self._settling = asyncio.create_task(self._settle(settle_notices, self._held))
         while True:
             batch = await receive_batch(self._consumer, self.limits)
             yield batch, batch
@@ -113,14 +144,40 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
             messages: MessageBatch = item.broker_payload
             for index, message in enumerate(messages.messages):
                 if item.outcome.is_clean and index not in messages.rejected:
-                    await self._consumer.acknowledge(message)
+                    if self._held is not None:
+                        await self._held.hold(message)
+                    else:
+                        await self._consumer.acknowledge(message)
                 else:
                     await self._consumer.negative_acknowledge(message)
 
+    async def _settle(self, notices: AsyncReader, held: run_settlement.HeldMessages) -> None:
+        """Settle held messages as the runs' notices arrive, until cancelled."""
+        try:
+            while True:
+                message = await notices.read_next()
+                try:
+                    notice = run_settlement.SettleNotice.decode(message.data())
+                except ValueError:
+                    log.warning("Ignoring %s on %s: not a settle notice", message.message_id(), self.settle_topic)
+                    continue
+                await held.settle(notice)
+        except Exception:
+            # Held messages still come back after the ack timeout; say why they waited that long.
+            log.exception("Settling stopped on %s", self.settle_topic)
+        finally:
+            await notices.close()
+
     async def aclose(self) -> None:
-        """Close the consumer (flushing acknowledgements) and the client."""
-        consumer, client = self._consumer, self._client
-        self._consumer = self._client = None
+        """Stop settling, close the consumer (flushing acknowledgements) and the client.
+
+        Held messages stay unacknowledged: Pulsar delivers them again to the subscription's next consumer.
+        """
+        consumer, client, settling = self._consumer, self._client, self._settling
+        self._consumer = self._client = self._settling = None
+        if settling is not None:
+            settling.cancel()
+            await asyncio.gather(settling, return_exceptions=True)
         try:
             if consumer is not None:
                 await consumer.close()
