@@ -4,7 +4,8 @@ api-server as separate processes), with event_driven/dags as the DAGs folder, on
 A flood of M messages on a watcher with batch size N becomes ceil(M / N) asset events, each
 message in exactly one of them and handled by exactly one successful run. A backlog watcher fires
 within one poll of its threshold being crossed, once per crossing, while the run it started
-drains the subscription.
+drains the subscription. A watcher that acknowledges on success, whose first run fails, has the
+failed run's messages come back and handled by a later run: each exactly once in successful runs.
 """
 
 from __future__ import annotations
@@ -26,21 +27,24 @@ from tests.deployment.event_driven.dags.pulsar_event_driven import (
     BATCH_SIZE,
     BATCH_TOPIC,
     POLL_SECONDS,
+    SETTLED_BATCH,
+    SETTLED_TOPIC,
     THRESHOLD,
 )
 from tests.support.airflow_deployment import AirflowDeployment, poll_api
+from tests.support.dag_runs import subscription_stats
 
 pytestmark = pytest.mark.timeout(900)
 
 FOLDERS = Path(__file__).resolve().parent / "event_driven"
-BATCHES_DAG, BACKLOG_DAG = "pulsar_order_batches", "pulsar_ingest_on_backlog"
+BATCHES_DAG, BACKLOG_DAG, SETTLED_DAG = "pulsar_order_batches", "pulsar_ingest_on_backlog", "pulsar_settled_orders"
 FLOOD = 45
 
 
 def _fresh_topics(web_url: str) -> None:
     """The session's Apache Pulsar is shared: start from topics of our own, the backlog one with its subscription."""
     with PulsarAdmin(web_url) as admin:
-        for topic in (BATCH_TOPIC, BACKLOG_TOPIC):
+        for topic in (BATCH_TOPIC, BACKLOG_TOPIC, SETTLED_TOPIC):
             try:
                 admin.delete_partitioned_topic(topic, force=True)
             except AdminNotFoundError:
@@ -48,6 +52,8 @@ def _fresh_topics(web_url: str) -> None:
         admin.create_partitioned_topic(BATCH_TOPIC, 1)
         admin.create_partitioned_topic(BACKLOG_TOPIC, 2)
         admin.create_subscription(BACKLOG_TOPIC, "ingest", InitialPosition.Earliest)
+        admin.create_partitioned_topic(SETTLED_TOPIC, 2)
+        admin.create_subscription(SETTLED_TOPIC, "settled", InitialPosition.Earliest)
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +161,35 @@ def test_the_backlog_watcher_fires_within_a_poll_of_each_crossing_and_once_per_c
     # The triggerer kept the positions in the asset's state store, for a restart to go on from.
     stored = airflow.api("GET", f"/assets/{events[-1]['asset_id']}/state-store")["asset_state_store"]
     assert {entry["key"]: entry["value"] for entry in stored} == {"pulsar_backlog_positions": events[-1]["extra"]["payload"]["positions"]}
+
+
+def test_a_failed_run_s_messages_are_handled_by_a_later_run_each_once_in_successful_runs(
+    event_driven: AirflowDeployment, broker: Any
+) -> None:
+    airflow = event_driven
+    airflow.unpause(SETTLED_DAG)
+    values = [f"paid-{index}" for index in range(SETTLED_BATCH)]
+    _send(broker.service_url, SETTLED_TOPIC, values)
+
+    def handled() -> list[str]:
+        runs = airflow.runs(SETTLED_DAG)
+        succeeded = [run for run in runs if run["state"] == "success"]
+        return [value for run in succeeded for value in airflow.xcom(SETTLED_DAG, run["dag_run_id"], "handle_once_failing")]
+
+    # The first run fails and releases its batch; the batch comes back in a new event, whose run succeeds.
+    poll_api(lambda: len(handled()) >= len(values), "successful runs for every message", 300)
+    assert sorted(handled()) == sorted(values)  # each message in exactly one successful run, none lost
+    runs = airflow.runs(SETTLED_DAG)
+    failed = [run for run in runs if run["state"] == "failed"]
+    assert len(failed) == 1, runs
+    assert airflow.task_states(SETTLED_DAG, failed[0]["dag_run_id"]) == {
+        "handle_once_failing": "failed", "acknowledge": "upstream_failed", "release": "success",
+    }
+    released = airflow.xcom(SETTLED_DAG, failed[0]["dag_run_id"], "release")
+    # The successful runs acknowledged them: nothing left in the subscription.
+    with PulsarAdmin(broker.web_url) as admin:
+        poll_api(lambda: subscription_stats(admin, SETTLED_TOPIC, "settled")["msgBacklog"] == 0, "the acknowledgements", 60)
+    events = airflow.asset_events("deploy_settled_orders")
+    # The released messages fired a second time; the others once.
+    assert sum(len(event["extra"]["payload"]["messages"]) for event in events) == SETTLED_BATCH + released
+    print(f"{SETTLED_BATCH} messages: {len(events)} asset events, {len(runs)} runs, {released} released by the failed one")

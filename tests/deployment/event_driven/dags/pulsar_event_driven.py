@@ -1,19 +1,25 @@
-"""Two event-driven DAGs for tests/deployment/test_event_driven_deployed.py: one scheduled by a
+"""Three event-driven DAGs for tests/deployment/test_event_driven_deployed.py: one scheduled by a
 watcher that makes an asset event per batch of up to 10 messages, one by a backlog watcher that
-fires on 20 new messages, whose run drains the subscription as an ingestion would."""
+fires on 20 new messages, whose run drains the subscription as an ingestion would, and one whose
+watcher acknowledges a batch only once its run succeeded, and whose first run fails."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
+from pathlib import Path
 
 from airflow.sdk import DAG, Asset, AssetWatcher, task
 
+from airflow_pulsar.operators.run_messages import PulsarAcknowledgeRunMessagesOperator, PulsarReleaseRunMessagesOperator
 from airflow_pulsar.triggers.backlog_event import PulsarBacklogEventTrigger
 from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
 
 BATCH_TOPIC = "persistent://public/default/deploy-order-batches"
 BACKLOG_TOPIC = "persistent://public/default/deploy-backlog"
+SETTLED_TOPIC = "persistent://public/default/deploy-settled-orders"
 BATCH_SIZE = 10
+SETTLED_BATCH = 6
 THRESHOLD = 20
 POLL_SECONDS = 1.0
 
@@ -37,6 +43,19 @@ backlog = Asset(
             name="backlog",
             trigger=PulsarBacklogEventTrigger(
                 topic=BACKLOG_TOPIC, subscription="ingest", threshold=THRESHOLD, poll_interval=POLL_SECONDS
+            ),
+        )
+    ],
+)
+
+settled_orders = Asset(
+    "deploy_settled_orders",
+    watchers=[
+        AssetWatcher(
+            name="settled_orders",
+            trigger=PulsarMessageEventTrigger(
+                topics=SETTLED_TOPIC, subscription="settled", batch_size=SETTLED_BATCH, batch_timeout=2,
+                acknowledge="on_success", ack_timeout=900, redelivery_delay=1,
             ),
         )
     ],
@@ -79,3 +98,23 @@ with DAG("pulsar_ingest_on_backlog", schedule=[backlog], start_date=datetime(202
         return sum(len(messages) for messages in by_partition.values())
 
     ingest()
+
+with DAG("pulsar_settled_orders", schedule=[settled_orders], start_date=datetime(2025, 1, 1), catchup=False):
+
+    @task
+    def handle_once_failing(triggering_asset_events=None) -> list:  # noqa: ANN001 - filled in by Airflow
+        """The values of the run's messages; the deployment's first run of it fails instead."""
+        failed_once = Path(os.environ["AIRFLOW_HOME"]) / "settled-orders-failed-once"
+        if not failed_once.exists():
+            failed_once.touch()
+            raise RuntimeError("the first run fails: its messages must come back")
+        return [
+            item["message"]["value"]
+            for events in (triggering_asset_events or {}).values()
+            for event in events
+            for item in event.extra["payload"]["messages"]
+        ]
+
+    handled = handle_once_failing()
+    handled >> PulsarAcknowledgeRunMessagesOperator(task_id="acknowledge")
+    handled >> PulsarReleaseRunMessagesOperator(task_id="release")
