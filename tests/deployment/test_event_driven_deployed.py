@@ -73,6 +73,13 @@ def _send(service_url: str, topic: str, values: list[str]) -> float:
     return time.time()
 
 
+def _unpause_and_send(airflow: AirflowDeployment, dag_id: str, service_url: str, topic: str, values: list[str]) -> list[str]:
+    """Let the watched DAG run, then publish ``values`` to its topic; the values."""
+    airflow.unpause(dag_id)
+    _send(service_url, topic, values)
+    return values
+
+
 def _watching(airflow: AirflowDeployment) -> bool:
     return f"Watching the backlog of {BACKLOG_TOPIC}" in airflow.log_tail("triggerer", chars=10**7)
 
@@ -100,9 +107,7 @@ def test_a_flood_makes_one_asset_event_per_batch_and_each_message_is_handled_onc
     event_driven: AirflowDeployment, broker: Any
 ) -> None:
     airflow = event_driven
-    airflow.unpause(BATCHES_DAG)
-    values = [f"order-{index}" for index in range(FLOOD)]
-    _send(broker.service_url, BATCH_TOPIC, values)
+    values = _unpause_and_send(airflow, BATCHES_DAG, broker.service_url, BATCH_TOPIC, [f"order-{index}" for index in range(FLOOD)])
 
     events = poll_api(
         lambda: (found := airflow.asset_events("deploy_order_batches")) and len(found) >= math.ceil(FLOOD / BATCH_SIZE) and found,
@@ -167,9 +172,7 @@ def test_a_failed_run_s_messages_are_handled_by_a_later_run_each_once_in_success
     event_driven: AirflowDeployment, broker: Any
 ) -> None:
     airflow = event_driven
-    airflow.unpause(SETTLED_DAG)
-    values = [f"paid-{index}" for index in range(SETTLED_BATCH)]
-    _send(broker.service_url, SETTLED_TOPIC, values)
+    values = _unpause_and_send(airflow, SETTLED_DAG, broker.service_url, SETTLED_TOPIC, [f"paid-{index}" for index in range(SETTLED_BATCH)])
 
     def handled() -> list[str]:
         runs = airflow.runs(SETTLED_DAG)

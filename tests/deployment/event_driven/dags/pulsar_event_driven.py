@@ -61,17 +61,24 @@ settled_orders = Asset(
     ],
 )
 
+
+
+def batch_values(triggering_asset_events: dict | None) -> list:
+    """The values of every message of the batches among a run's triggering asset events."""
+    return [
+        item["message"]["value"]
+        for events in (triggering_asset_events or {}).values()
+        for event in events
+        for item in event.extra["payload"]["messages"]
+    ]
+
+
 with DAG("pulsar_order_batches", schedule=[order_batches], start_date=datetime(2025, 1, 1), catchup=False):
 
     @task
     def handle(triggering_asset_events=None) -> list:  # noqa: ANN001 - filled in by Airflow
         """The values of every message of the batches that started this run."""
-        return [
-            item["message"]["value"]
-            for events in (triggering_asset_events or {}).values()
-            for event in events
-            for item in event.extra["payload"]["messages"]
-        ]
+        return batch_values(triggering_asset_events)
 
     handle()
 
@@ -108,12 +115,7 @@ with DAG("pulsar_settled_orders", schedule=[settled_orders], start_date=datetime
         if not failed_once.exists():
             failed_once.touch()
             raise RuntimeError("the first run fails: its messages must come back")
-        return [
-            item["message"]["value"]
-            for events in (triggering_asset_events or {}).values()
-            for event in events
-            for item in event.extra["payload"]["messages"]
-        ]
+        return batch_values(triggering_asset_events)
 
     handled = handle_once_failing()
     handled >> PulsarAcknowledgeRunMessagesOperator(task_id="acknowledge")
