@@ -65,7 +65,7 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     runs in the triggerer, which does not import from the DAGs folder: a function defined there is
     refused when the DAG is parsed.
     ``run()``, used outside the triggerer's shared streams, consumes alone with the same rules,
-    acknowledging a message once its event has been taken.
+    acknowledging a message once its event has been taken (holding it, with ``on_success``).
 
     :param topics: A topic or a list of topics.
     :param subscription: The subscription to consume with.
