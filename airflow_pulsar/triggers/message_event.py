@@ -251,7 +251,7 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
 
     async def _event_payloads(self, batch: MessageBatch) -> list[dict[str, Any]]:
         """The payloads of the events a batch makes; messages the function fails on are marked rejected."""
-        accepted = []
+        accepted, fired = [], []
         for index, message in enumerate(batch.messages):
             try:
                 # The user function may block; keep the triggerer's event loop free.
@@ -262,6 +262,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
                 continue
             if payload is not None:
                 accepted.append(payload)
+                fired.append(index)
+        # Before the events exist: a watcher that acknowledges on success records them in flight.
+        await batch.fire(fired)
         if self.batch_limits.size > 1:
             accepted = [{"messages": group} for group in split_by_bytes(accepted, self.batch_limits.max_event_bytes)]
         if self.settle_topic is not None:

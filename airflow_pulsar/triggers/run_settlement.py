@@ -4,29 +4,28 @@ A message event watcher in this mode does not acknowledge the messages of an eve
 stored: it holds them, unacknowledged, on its own consumer, and the event names them (topic and
 message id of each, and the *settle topic*). The run's last tasks publish a settle notice to that
 topic: ``acknowledge`` once the run succeeded, ``release`` when it failed. The watcher reads the
-settle topic and acknowledges or negatively acknowledges the held messages through the consumer
-that received them, which is the only consumer whose negative acknowledgement Pulsar honours; a
-released message comes back after ``redelivery_delay`` in a later event. Messages nobody settles
-(the run was killed) come back when the consumer's ack timeout expires.
+settle topic and acknowledges or negatively acknowledges the held messages (see
+:mod:`.settle_log`, which also keeps the watcher's own records there); a released message comes
+back after ``redelivery_delay`` in a later event. This module holds what the runs and the watcher
+share: the modes, the settle topic's name, and its records.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from airflow_pulsar.client import Message
-from airflow_pulsar.client.asyncio import Consumer as AsyncConsumer
-
-log = logging.getLogger(__name__)
 
 ON_FIRE, ON_SUCCESS = "on_fire", "on_success"
 ACKNOWLEDGE_MODES = (ON_FIRE, ON_SUCCESS)
+# What a run says about its messages.
 Outcome = Literal["acknowledge", "release"]
+# What a settle-topic record says: a run's outcome, or the watcher's own ``fired`` (these
+# messages are in flight) and ``opened`` (a watcher started reading here).
+RecordKind = Literal["acknowledge", "release", "fired", "opened"]
 # The event payload's key naming where a run settles its messages.
 SETTLE_TOPIC_KEY = "settle_topic"
 
@@ -52,14 +51,15 @@ def message_key(message: Message) -> MessageKey:
 
 @dataclass(frozen=True)
 class SettleNotice:
-    """What a run tells its watcher: acknowledge or release these messages."""
+    """A settle-topic record: a run telling its watcher to acknowledge or release these messages, or
+    the watcher's own record that it fired them (or started reading, ``run`` then naming it)."""
 
-    outcome: Outcome
+    outcome: RecordKind
     messages: tuple[MessageKey, ...]
     run: str = ""
 
     def encode(self) -> bytes:
-        """The notice as the JSON a settle topic carries."""
+        """The record as the JSON a settle topic carries."""
         return json.dumps(
             {
                 "outcome": self.outcome,
@@ -70,14 +70,14 @@ class SettleNotice:
 
     @classmethod
     def decode(cls, data: bytes) -> SettleNotice:
-        """A notice from its JSON; ValueError if it is not one."""
+        """A record from its JSON; ValueError if it is not one."""
         try:
             body = json.loads(data)
             outcome = body["outcome"]
             messages = tuple((item["topic"], item["message_id"]) for item in body["messages"])
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"not a settle notice: {data[:200]!r}") from exc
-        if outcome not in ("acknowledge", "release"):
+        if outcome not in get_args(RecordKind):
             raise ValueError(f"unknown settle outcome {outcome!r}")
         return cls(outcome, messages, str(body.get("run", "")))
 
@@ -98,56 +98,3 @@ def notices_by_topic(payloads: Iterable[Mapping[str, Any]]) -> dict[str, list[Me
         if topic:
             found.setdefault(topic, []).extend(event_messages(payload))
     return found
-
-
-class HeldMessages:
-    """The fired, unsettled messages of one consumer, settled by notices from the runs.
-
-    A notice can overtake the hold it settles (the run finished before the triggerer got back
-    to its consumer): what it names and is not held yet is remembered for ``remember`` seconds
-    (the ack timeout, after which such a message would come back anyway) and settles it on hold.
-    """
-
-    def __init__(self, consumer: AsyncConsumer, remember: float) -> None:
-        self._consumer = consumer
-        self._remember = remember
-        self._held: dict[MessageKey, Message] = {}
-        self._early: dict[MessageKey, tuple[Outcome, float]] = {}  # key -> (outcome, when noticed)
-
-    def __len__(self) -> int:
-        return len(self._held)
-
-    async def hold(self, message: Message) -> None:
-        """Keep ``message`` unacknowledged until a notice names it (a redelivery replaces it)."""
-        key = message_key(message)
-        early = self._early.pop(key, None)
-        if early is None:
-            self._held[key] = message
-        else:
-            await self._apply(early[0], message)
-
-    async def settle(self, notice: SettleNotice) -> int:
-        """Acknowledge or negatively acknowledge the held messages a notice names; how many were held.
-
-        A message not held here may be held soon, was settled already, came back after its ack
-        timeout, or is held by another triggerer of a Shared subscription, whose watcher reads
-        the same notice.
-        """
-        now = time.monotonic()
-        self._early = {key: early for key, early in self._early.items() if now - early[1] < self._remember}
-        settled = 0
-        for key in notice.messages:
-            message = self._held.pop(key, None)
-            if message is None:
-                self._early[key] = (notice.outcome, now)
-                continue
-            await self._apply(notice.outcome, message)
-            settled += 1
-        log.info("Run %s: %s %d of %d message(s) held here", notice.run, notice.outcome, settled, len(notice.messages))
-        return settled
-
-    async def _apply(self, outcome: Outcome, message: Message) -> None:
-        if outcome == "acknowledge":
-            await self._consumer.acknowledge(message)
-        else:
-            await self._consumer.negative_acknowledge(message)

@@ -17,13 +17,12 @@ from collections.abc import AsyncIterator, Hashable, Sequence
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
 from airflow_pulsar import arguments, message_source
-from airflow_pulsar.client import MessageId
 from airflow_pulsar.client.asyncio import Client as AsyncClient
 from airflow_pulsar.client.asyncio import Consumer as AsyncConsumer
-from airflow_pulsar.client.asyncio import Reader as AsyncReader
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.triggers import run_settlement
 from airflow_pulsar.triggers.message_batch import BatchLimits, MessageBatch, receive_batch
+from airflow_pulsar.triggers.settle_log import SettleLog
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +40,10 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
     (``reject_shared_stream_event``, a terminal refusal), a failure (ack timeout, overflow) or a
     broadcast with no trigger listening, it negatively acknowledges, so Pulsar redelivers them
     after ``redelivery_delay`` seconds and counts the redelivery. With ``acknowledge="on_success"``
-    it acknowledges nothing when the events are stored: it holds the messages until the run they
-    started publishes a settle notice on ``settle_topic`` (see :mod:`.run_settlement`), and
-    ``ack_timeout`` brings back those no notice settles. With ``max_redeliver_count``,
+    it acknowledges what no event names, and holds what the events name until the run they
+    started publishes a settle notice on ``settle_topic``, which is also its durable log of what
+    it fired (see :mod:`.settle_log`): across a restart a message stays in at most one successful
+    run, and ``ack_timeout`` brings back those no notice settles. With ``max_redeliver_count``,
     a message negatively acknowledged once more after that many redeliveries is published to
     the dead-letter topic (properties ``REAL_TOPIC`` and ``ORIGIN_MESSAGE_ID`` name its origin)
     and acknowledged here: the client's dead-letter policy, as Pulsar's clients implement it.
@@ -95,7 +95,7 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         self.limits = BatchLimits(batch_size, batch_timeout)
         self.settle_topic = settle_topic if acknowledge == run_settlement.ON_SUCCESS else None
         self.ack_timeout = ack_timeout
-        self._held: run_settlement.HeldMessages | None = None
+        self._settle_log: SettleLog | None = None
         self._client: AsyncClient | None = None
         self._consumer: AsyncConsumer | None = None
         self._settling: asyncio.Task[None] | None = None
@@ -106,11 +106,10 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         hook = PulsarHook(pulsar_conn_id=self.pulsar_conn_id)
         await hook.aget_config()
         self._client = hook.get_async_client()
-        settle_notices = None
-        if self.settle_topic is not None:
-            # From the latest notice, opened before the consumer: every notice about a message
-            # this consumer receives comes after it.
-            settle_notices = await self._client.create_reader(self.settle_topic, MessageId.latest)
+        if self.settle_topic is not None and self.ack_timeout is not None:
+            # Replayed before the consumer subscribes: a redelivered message that a live run holds
+            # must not fire again.
+            self._settle_log = await SettleLog.open(self._client, self.settle_topic, self.subscription, self.ack_timeout)
         self._consumer = await self._client.subscribe(
             self.topics[0] if len(self.topics) == 1 else self.topics,
             self.subscription,
@@ -123,11 +122,17 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
             batch_index_ack_enabled=True,
             unacked_messages_timeout_ms=int(self.ack_timeout * 1000) if self.ack_timeout else None,
         )
-        if settle_notices is not None:
-            self._held = run_settlement.HeldMessages(self._consumer, remember=self.ack_timeout or 0.0)
-            self._settling = asyncio.create_task(self._settle(settle_notices, self._held))
+        settle_log = self._settle_log
+        if settle_log is not None:
+            settle_log.consumer = self._consumer
+            self._settling = asyncio.create_task(settle_log.settle_forever())
         while True:
             batch = await receive_batch(self._consumer, self.limits)
+            if settle_log is not None:
+                fresh = [message for message in batch.messages if await settle_log.deliver(message)]
+                if not fresh:
+                    continue
+                batch = MessageBatch(tuple(fresh), recorder=settle_log.record_fired)
             yield batch, batch
 
     def get_advance_lane(self, broker_payload: MessageBatch) -> Hashable:
@@ -143,42 +148,28 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
         for item in batch:
             messages: MessageBatch = item.broker_payload
             for index, message in enumerate(messages.messages):
-                if item.outcome.is_clean and index not in messages.rejected:
-                    if self._held is not None:
-                        await self._held.hold(message)
-                    else:
-                        await self._consumer.acknowledge(message)
+                if self._settle_log is not None and index in messages.fired:
+                    # In flight whatever the outcome (its event may be stored): its run, or the
+                    # ack timeout, settles it.
+                    await self._settle_log.hold(message)
+                elif item.outcome.is_clean and index not in messages.rejected:
+                    await self._consumer.acknowledge(message)
                 else:
                     await self._consumer.negative_acknowledge(message)
 
-    async def _settle(self, notices: AsyncReader, held: run_settlement.HeldMessages) -> None:
-        """Settle held messages as the runs' notices arrive, until cancelled."""
-        try:
-            while True:
-                message = await notices.read_next()
-                try:
-                    notice = run_settlement.SettleNotice.decode(message.data())
-                except ValueError:
-                    log.warning("Ignoring %s on %s: not a settle notice", message.message_id(), self.settle_topic)
-                    continue
-                await held.settle(notice)
-        except Exception:
-            # Held messages still come back after the ack timeout; say why they waited that long.
-            log.exception("Settling stopped on %s", self.settle_topic)
-        finally:
-            await notices.close()
-
     async def aclose(self) -> None:
-        """Stop settling, close the consumer (flushing acknowledgements) and the client.
+        """Stop settling, close the settle log, the consumer (flushing acknowledgements) and the client.
 
         Held messages stay unacknowledged: Pulsar delivers them again to the subscription's next consumer.
         """
-        consumer, client, settling = self._consumer, self._client, self._settling
-        self._consumer = self._client = self._settling = None
+        consumer, client, settling, settle_log = self._consumer, self._client, self._settling, self._settle_log
+        self._consumer = self._client = self._settling = self._settle_log = None
         if settling is not None:
             settling.cancel()
             await asyncio.gather(settling, return_exceptions=True)
         try:
+            if settle_log is not None:
+                await settle_log.close()
             if consumer is not None:
                 await consumer.close()
         finally:
