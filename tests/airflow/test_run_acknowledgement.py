@@ -91,6 +91,76 @@ def test_a_failed_run_s_messages_come_back_and_a_successful_run_s_are_acknowledg
     assert subscription_stats(broker_admin, topic_name, "watch")["unackedMessages"] == 0
 
 
+def test_across_watcher_restarts_a_live_run_s_messages_stay_held_and_notices_published_meanwhile_settle(
+    broker: Any, broker_admin: PulsarAdmin, topic_name: str
+) -> None:
+    """Each watcher below stands for a triggerer: stopped without settling, and started again."""
+    kwargs = PulsarMessageEventTrigger(
+        topics=topic_name, subscription="watch", initial_position="Earliest", batch_size=2, batch_timeout=1,
+        acknowledge="on_success", ack_timeout=600, redelivery_delay=0.5,
+    ).serialize()[1]
+    settle_topic = kwargs["settle_topic"]
+
+    async def watch() -> tuple[PulsarMessageEventTrigger, AsyncIterator[Any]]:
+        trigger = PulsarMessageEventTrigger(**kwargs)
+        return trigger, trigger.run()
+
+    async def stop(trigger: PulsarMessageEventTrigger, events: AsyncIterator[Any], *pending: asyncio.Future[Any]) -> None:
+        for waiting in pending:
+            await _cancel(waiting)
+        await events.aclose()  # type: ignore[attr-defined]
+        await trigger.cleanup()
+
+    def settle(operator: Any, *payloads: dict[str, Any]) -> Any:
+        return asyncio.to_thread(operator(task_id="settle").execute, _run_context(*payloads))
+
+    def drained(topic: str, subscription: str) -> Any:
+        condition = lambda: subscription_stats(broker_admin, topic, subscription)["msgBacklog"] == 0  # noqa: E731
+        return asyncio.to_thread(wait_until, condition, f"{subscription} on {topic} drained", 60)
+
+    async def scenario(producer: Any) -> list[dict[str, Any]]:
+        producer.send(b"m0")
+        producer.send(b"m1")
+        trigger, events = await watch()
+        first = await _next(events)
+        await stop(trigger, events)
+        # The run succeeds while no watcher runs: its notice waits in the settle topic.
+        assert await settle(PulsarAcknowledgeRunMessagesOperator, first) == 2
+
+        trigger, events = await watch()
+        pending = asyncio.ensure_future(_next(events))
+        producer.send(b"m2")
+        second = await pending  # m0 and m1 came back and were acknowledged, not fired
+        pending = asyncio.ensure_future(_next(events))  # holds m2
+        await asyncio.to_thread(
+            wait_until, lambda: subscription_stats(broker_admin, topic_name, "watch")["msgBacklog"] == 1, "m0 and m1 acknowledged", 60
+        )
+        await stop(trigger, events, pending)
+
+        # m2's run is still live: the next watcher holds m2 again, and fires only what is new.
+        trigger, events = await watch()
+        pending = asyncio.ensure_future(_next(events))
+        producer.send(b"m3")
+        third = await pending
+        pending = asyncio.ensure_future(_next(events))
+        # m2's run fails now: m2 fires anew, alone.
+        assert await settle(PulsarReleaseRunMessagesOperator, second) == 1
+        again = await pending
+        pending = asyncio.ensure_future(_next(events, timeout=3600))
+        assert await settle(PulsarAcknowledgeRunMessagesOperator, third, again) == 2
+        await drained(topic_name, "watch")
+        await drained(settle_topic, "watch")  # every fired record and notice served its purpose
+        await stop(trigger, events, pending)
+        return [first, second, third, again]
+
+    with Client(broker.service_url) as client:
+        events = asyncio.run(scenario(client.create_producer(topic_name, batching_enabled=False)))
+    first, second, third, again = events
+    assert [_values(event) for event in events] == [["m0", "m1"], ["m2"], ["m3"], ["m2"]]
+    assert again["messages"][0]["message"]["message_id"] == second["messages"][0]["message"]["message_id"]
+    assert subscription_stats(broker_admin, topic_name, "watch")["unackedMessages"] == 0
+
+
 def test_the_run_s_tasks_settle_by_trigger_rule(broker_admin: PulsarAdmin) -> None:
     succeeded = run_dag("pulsar_run_settlement")
     assert succeeded.state == "success"
