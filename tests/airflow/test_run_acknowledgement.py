@@ -33,6 +33,14 @@ def _run_context(*payloads: dict[str, Any]) -> dict[str, Any]:
     return {"triggering_asset_events": {"orders": events}, "dag": SimpleNamespace(dag_id="ship"), "run_id": "run-1"}
 
 
+def _watcher(topic: str, batch_size: int) -> PulsarMessageEventTrigger:
+    """A watcher acknowledging on success with subscription ``watch``; a batch closes after a second."""
+    return PulsarMessageEventTrigger(
+        topics=topic, subscription="watch", initial_position="Earliest", batch_size=batch_size, batch_timeout=1,
+        acknowledge="on_success", ack_timeout=600, redelivery_delay=0.5,
+    )
+
+
 def _values(payload: dict[str, Any]) -> list[str]:
     return [item["message"]["value"] for item in payload["messages"]]
 
@@ -51,10 +59,7 @@ async def _cancel(waiting: asyncio.Future[Any]) -> None:
 def test_a_failed_run_s_messages_come_back_and_a_successful_run_s_are_acknowledged(
     broker: Any, broker_admin: PulsarAdmin, topic_name: str
 ) -> None:
-    trigger = PulsarMessageEventTrigger(
-        topics=topic_name, subscription="watch", initial_position="Earliest", batch_size=3, batch_timeout=1,
-        acknowledge="on_success", ack_timeout=600, redelivery_delay=0.5,
-    )
+    trigger = _watcher(topic_name, batch_size=3)
     with Client(broker.service_url) as client:
         producer = client.create_producer(topic_name, batching_enabled=False)
         for index in range(3):
@@ -95,10 +100,7 @@ def test_across_watcher_restarts_a_live_run_s_messages_stay_held_and_notices_pub
     broker: Any, broker_admin: PulsarAdmin, topic_name: str
 ) -> None:
     """Each watcher below stands for a triggerer: stopped without settling, and started again."""
-    kwargs = PulsarMessageEventTrigger(
-        topics=topic_name, subscription="watch", initial_position="Earliest", batch_size=2, batch_timeout=1,
-        acknowledge="on_success", ack_timeout=600, redelivery_delay=0.5,
-    ).serialize()[1]
+    kwargs = _watcher(topic_name, batch_size=2).serialize()[1]
     settle_topic = kwargs["settle_topic"]
 
     async def watch() -> tuple[PulsarMessageEventTrigger, AsyncIterator[Any]]:
