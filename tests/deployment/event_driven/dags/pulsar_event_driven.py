@@ -1,7 +1,8 @@
-"""Three event-driven DAGs for tests/deployment/test_event_driven_deployed.py: one scheduled by a
+"""Four event-driven DAGs for tests/deployment/test_event_driven_deployed.py: one scheduled by a
 watcher that makes an asset event per batch of up to 10 messages, one by a backlog watcher that
-fires on 20 new messages, whose run drains the subscription as an ingestion would, and one whose
-watcher acknowledges a batch only once its run succeeded, and whose first run fails."""
+fires on 20 new messages, whose run drains the subscription as an ingestion would, and two whose
+watchers acknowledge a batch only once its run succeeded: the first run of one fails, and the
+runs of the other wait for the test's word, so that the triggerer can be stopped meanwhile."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from airflow_pulsar.triggers.message_event import PulsarMessageEventTrigger
 BATCH_TOPIC = "persistent://public/default/deploy-order-batches"
 BACKLOG_TOPIC = "persistent://public/default/deploy-backlog"
 SETTLED_TOPIC = "persistent://public/default/deploy-settled-orders"
+RESTART_TOPIC = "persistent://public/default/deploy-restart-orders"
 BATCH_SIZE = 10
 SETTLED_BATCH = 6
 THRESHOLD = 20
@@ -48,19 +50,18 @@ backlog = Asset(
     ],
 )
 
-settled_orders = Asset(
-    "deploy_settled_orders",
-    watchers=[
-        AssetWatcher(
-            name="settled_orders",
-            trigger=PulsarMessageEventTrigger(
-                topics=SETTLED_TOPIC, subscription="settled", batch_size=SETTLED_BATCH, batch_timeout=2,
-                acknowledge="on_success", ack_timeout=900, redelivery_delay=1,
-            ),
-        )
-    ],
-)
 
+def run_acknowledged(name: str, topic: str, subscription: str) -> Asset:
+    """Asset ``deploy_<name>``, watched by a trigger that acknowledges a batch once its run succeeded."""
+    trigger = PulsarMessageEventTrigger(
+        topics=topic, subscription=subscription, batch_size=SETTLED_BATCH, batch_timeout=2,
+        acknowledge="on_success", ack_timeout=900, redelivery_delay=1,
+    )
+    return Asset(f"deploy_{name}", watchers=[AssetWatcher(name=name, trigger=trigger)])
+
+
+settled_orders = run_acknowledged("settled_orders", SETTLED_TOPIC, "settled")
+restart_orders = run_acknowledged("restart_orders", RESTART_TOPIC, "restart")
 
 
 def batch_values(triggering_asset_events: dict | None) -> list:
@@ -120,3 +121,22 @@ with DAG("pulsar_settled_orders", schedule=[settled_orders], start_date=datetime
     handled = handle_once_failing()
     handled >> PulsarAcknowledgeRunMessagesOperator(task_id="acknowledge")
     handled >> PulsarReleaseRunMessagesOperator(task_id="release")
+
+with DAG("pulsar_restart_orders", schedule=[restart_orders], start_date=datetime(2025, 1, 1), catchup=False):
+
+    @task
+    def handle_when_told(triggering_asset_events=None) -> list:  # noqa: ANN001 - filled in by Airflow
+        """The values of the run's messages, once the test has created AIRFLOW_HOME/restart-orders-go."""
+        import time
+
+        go = Path(os.environ["AIRFLOW_HOME"]) / "restart-orders-go"
+        deadline = time.monotonic() + 600
+        while not go.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{go} never appeared")
+            time.sleep(0.5)
+        return batch_values(triggering_asset_events)
+
+    told = handle_when_told()
+    told >> PulsarAcknowledgeRunMessagesOperator(task_id="acknowledge")
+    told >> PulsarReleaseRunMessagesOperator(task_id="release")
