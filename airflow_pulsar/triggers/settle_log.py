@@ -79,6 +79,9 @@ class SettleLog:
             self._held[key] = message
         elif disposition == "acknowledge":
             await self._apply("acknowledge", message)
+        else:
+            # Released, or unsettled past the ack timeout: its earlier fire no longer matters.
+            await self._acknowledge_entries(self.ledger.forget(key))
         return disposition == "fire"
 
     async def record_fired(self, messages: Sequence[Message]) -> None:
@@ -153,9 +156,6 @@ class SettleLog:
             if message is not None:
                 held += 1
                 await self._apply(record.outcome, message)
-            elif record.outcome == "release":
-                # Not delivered since the restart: it comes back, and fires anew.
-                await self._acknowledge_entries(self.ledger.forget(key))
         if not settled:
             await self._notices.acknowledge(entry)
         log.info("Run %s: %s %d message(s), %d held here", record.run, record.outcome, len(settled), held)
