@@ -75,6 +75,7 @@ INTERNAL_TYPES = [
     "SyncReader",
     "SyncTransaction",
     "AsyncConsumer",
+    "AsyncProducer",
     "CoordinatorClient",
     "Timer",
     "airflow_pulsar.client.transaction.transaction.CumulativeAcker",
