@@ -33,11 +33,11 @@ def _run_context(*payloads: dict[str, Any]) -> dict[str, Any]:
     return {"triggering_asset_events": {"orders": events}, "dag": SimpleNamespace(dag_id="ship"), "run_id": "run-1"}
 
 
-def _watcher(topic: str, batch_size: int) -> PulsarMessageEventTrigger:
+def _watcher(topic: str, batch_size: int, **kwargs: Any) -> PulsarMessageEventTrigger:
     """A watcher acknowledging on success with subscription ``watch``; a batch closes after a second."""
     return PulsarMessageEventTrigger(
         topics=topic, subscription="watch", initial_position="Earliest", batch_size=batch_size, batch_timeout=1,
-        acknowledge="on_success", ack_timeout=600, redelivery_delay=0.5,
+        acknowledge="on_success", ack_timeout=600, redelivery_delay=0.5, **kwargs,
     )
 
 
@@ -161,6 +161,36 @@ def test_across_watcher_restarts_a_live_run_s_messages_stay_held_and_notices_pub
     assert [_values(event) for event in events] == [["m0", "m1"], ["m2"], ["m3"], ["m2"]]
     assert again["messages"][0]["message"]["message_id"] == second["messages"][0]["message"]["message_id"]
     assert subscription_stats(broker_admin, topic_name, "watch")["unackedMessages"] == 0
+
+
+def test_messages_no_event_names_are_acknowledged_at_once_and_the_fired_ones_held(
+    broker: Any, broker_admin: PulsarAdmin, topic_name: str
+) -> None:
+    trigger = _watcher(topic_name, batch_size=4, apply_function="pulsar_test_functions.is_alert")
+    with Client(broker.service_url) as client:
+        producer = client.create_producer(topic_name, batching_enabled=False)
+        for index in range(4):
+            producer.send(f"m{index}".encode(), properties={"level": "alert" if index % 2 else "info"})
+
+    def backlog(count: int) -> Any:
+        condition = lambda: subscription_stats(broker_admin, topic_name, "watch")["msgBacklog"] == count  # noqa: E731
+        return asyncio.to_thread(wait_until, condition, f"a backlog of {count}", 30)
+
+    async def scenario() -> dict[str, Any]:
+        events = trigger.run()
+        try:
+            payload = await _next(events)
+            pending = asyncio.ensure_future(_next(events, timeout=3600))  # settles the batch
+            await backlog(2)  # m0 and m2 acknowledged; m1 and m3 held for their run
+            await asyncio.to_thread(PulsarAcknowledgeRunMessagesOperator(task_id="acknowledge").execute, _run_context(payload))
+            await backlog(0)
+            await _cancel(pending)
+            return payload
+        finally:
+            await events.aclose()
+            await trigger.cleanup()
+
+    assert _values(asyncio.run(scenario())) == ["m1", "m3"]
 
 
 def test_the_run_s_tasks_settle_by_trigger_rule(broker_admin: PulsarAdmin) -> None:
