@@ -94,8 +94,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
         them delivered again in a later event. Events then carry ``settle_topic``.
     :param settle_topic: Where runs settle their messages (``on_success``); None (default):
         ``<first topic>-<subscription>-settle``.
-    :param ack_timeout: Seconds after which a message no run settled is delivered again
-        (required with ``on_success``, >= 10): longer than the DAG's ``dagrun_timeout``.
+    :param ack_timeout: Seconds after its event fired that a message no run settled fires anew,
+        across triggerer restarts too (required with ``on_success``, >= 10): longer than the DAG's
+        ``dagrun_timeout``.
 
     Example::
 

@@ -39,11 +39,11 @@ class SettleLog:
     """
     The settle topic of one watcher: its fired records, the runs' notices, and the messages it holds.
 
-    Open it with :meth:`open` before the watcher's consumer subscribes; then :meth:`deliver`
+    Open it with :meth:`open` before the watcher's consumer subscribes, then set ``consumer``
+    (the watcher's consumer, which receives and settles the watched messages); :meth:`deliver`
     each received message, :meth:`record_fired` before an event is stored, :meth:`hold` what
     fired once the event is, and run :meth:`settle_forever` alongside.
 
-    :param consumer: The watcher's consumer, which receives (and settles) the watched messages.
     :param notices: The durable subscription to the settle topic.
     :param records: The producer of fired records.
     :param ledger: The state replayed from the settle topic.
@@ -66,9 +66,6 @@ class SettleLog:
         settle_log = cls(notices, records, SettleLedger(ack_timeout, time.time()))
         await settle_log._replay(settle_topic)
         return settle_log
-
-    def __len__(self) -> int:
-        return len(self._held)
 
     async def deliver(self, message: Message) -> bool:
         """Whether a received message is to be fired; if not, it is held for its live run, or

@@ -64,8 +64,8 @@ class PulsarSharedStreamProducer(SharedStreamProducer):
     :param acknowledge: ``on_fire`` (acknowledge once the events are stored) or ``on_success``
         (hold until the run settles them).
     :param settle_topic: Where runs publish their settle notices (``on_success`` only).
-    :param ack_timeout: Seconds after which a held message nobody settled is delivered again
-        (``on_success`` only).
+    :param ack_timeout: Seconds after its event fired that a held message nobody settled fires
+        anew (``on_success`` only).
     """
 
     def __init__(
