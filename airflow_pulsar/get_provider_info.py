@@ -153,6 +153,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_pulsar.operators.subscriptions",
                     "airflow_pulsar.operators.topics",
                     "airflow_pulsar.operators.transform",
+                    "airflow_pulsar.operators.run_messages",
                 ],
             }
         ],

@@ -74,6 +74,8 @@ INTERNAL_TYPES = [
     "SyncProducer",
     "SyncReader",
     "SyncTransaction",
+    "AsyncConsumer",
+    "AsyncProducer",
     "CoordinatorClient",
     "Timer",
     "airflow_pulsar.client.transaction.transaction.CumulativeAcker",

@@ -15,7 +15,8 @@ class PulsarMessageQueueProvider(BaseMessageQueueProvider):
     The keyword arguments after ``scheme`` are the trigger's (``topics``, ``subscription``,
     ``apply_function``, ``max_redeliver_count`` and ``dead_letter_topic`` for a dead-letter
     policy, ``batch_size``, ``batch_timeout`` and ``batch_max_bytes`` for an event per bounded
-    batch of messages instead of per message, ...). The deprecated queue-URI form (``queue="pulsar://..."``) is not
+    batch of messages instead of per message, ``acknowledge="on_success"`` and ``ack_timeout`` to
+    acknowledge messages only once the run they started has succeeded, ...). The deprecated queue-URI form (``queue="pulsar://..."``) is not
     supported: a Pulsar connection, not a URI, says where the broker is. Example::
 
         from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger

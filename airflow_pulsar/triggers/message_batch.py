@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,19 +49,32 @@ class BatchLimits:
 
 @dataclass(eq=False)
 class MessageBatch:
-    """Messages received together; triggers mark the ones their function failed on as rejected.
+    """Messages received together; triggers mark the ones their function failed on as rejected,
+    and those their events name as fired.
 
     The same object is each trigger's raw event and what the shared stream's producer settles:
     every message is acknowledged once all triggers passed the batch, except the rejected ones,
-    which are negatively acknowledged (and so redelivered, or dead-lettered).
+    which are negatively acknowledged (and so redelivered, or dead-lettered), and, for a watcher
+    that acknowledges on success, the fired ones, which it holds for their run. Such a watcher
+    gives the batch a ``recorder`` that puts fired messages in flight before their events are stored.
     """
 
     messages: tuple[Message, ...]
     rejected: set[int] = field(default_factory=set)  # indexes into messages
+    fired: set[int] = field(default_factory=set)  # indexes into messages
+    recorder: Callable[[Sequence[Message]], Awaitable[None]] | None = None
 
     def reject(self, index: int) -> None:
         """Have the message at ``index`` negatively acknowledged instead of acknowledged."""
         self.rejected.add(index)
+
+    async def fire(self, indexes: Iterable[int]) -> None:
+        """Mark the messages at ``indexes`` as named by an event, recording them first (if this
+        batch has a recorder) for those not marked already."""
+        new = sorted(set(indexes) - self.fired)
+        if new and self.recorder is not None:
+            await self.recorder([self.messages[index] for index in new])
+        self.fired.update(new)
 
 
 async def receive_batch(consumer: AsyncConsumer, limits: BatchLimits) -> MessageBatch:

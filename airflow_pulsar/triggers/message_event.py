@@ -13,6 +13,7 @@ from airflow.triggers.shared_stream import AdvanceItem, AdvanceOutcome
 from airflow_pulsar import arguments
 from airflow_pulsar.hooks.pulsar import PulsarHook
 from airflow_pulsar.message_source import MessageSourceSettings, dead_letter_arguments
+from airflow_pulsar.triggers import run_settlement
 from airflow_pulsar.triggers.message_batch import DEFAULT_MAX_EVENT_BYTES, BatchLimits, MessageBatch, split_by_bytes
 from airflow_pulsar.triggers.message_matching import MessageMatcher
 from airflow_pulsar.triggers.resources import ClosesOnCleanup
@@ -30,6 +31,9 @@ _STREAM_ARGUMENTS = (
     "max_redeliver_count",
     "batch_size",
     "batch_timeout",
+    "acknowledge",
+    "settle_topic",
+    "ack_timeout",
 )
 
 
@@ -61,7 +65,7 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     runs in the triggerer, which does not import from the DAGs folder: a function defined there is
     refused when the DAG is parsed.
     ``run()``, used outside the triggerer's shared streams, consumes alone with the same rules,
-    acknowledging a message once its event has been taken.
+    acknowledging a message once its event has been taken (holding it, with ``on_success``).
 
     :param topics: A topic or a list of topics.
     :param subscription: The subscription to consume with.
@@ -82,6 +86,17 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
     :param batch_size: Messages per batch (default 1: an event per message, as above).
     :param batch_timeout: Seconds a batch waits for more messages after its first (default 5).
     :param batch_max_bytes: Bytes of JSON an event of a batch may hold (default 1 MiB, >= 1024).
+    :param acknowledge: ``on_fire`` (default): acknowledge a message once its event is stored.
+        ``on_success``: acknowledge it once the DAG run it started has succeeded, as the run's
+        :class:`~airflow_pulsar.operators.run_messages.PulsarAcknowledgeRunMessagesOperator`
+        says; a failed run's
+        :class:`~airflow_pulsar.operators.run_messages.PulsarReleaseRunMessagesOperator` has
+        them delivered again in a later event. Events then carry ``settle_topic``.
+    :param settle_topic: Where runs settle their messages (``on_success``); None (default):
+        ``<first topic>-<subscription>-settle``.
+    :param ack_timeout: Seconds after its event fired that a message no run settled fires anew,
+        across triggerer restarts too (required with ``on_success``, >= 10): longer than the DAG's
+        ``dagrun_timeout``.
 
     Example::
 
@@ -113,6 +128,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
         batch_size: int = 1,
         batch_timeout: float = 5.0,
         batch_max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        acknowledge: str = run_settlement.ON_FIRE,
+        settle_topic: str | None = None,
+        ack_timeout: float | None = None,
     ) -> None:
         super().__init__()
         self._set_message_source(
@@ -130,6 +148,17 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
             dead_letter_topic, max_redeliver_count, self.subscription_type
         )
         self.batch_limits = BatchLimits.checked(batch_size, batch_timeout, batch_max_bytes)
+        self.acknowledge = run_settlement.acknowledge_mode(acknowledge)
+        self.settle_topic, self.ack_timeout = None, None
+        if self.acknowledge == run_settlement.ON_SUCCESS:
+            self.settle_topic = arguments.topic_name(
+                settle_topic or run_settlement.default_settle_topic(self.topics, self.subscription), "settle_topic"
+            )
+            self.ack_timeout = arguments.seconds(ack_timeout, "ack_timeout")
+            if self.ack_timeout < 10:
+                raise ValueError(f"ack_timeout must be at least 10 seconds (Pulsar's minimum), got {ack_timeout!r}")
+        elif settle_topic is not None or ack_timeout is not None:
+            raise ValueError('settle_topic and ack_timeout need acknowledge="on_success"')
         arguments.triggerer_function(self.apply_function, "apply_function", must_be_found=False)
         self._matcher = MessageMatcher(self.apply_function, self.apply_function_args, self.apply_function_kwargs)
 
@@ -152,6 +181,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
                 "batch_size": self.batch_limits.size,
                 "batch_timeout": self.batch_limits.timeout,
                 "batch_max_bytes": self.batch_limits.max_event_bytes,
+                "acknowledge": self.acknowledge,
+                "settle_topic": self.settle_topic,
+                "ack_timeout": self.ack_timeout,
             },
         )
 
@@ -179,6 +211,9 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
             self.max_redeliver_count,
             self.batch_limits.size,
             self.batch_limits.timeout,
+            self.acknowledge,
+            self.settle_topic,
+            self.ack_timeout,
         )
 
     @classmethod
@@ -217,7 +252,7 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
 
     async def _event_payloads(self, batch: MessageBatch) -> list[dict[str, Any]]:
         """The payloads of the events a batch makes; messages the function fails on are marked rejected."""
-        accepted = []
+        accepted, fired = [], []
         for index, message in enumerate(batch.messages):
             try:
                 # The user function may block; keep the triggerer's event loop free.
@@ -228,6 +263,11 @@ class PulsarMessageEventTrigger(MessageSourceSettings, ClosesOnCleanup, BaseEven
                 continue
             if payload is not None:
                 accepted.append(payload)
-        if self.batch_limits.size == 1:
-            return accepted
-        return [{"messages": group} for group in split_by_bytes(accepted, self.batch_limits.max_event_bytes)]
+                fired.append(index)
+        # Before the events exist: a watcher that acknowledges on success records them in flight.
+        await batch.fire(fired)
+        if self.batch_limits.size > 1:
+            accepted = [{"messages": group} for group in split_by_bytes(accepted, self.batch_limits.max_event_bytes)]
+        if self.settle_topic is not None:
+            accepted = [{**payload, run_settlement.SETTLE_TOPIC_KEY: self.settle_topic} for payload in accepted]
+        return accepted

@@ -34,7 +34,9 @@ def embedded_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker
         process.stop()
 
 
-@pytest.mark.parametrize("example", ["orders_operators.py", "handle_alerts.py", "ingest_on_backlog.py", "exactly_once_orders.py"])
+@pytest.mark.parametrize(
+    "example", ["orders_operators.py", "handle_alerts.py", "ingest_on_backlog.py", "exactly_once_orders.py", "orders_on_success.py"]
+)
 def test_every_marked_part_is_included_by_a_page(example: str) -> None:
     pages = "".join(page.read_text() for page in EXAMPLES.parent.glob("*.md"))
     markers = re.findall(r"# \[START (\w+)\]", (EXAMPLES / "dags" / example).read_text())

@@ -54,22 +54,40 @@ class AirflowDeployment:
         migrated = subprocess.run([AIRFLOW, "db", "migrate"], env=self.env, capture_output=True, text=True, timeout=300)
         assert migrated.returncode == 0, migrated.stderr[-3000:]
         (self.home / "logs").mkdir(exist_ok=True)
-        for name, args in COMPONENTS.items():
-            with self.log_path(name).open("wb") as output:
-                self.processes[name] = subprocess.Popen(
-                    [AIRFLOW, *(arg.format(port=self._port) for arg in args)],
-                    env=self.env,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    # Its own process group: the LocalExecutor's workers and the api-server's
-                    # children stop with it.
-                    start_new_session=True,
-                )
+        for name in COMPONENTS:
+            self._spawn(name, "wb")
         poll_api(self._healthy, "scheduler, triggerer, dag-processor and api-server to report healthy", 240)
         response = self._http.post("/auth/token", json={"username": "tester", "password": self._password})
         assert response.status_code == 201, response.text
         self._http.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
         return self
+
+    def _spawn(self, name: str, log_mode: str) -> None:
+        args = COMPONENTS[name]
+        with self.log_path(name).open(log_mode) as output:
+            self.processes[name] = subprocess.Popen(
+                [AIRFLOW, *(arg.format(port=self._port) for arg in args)],
+                env=self.env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                # Its own process group: the LocalExecutor's workers and the api-server's
+                # children stop with it.
+                start_new_session=True,
+            )
+
+    def stop_component(self, name: str, sig: signal.Signals = signal.SIGTERM) -> None:
+        """Stop one component (SIGKILL: as a crash would), with what it started."""
+        process = self.processes[name]
+        _signal_group(process, sig)
+        try:
+            process.wait(timeout=60)
+        finally:
+            _signal_group(process, signal.SIGKILL)
+
+    def start_component(self, name: str) -> None:
+        """Start a stopped component again (its log goes on in the same file); wait until it reports healthy."""
+        self._spawn(name, "ab")
+        poll_api(self._healthy, f"{name} to report healthy again", 240)
 
     def _healthy(self) -> bool:
         for name, process in self.processes.items():
