@@ -14,7 +14,7 @@ __all__ = ["Outgoing", "OutgoingMessage"]
 class OutgoingMessage:
     """Content and per-message fields of one ``send``, built once by the producer and handed down
     through routing, interceptors, the partition producer and batching unchanged (never copied).
-    A message of nothing but bytes goes down as those bytes (see :data:`Outgoing`).
+    A message of nothing but bytes goes down as those bytes (see ``Outgoing`` below).
 
     The accessor methods are those of the official ``pulsar.Message`` (``data()``, ``value()``,
     ``partition_key()``, ...), answering as the official client's message handed to a
