@@ -158,7 +158,7 @@ test: install $(SPARK_CDS) $(PULSAR_CDS)
 
 # The ingest's crash matrix (tests/spark/test_crash_matrix_*.py, marked crash_matrix, which `make
 # test` leaves out): every crash point and process killed on each Spark master, the table formats
-# rotated across the masters, and the zombie tests' further pause points, and the lakehouse DAG reruns after a crash at every point: 33 cells, 25 minutes on a
+# rotated across the masters, the zombie tests' further pause points, and the lakehouse and cluster reruns after a crash: 38 tests, 25 minutes on a
 # busy two-core machine (a local cell alone, 23 s on an idle one); CI runs it after `make test`; `make test-crashes CRASH_MATRIX=full` runs every format everywhere (most of
 # an hour). On the embedded broker, as the commit protocol and not the broker is their subject. The
 # cells go to the workers one by one (each worker starts its own cluster for the standalone

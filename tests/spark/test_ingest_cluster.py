@@ -61,6 +61,8 @@ def test_the_job_runs_unchanged_on_a_standalone_cluster(
     assert not spark_cluster.completed("drivers")[drivers_before:]
 
 
+# Two jobs and a kill, 100 s on a quiet machine: in the crash tier (`make test-crashes`).
+@pytest.mark.crash_matrix
 def test_cluster_deploy_mode_settles_a_crashed_batch_and_writes_the_next_in_one_run(
     pulsar_default: BrokerProcess, spark_cluster: StandaloneCluster, catalog: Catalog, topic_name: str, ingest_tasks: IngestTasks
 ) -> None:

@@ -32,6 +32,8 @@ def cluster_arguments(target: LakehouseTable, catalog: Catalog, topic: str, subs
 
 # Each format crashes in one deploy mode and is settled in the other: a batch committed by a
 # driver on the worker is written again by a driver in the submitting process, and the other way round.
+# A minute each on a quiet machine: in the crash tier (`make test-crashes`).
+@pytest.mark.crash_matrix
 @pytest.mark.parametrize(
     ("kind", "crash_mode", "rerun_mode"), [("delta-metastore", "cluster", "client"), ("iceberg-metastore", "client", "cluster")]
 )

@@ -76,8 +76,8 @@ def zombie_case(kind: str, point: str, table: str, *marks: pytest.MarkDecorator)
     ("kind", "point", "table"),
     [
         zombie_case("parquet", "before-write", "new"),
-        zombie_case("delta-location", "mid-read", "steady"),
-        zombie_case("iceberg-hadoop", "mid-read", "new"),
+        zombie_case("delta-location", "mid-read", "steady", pytest.mark.crash_matrix),
+        zombie_case("iceberg-hadoop", "mid-read", "new", pytest.mark.crash_matrix),
         zombie_case("delta-location", "mid-read", "new", pytest.mark.crash_matrix),
         zombie_case("iceberg-hadoop", "mid-read", "steady", pytest.mark.crash_matrix),
         zombie_case("delta-location", "before-write", "new", pytest.mark.crash_matrix),
