@@ -199,6 +199,17 @@ def seconds(value: Any, name: str, *, optional: bool = False, allow_zero: bool =
     return float(value)
 
 
+def apply_functions(apply_function: Any, apply_function_batch: Any) -> tuple[Any, Any]:
+    """The per-message and the per-batch function of an operator that consumes, exactly one of them
+    given (the other None), each checked as :func:`function_reference`."""
+    if (apply_function is None) == (apply_function_batch is None):
+        raise ValueError("give exactly one of apply_function or apply_function_batch")
+    return (
+        function_reference(apply_function, "apply_function", optional=True),
+        function_reference(apply_function_batch, "apply_function_batch", optional=True),
+    )
+
+
 def function_reference(value: Any, name: str, *, optional: bool = False, allow_callable: bool = True) -> Any:
     """A user function: a callable (when allowed) or a dotted path ``package.module.function``.
 

@@ -129,12 +129,7 @@ class PulsarConsumeOperator(TemplatedArguments):
             None if topics_pattern is None else self._argument("topics_pattern", topics_pattern, arguments.topics_pattern)
         )
         self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
-        if (apply_function is None) == (apply_function_batch is None):
-            raise ValueError("give exactly one of apply_function or apply_function_batch")
-        self.apply_function = arguments.function_reference(apply_function, "apply_function", optional=True)
-        self.apply_function_batch = arguments.function_reference(
-            apply_function_batch, "apply_function_batch", optional=True
-        )
+        self.apply_function, self.apply_function_batch = arguments.apply_functions(apply_function, apply_function_batch)
         self.apply_function_args = self._argument("apply_function_args", apply_function_args, arguments.function_args)
         self.apply_function_kwargs = self._argument(
             "apply_function_kwargs", apply_function_kwargs, arguments.function_kwargs

@@ -146,12 +146,7 @@ class PulsarTransformOperator(TemplatedArguments):
         self.input_topics = self._argument("input_topics", input_topics, arguments.topic_list)
         self.subscription = self._argument("subscription", subscription, arguments.non_empty_str)
         self.output_topic = self._argument("output_topic", output_topic, arguments.topic_name)
-        if (apply_function is None) == (apply_function_batch is None):
-            raise ValueError("give exactly one of apply_function or apply_function_batch")
-        self.apply_function = arguments.function_reference(apply_function, "apply_function", optional=True)
-        self.apply_function_batch = arguments.function_reference(
-            apply_function_batch, "apply_function_batch", optional=True
-        )
+        self.apply_function, self.apply_function_batch = arguments.apply_functions(apply_function, apply_function_batch)
         self.apply_function_args = self._argument("apply_function_args", apply_function_args, arguments.function_args)
         self.apply_function_kwargs = self._argument(
             "apply_function_kwargs", apply_function_kwargs, arguments.function_kwargs
